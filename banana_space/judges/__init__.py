@@ -1,0 +1,23 @@
+"""The registry of reference judges (VLMs that rate a frame 1-5), one plain table like the
+backends' registry. Importing it loads no model."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .base import Entry, Judge, JudgeInfo, Verdict
+
+_MODULES: list[Any] = []
+
+REGISTRY: dict[str, Entry] = {
+    entry.info.name: entry for module in _MODULES for entry in module.ENTRIES}
+
+
+def create_judge(name: str, **options: Any) -> Judge:
+    if name not in REGISTRY:
+        valid = ", ".join(REGISTRY) or "none"
+        raise ValueError(f"unknown judge {name!r}; valid judges: {valid}")
+    return REGISTRY[name].create(**options)
+
+
+__all__ = ["REGISTRY", "Entry", "Judge", "JudgeInfo", "Verdict", "create_judge"]
