@@ -7,8 +7,9 @@ the loop. Heavy SDKs are imported lazily inside the backend that needs them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 from PIL import Image
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import re
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from PIL import Image
 
@@ -48,7 +49,7 @@ class Recording:
         return self._read(self.names[index])
 
     @classmethod
-    def open(cls, source: str | Path) -> "Recording":
+    def open(cls, source: str | Path) -> Recording:
         path = Path(source)
         if path.is_dir():
             recording = cls._from_folder(path)
@@ -64,13 +65,13 @@ class Recording:
         return recording
 
     @classmethod
-    def _from_folder(cls, folder: Path) -> "Recording":
+    def _from_folder(cls, folder: Path) -> Recording:
         files = [p for p in folder.rglob("*") if p.is_file() and not p.name.startswith(".")]
         return cls._sorted([str(p.relative_to(folder)) for p in files],
                            lambda name: load_image(folder / name))
 
     @classmethod
-    def _from_zip(cls, path: Path) -> "Recording":
+    def _from_zip(cls, path: Path) -> Recording:
         with zipfile.ZipFile(path) as archive:
             names = [i.filename for i in archive.infolist()
                      if not i.is_dir() and not Path(i.filename).name.startswith(".")
@@ -83,7 +84,7 @@ class Recording:
         return cls._sorted(names, read)
 
     @classmethod
-    def _sorted(cls, names: list[str], read: Callable[[str], LoadedImage]) -> "Recording":
+    def _sorted(cls, names: list[str], read: Callable[[str], LoadedImage]) -> Recording:
         images = [n for n in names if Path(n).suffix.lower() in IMAGE_SUFFIXES]
         skipped = sorted(set(names) - set(images))
         notes = [f"skipped {len(skipped)} non-image file(s): {', '.join(skipped[:5])}"
@@ -91,7 +92,7 @@ class Recording:
         return cls(sorted(images, key=natural_key), read, notes)
 
     @classmethod
-    def _from_animation(cls, path: Path) -> "Recording":
+    def _from_animation(cls, path: Path) -> Recording:
         try:
             with Image.open(path) as animation:
                 count = getattr(animation, "n_frames", 1)
@@ -120,8 +121,14 @@ class ReplayBackend:
     def settings(self) -> dict[str, Any]:
         return {"source": Path(self.source).name, "frames": len(self.recording)}
 
+    @property
+    def frame_count(self) -> int:
+        return len(self.recording)
+
     def first_frame(self) -> LoadedImage:
-        return self.recording.frame(0)
+        """Frame 0 is the chain's input; the notes say what was skipped or changed."""
+        first = self.recording.frame(0)
+        return LoadedImage(first.image, first.notes + self.recording.notes)
 
     def edit(self, image: Image.Image, prompt: str, *, seed: int, step: int,
              report: Report = report_nothing) -> Edit:

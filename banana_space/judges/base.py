@@ -7,8 +7,9 @@ score: an answer without a number gives NaN and a warning.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Protocol
+from typing import Protocol
 
 from PIL import Image
 
