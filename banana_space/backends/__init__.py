@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import replay, simulate
+from . import gemini, replay, simulate
 from .base import Backend, BackendInfo, BackendUnavailable, Entry
 
 # Order is the UI's order: offline first, so the default works on any laptop.
-_MODULES = [simulate, replay]
+_MODULES = [simulate, replay, gemini]
 
 REGISTRY: dict[str, Entry] = {
     entry.info.name: entry for module in _MODULES for entry in module.ENTRIES}
