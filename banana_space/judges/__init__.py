@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import gemini_judge
 from .base import Entry, Judge, JudgeInfo, Verdict
 
-_MODULES: list[Any] = []
+_MODULES: list[Any] = [gemini_judge]
 
 REGISTRY: dict[str, Entry] = {
     entry.info.name: entry for module in _MODULES for entry in module.ENTRIES}
