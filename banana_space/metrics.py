@@ -3,7 +3,8 @@ reimplemented here.
 
 Each metric is created once per process and shared by every run (`POOL`); a per-metric lock
 lets concurrent runs use one module safely. Orientation and ranges come from pyiqa's own table
-(`DEFAULT_CONFIGS`): the engine never special-cases a metric by name. A metric that cannot be
+(`DEFAULT_CONFIGS`): the engine never special-cases a metric by name. Offline machines seed
+pyiqa's weight cache from `BANANA_WEIGHTS_DIR` (see `seed_weights`). A metric that cannot be
 created (weights unreachable offline, no GPU, missing package) is reported unavailable with the
 reason, once, and never stops a run.
 """
@@ -11,8 +12,11 @@ reason, once, and never stops a run.
 from __future__ import annotations
 
 import math
+import os
+import shutil
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
@@ -53,10 +57,38 @@ class MetricUnavailable(RuntimeError):
     """The metric cannot be created here; the message says why."""
 
 
+def pyiqa_cache() -> Path:
+    """Where pyiqa looks for weights: torch hub's folder (TORCH_HOME) + /pyiqa."""
+    torch_home = os.environ.get("TORCH_HOME") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "torch")
+    return Path(torch_home) / "hub" / "pyiqa"
+
+
+def seed_weights(folder: Path) -> list[str]:
+    """Copy weight files that pyiqa would download into its cache, where missing: how an
+    offline machine (CI, a laptop on a plane) gets BRISQUE and NIQE. Returns what was copied."""
+    cache = pyiqa_cache()
+    cache.mkdir(parents=True, exist_ok=True)
+    copied = []
+    for weights in sorted(Path(folder).glob("*")):
+        target = cache / weights.name
+        if weights.suffix in (".pth", ".mat", ".pt", ".ckpt") and not target.exists():
+            shutil.copyfile(weights, target)
+            copied.append(weights.name)
+    return copied
+
+
 def _pyiqa() -> Any:
+    global _seeded
+    if not _seeded and os.environ.get("BANANA_WEIGHTS_DIR"):
+        seed_weights(Path(os.environ["BANANA_WEIGHTS_DIR"]))
+    _seeded = True
     import pyiqa  # heavy (torch): imported on first use, never at app start
 
     return pyiqa
+
+
+_seeded = False
 
 
 def no_reference_names() -> list[str]:

@@ -57,6 +57,11 @@ def check_spec(spec: RunSpec) -> None:
     if unknown:
         raise ValueError(f"unknown judge(s) {', '.join(unknown)}; valid judges: "
                          f"{', '.join(JUDGES) or 'none'}")
+    takes = BACKENDS[spec.backend].info.options
+    extra = sorted(set(spec.backend_options) - set(takes))
+    if extra:
+        raise ValueError(f"backend {spec.backend!r} takes no option(s) {', '.join(extra)}; it "
+                         f"takes: {', '.join(takes) or 'none'}")
     check_metric_names(list(spec.metrics))
     if not spec.prompt.strip():
         raise ValueError("the prompt is empty")
@@ -78,9 +83,8 @@ def start_run(spec: RunSpec, root: Path, *, stop: threading.Event | None = None,
     if reason:
         raise BackendUnavailable(reason)
     image, notes, steps = spec.image, list(spec.image_notes), spec.steps
-    first_frame = getattr(backend, "first_frame", None)  # a backend that carries its input
-    if first_frame is not None:
-        loaded = first_frame()
+    if backend.info.plays_recording:  # the recording brings its own frame 0
+        loaded = backend.first_frame()
         image, notes = loaded.image, notes + loaded.notes
         steps = min(steps, backend.frame_count - 1)
     if image is None:

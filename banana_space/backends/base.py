@@ -44,6 +44,11 @@ class BackendInfo:
     description: str  # one line for the UI's help text
     needs_key: bool = False
     needs_gpu: bool = False
+    # The keyword options the UI and CLI may pass to the constructor (e.g. "strength").
+    options: tuple[str, ...] = ()
+    # True for a backend that plays back a recording: its input is a `source` (folder, zip,
+    # animated image), not an image, and it brings frame 0 itself (`first_frame()`).
+    plays_recording: bool = False
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,8 @@ INFO = BackendInfo(
     name="replay",
     label="Replay a recorded chain (offline)",
     description="Plays back frames recorded elsewhere: a folder, a zip, or an animated GIF/WebP.",
+    options=("source",),
+    plays_recording=True,
 )
 
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".webp", ".bmp", ".tif", ".tiff", ".gif"}

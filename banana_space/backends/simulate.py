@@ -28,6 +28,7 @@ INFO = BackendInfo(
     label="Simulated (offline)",
     description="A seeded model of a generator's round trip: noise, resampling, sharpening, "
                 "colour drift. No key, no GPU.",
+    options=("strength",),
 )
 
 

@@ -1,0 +1,245 @@
+"""Banana Space: the Gradio app. Layout and wiring only; all the work is in `banana_space/`.
+
+Start it with `bash scripts/start.sh` (or `python app.py` inside the venv). Host and port come
+from GRADIO_SERVER_NAME / GRADIO_SERVER_PORT, as on a Space; runs are written under
+BANANA_RUNS_DIR (default ./runs).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+
+from banana_space.backends import REGISTRY as BACKENDS
+from banana_space.backends import BackendUnavailable
+from banana_space.images import BadImage, load_image
+from banana_space.judges import REGISTRY as JUDGES
+from banana_space.metrics import CPU_DEFAULTS, PRESETS
+from banana_space.prompts import DEFAULT_PROMPT
+from banana_space.prompts import PRESETS as PROMPTS
+from banana_space.rundir import load_run
+from banana_space.runs import MAX_STEPS, RunSpec, prune_runs, resume_run, start_run
+from banana_space.view import VERDICT_HEADERS, RunView, Screen
+
+HERE = Path(__file__).parent
+RUNS_ROOT = Path(os.environ.get("BANANA_RUNS_DIR", HERE / "runs")).resolve()
+KEEP_RUNS = int(os.environ.get("BANANA_KEEP_RUNS", "200"))  # older run directories are deleted
+INTRO, HELP = (HERE / "assets" / "copy.md").read_text().split("---HELP---")
+EXAMPLES = sorted(str(p) for p in (HERE / "assets" / "examples").glob("*.*") if p.suffix != ".md")
+
+STOPS: dict[str, threading.Event] = {}  # session -> the stop flag of its current run
+ACTIVE: set[Path] = set()  # run directories being written now: never pruned
+
+
+def _choice(info: Any, reason: str | None) -> tuple[str, str]:
+    return (info.label + (f" — {reason}" if reason else ""), info.name)
+
+
+def backend_choices() -> list[tuple[str, str]]:
+    return [_choice(e.info, e.unavailable_reason()) for e in BACKENDS.values()]
+
+
+def judge_choices() -> list[tuple[str, str]]:
+    return [_choice(e.info, e.unavailable_reason()) for e in JUDGES.values()]
+
+
+def outputs_of(screen: Screen) -> tuple[Any, ...]:
+    """A `Screen` in the order of OUTPUTS below."""
+    first = screen.frames[0][0] if screen.frames else None
+    return (screen.status, screen.frame, screen.frames, screen.figure, screen.verdict,
+            screen.model_text, screen.zip_path, screen.run_dir,
+            (first, screen.frame) if first else None,
+            gr.update(maximum=max(1, len(screen.frames) - 1), value=len(screen.frames) - 1))
+
+
+def stream(view: RunView, events: Any, session: str, stop: threading.Event) -> Any:
+    """Fold engine events into the view and send each screen as it changes."""
+    STOPS[session] = stop
+    try:
+        for event in events:
+            if view.run_dir is None and getattr(event, "run_dir", None):
+                ACTIVE.add(Path(event.run_dir))
+            yield outputs_of(view.apply(event))
+    finally:
+        ACTIVE.discard(Path(view.run_dir)) if view.run_dir else None
+        STOPS.pop(session, None)
+
+
+def run(upload: str | None, steps: int, prompt: str, backend: str, metrics: list[str],
+        judges: list[str], seed: int, strength: float, api_key: str, temperature: float,
+        raw: bool, request: gr.Request) -> Any:
+    if not upload:
+        raise gr.Error("Upload an image first (or click an example).")
+    entry = BACKENDS.get(backend)
+    try:
+        if entry and entry.info.plays_recording:
+            image, notes, options = None, [], {"source": upload}
+        else:
+            loaded = load_image(upload)
+            image, notes, options = loaded.image, loaded.notes, {}
+        advanced = {"strength": strength, "temperature": temperature, "api_key": api_key}
+        options.update({k: v for k, v in advanced.items()
+                        if entry and k in entry.info.options and v not in (None, "")})
+        spec = RunSpec(image, int(steps), backend, options, prompt, int(seed), metrics or [],
+                       judges or [], {"api_key": api_key} if api_key else {}, notes)
+        stop = threading.Event()
+        events = start_run(spec, RUNS_ROOT, stop=stop)
+    except (BadImage, ValueError, BackendUnavailable, FileExistsError) as error:
+        raise gr.Error(str(error)) from None
+    prune_runs(RUNS_ROOT, KEEP_RUNS, ACTIVE)
+    yield from stream(RunView(raw=raw), events, request.session_hash, stop)
+
+
+def stop_run(request: gr.Request) -> str:
+    flag = STOPS.get(request.session_hash)
+    if flag is None:
+        return "Nothing is running."
+    flag.set()
+    return "⏹ Stopping… (the frames made so far are kept)"
+
+
+def resume(run_dir: str | None, api_key: str, raw: bool, request: gr.Request) -> Any:
+    if not run_dir:
+        raise gr.Error("Open or start a run first.")
+    saved = load_run(Path(run_dir))
+    stop = threading.Event()
+    try:
+        events = resume_run(Path(run_dir), stop=stop,
+                            backend_options={"api_key": api_key} if api_key else None)
+    except (ValueError, BackendUnavailable, FileNotFoundError) as error:
+        raise gr.Error(str(error)) from None
+    yield from stream(RunView.from_saved(saved), events, request.session_hash, stop)
+
+
+def show_saved(path: Path, raw: bool) -> tuple[Any, ...]:
+    view = RunView.from_saved(load_run(path))
+    view.raw = raw
+    return outputs_of(view.screen())
+
+
+def reopen(run_id: str | None, raw: bool) -> Any:
+    if not run_id:
+        raise gr.Error("Pick a run.")
+    path = (RUNS_ROOT / run_id).resolve()
+    if path.parent != RUNS_ROOT or not (path / "run.json").is_file():
+        raise gr.Error(f"No run called {run_id!r}.")
+    return show_saved(path, raw)
+
+
+def redraw(run_dir: str | None, raw: bool) -> Any:
+    return show_saved(Path(run_dir), raw) if run_dir else [gr.skip()] * len(OUTPUTS)
+
+
+def past_runs() -> Any:
+    runs = sorted((p.parent.name for p in RUNS_ROOT.glob("*/run.json")), reverse=True)
+    return gr.update(choices=runs, value=runs[0] if runs else None)
+
+
+def on_load(request: gr.Request) -> Any:
+    """`?run=<id>` reopens that run: the link a user shares."""
+    run_id = request.query_params.get("run")
+    return reopen(run_id, False) if run_id else [gr.skip()] * len(OUTPUTS)
+
+
+def preview(upload: str | None) -> tuple[Any, str]:
+    if not upload or Path(upload).suffix.lower() == ".zip":
+        return None, ""
+    try:
+        loaded = load_image(upload)
+    except BadImage as error:
+        return None, f"⚠️ {error}"
+    w, h = loaded.image.size
+    return loaded.image, f"{w} × {h}" + "".join(f" · {n}" for n in loaded.notes)
+
+
+def compare(run_dir: str | None, step: int) -> Any:
+    if not run_dir:
+        return None
+    frames = Path(run_dir) / "frames"
+    chosen = frames / f"step_{int(step):03d}.png"
+    return (str(frames / "step_000.png"), str(chosen)) if chosen.is_file() else gr.skip()
+
+
+with gr.Blocks(title="Banana Space") as demo:
+    gr.Markdown(INTRO)
+    with gr.Row():
+        with gr.Column(scale=1, min_width=300):
+            upload = gr.File(label="Image (or, for Replay, a zip / animated GIF / WebP)",
+                             file_types=["image", ".zip"], type="filepath")
+            input_preview = gr.Image(label="Input", interactive=False, height=200)
+            input_note = gr.Markdown()
+            gr.Examples(EXAMPLES, inputs=upload, label="Examples")
+            steps = gr.Slider(1, MAX_STEPS, value=10, step=1, label="Steps (N)")
+            prompt_preset = gr.Dropdown([(p.label, k) for k, p in PROMPTS.items()],
+                                        value="replicate", label="Prompt preset")
+            prompt = gr.Textbox(DEFAULT_PROMPT, label="Prompt", lines=2)
+            backend = gr.Dropdown(backend_choices(), value="simulate", label="Generator")
+            metric_preset = gr.Dropdown(list(PRESETS), value="CPU classics (4)",
+                                        label="Metric preset")
+            metrics = gr.Dropdown(sorted({m for p in PRESETS.values() for m in p}),
+                                  value=list(CPU_DEFAULTS), multiselect=True,
+                                  allow_custom_value=True, label="Metrics (any pyiqa NR name)")
+            judges = gr.CheckboxGroup(judge_choices(), label="VLM judges (reference line)")
+            with gr.Accordion("Advanced", open=False):
+                seed = gr.Number(0, precision=0, label="Seed")
+                strength = gr.Slider(0, 3, value=1.0, step=0.1,
+                                     label="Simulated: strength per step")
+                temperature = gr.Slider(0, 2, value=1.0, step=0.05, label="Gemini: temperature")
+                api_key = gr.Textbox(type="password", label="Your Gemini API key",
+                                     placeholder="used for your requests only; never stored")
+            with gr.Row():
+                run_button = gr.Button("Run", variant="primary")
+                stop_button = gr.Button("Stop", variant="stop")
+                resume_button = gr.Button("Resume")
+        with gr.Column(scale=2):
+            status = gr.Markdown("Upload an image or pick an example, then press **Run**.")
+            with gr.Row():
+                frame = gr.Image(label="Current frame", interactive=False, height=320)
+                before_after = gr.ImageSlider(label="Input vs frame i", type="filepath",
+                                              height=320)
+            compare_step = gr.Slider(0, 1, value=1, step=1, label="Compare frame i")
+            strip = gr.Gallery(label="All frames", columns=10, height=140, preview=False)
+            raw = gr.Checkbox(False, label="Raw scores (one chart per metric)")
+            plot = gr.Plot(label="Oriented, normalised Δ per metric (negative = worse)")
+            verdict = gr.Dataframe(headers=VERDICT_HEADERS, label="Does each metric detect it?",
+                                   interactive=False, wrap=True)
+            with gr.Accordion("What the model said", open=False):
+                model_text = gr.Markdown()
+            download = gr.File(label="Download the run (frames + scores + verdict)")
+            run_dir = gr.Textbox(visible=False)
+            with gr.Accordion("Past runs", open=False):
+                with gr.Row():
+                    run_picker = gr.Dropdown([], label="Run", scale=3, allow_custom_value=True)
+                    refresh = gr.Button("↻", scale=0)
+                    open_button = gr.Button("Open", scale=1)
+            with gr.Accordion("What am I looking at?", open=False):
+                gr.Markdown(HELP)
+
+    OUTPUTS = [status, frame, strip, plot, verdict, model_text, download, run_dir,
+               before_after, compare_step]
+    upload.change(preview, upload, [input_preview, input_note])
+    prompt_preset.change(lambda key: PROMPTS[key].text, prompt_preset, prompt)
+    metric_preset.change(lambda name: list(PRESETS[name]), metric_preset, metrics)
+    # Runs are CPU-bound on a small Space: a few at once, the rest wait in a bounded queue.
+    run_button.click(run, [upload, steps, prompt, backend, metrics, judges, seed, strength,
+                           api_key, temperature, raw], OUTPUTS, api_name="run",
+                     concurrency_limit=4, concurrency_id="runs")
+    stop_button.click(stop_run, None, status, api_name="stop", concurrency_limit=None)
+    resume_button.click(resume, [run_dir, api_key, raw], OUTPUTS, api_name="resume",
+                        concurrency_id="runs")
+    compare_step.release(compare, [run_dir, compare_step], before_after, api_name=False)
+    raw.change(redraw, [run_dir, raw], OUTPUTS, api_name=False)
+    refresh.click(past_runs, None, run_picker, api_name=False)
+    open_button.click(reopen, [run_picker, raw], OUTPUTS, api_name="open")
+    demo.load(past_runs, None, run_picker, api_name=False)
+    demo.load(on_load, None, OUTPUTS, api_name=False)
+
+
+if __name__ == "__main__":
+    RUNS_ROOT.mkdir(parents=True, exist_ok=True)
+    demo.queue(max_size=64, default_concurrency_limit=8).launch(
+        allowed_paths=[str(RUNS_ROOT)], theme=gr.themes.Soft())

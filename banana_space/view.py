@@ -1,0 +1,138 @@
+"""The one adapter from run events to what a screen shows, as plain data (no gradio here).
+
+`RunView.apply(event)` folds an event into the view and returns a `Screen`: the status line,
+the current frame, the strip of frames, the curves, the verdict table, what the model said and
+the zip. The app maps a `Screen` onto its components; tests read it directly.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import plotly.graph_objects as go
+
+from .analysis import History
+from .events import Event, Finished, FrameScored, Notice, Started
+from .plots import delta_figure, raw_figure
+from .rundir import ZIP_NAME, SavedRun, frame_name
+
+VERDICT_HEADERS = ["metric", "better when", "Δ5", "Δ10", "Δ20", "verdict", "ρ vs PSNR"]
+VERDICT_WORDS = {True: "✅ detects", False: "❌ fooled", None: "… undecided"}
+MAX_NOTICES_SHOWN = 4
+
+
+@dataclass
+class Screen:
+    status: str
+    frame: str | None
+    frames: list[tuple[str, str]]  # (path, caption) for the strip
+    figure: go.Figure
+    verdict: list[list[Any]]
+    model_text: str
+    zip_path: str | None
+    run_dir: str | None
+    running: bool
+
+
+@dataclass
+class RunView:
+    raw: bool = False  # small multiples of raw scores instead of the shared delta axis
+    run_dir: Path | None = None
+    steps: int = 0
+    history: History = field(default_factory=lambda: History([]))
+    unavailable: dict[str, str] = field(default_factory=dict)
+    texts: dict[int, str] = field(default_factory=dict)
+    notices: list[str] = field(default_factory=list)
+    last_step: int = -1
+    calls: int = 0
+    cost_usd: float = 0.0
+    ended: Finished | None = None
+
+    def apply(self, event: Event) -> Screen:
+        if isinstance(event, Started):
+            self.run_dir, self.steps = event.run_dir, event.steps
+            self.unavailable = dict(event.unavailable)
+            if not self.history.infos:
+                self.history = History(event.infos)
+        elif isinstance(event, FrameScored):
+            self.history.add(event.step, event.scores)
+            self.last_step = event.step
+            self.calls += event.calls
+            self.cost_usd += event.cost_usd or 0.0
+            self.texts[event.step] = "\n".join(t for t in (event.text, event.judge_text) if t)
+        elif isinstance(event, Notice):
+            where = f"step {event.step}: " if event.step is not None else ""
+            self.notices.append(f"{where}{event.message}")
+        elif isinstance(event, Finished):
+            self.ended = event
+        return self.screen()
+
+    @classmethod
+    def from_saved(cls, saved: SavedRun) -> RunView:
+        """A finished (or killed) run read back from disk, as the screen showed it."""
+        view = cls(run_dir=saved.path, steps=saved.meta.get("steps", saved.last_step),
+                   unavailable=saved.meta.get("unavailable", {}), last_step=saved.last_step)
+        view.history = History(list(saved.history.infos.values()))
+        for name, series in saved.history.scores.items():
+            view.history.scores[name] = series[:saved.last_step + 1]
+        view.texts = {step: row[5] for step, row in saved.steps.items() if len(row) > 5}
+        status = saved.meta.get("status", "running")
+        view.ended = Finished(status if status != "running" else "stopped", saved.last_step,
+                              saved.meta.get("reason") or
+                              ("interrupted: resume to continue" if status == "running" else ""))
+        return view
+
+    def frame_path(self, step: int) -> str | None:
+        if self.run_dir is None or step < 0:
+            return None
+        return str(self.run_dir / "frames" / frame_name(step))
+
+    def screen(self) -> Screen:
+        strip = [(self.frame_path(s), f"step {s}") for s in range(self.last_step + 1)]
+        zip_path = self.run_dir / ZIP_NAME if self.run_dir else None
+        figure = raw_figure(self.history) if self.raw else delta_figure(self.history)
+        return Screen(
+            status=self.status(), frame=self.frame_path(self.last_step), frames=strip,
+            figure=figure, verdict=self.verdict_rows(), model_text=self.model_text(),
+            zip_path=str(zip_path) if zip_path and zip_path.is_file() and self.ended else None,
+            run_dir=str(self.run_dir) if self.run_dir else None, running=self.ended is None)
+
+    def status(self) -> str:
+        made = f"step {max(self.last_step, 0)} of {self.steps}"
+        money = f" · {self.calls} calls" if self.calls else ""
+        money += f" · ≈ ${self.cost_usd:.2f} spent" if self.cost_usd else ""
+        if self.ended is None:
+            head = f"⏳ **Running** · {made}{money}"
+        elif self.ended.status == "completed":
+            head = f"✅ **Completed** · {made}{money}"
+        elif self.ended.status == "stopped":
+            head = f"⏹ **Stopped** after step {self.ended.last_step}{money}. " \
+                   f"{self.ended.reason}. Frames 0–{self.ended.last_step} are kept."
+        else:
+            head = f"❌ **Failed**: {self.ended.reason}. Frames 0–{self.ended.last_step} and " \
+                   f"their scores are kept{money}."
+        recent = self.notices[-MAX_NOTICES_SHOWN:]
+        return head + "".join(f"\n\n⚠️ {n}" for n in recent)
+
+    def verdict_rows(self) -> list[list[Any]]:
+        rows = []
+        for row in self.history.verdict():
+            info = self.history.infos[row.metric]
+            label = f"{row.metric} (reference)" if info.role != "metric" else row.metric
+            rows.append([label, info.direction.split(" is ")[0],
+                         *(_fmt(v) for v in (row.delta_5, row.delta_10, row.delta_20)),
+                         VERDICT_WORDS[row.detects], _fmt(row.spearman_vs_psnr)])
+        rows += [[name, "", "", "", "", f"unavailable: {why}", ""]
+                 for name, why in self.unavailable.items()]
+        return rows
+
+    def model_text(self) -> str:
+        said = [f"**step {s}**: {t}" for s, t in sorted(self.texts.items()) if t.strip()]
+        return "\n\n".join(said[-20:]) or "_The generator said nothing (or has no words)._"
+
+
+def _fmt(value: float) -> str:
+    return "" if math.isnan(value) else f"{value:.3g}"

@@ -1,0 +1,54 @@
+"""Launch the real app (`python app.py`) on a free local port in a subprocess, for tests."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from conftest import REPO, free_port
+
+START_TIMEOUT_S = 90
+
+
+@contextmanager
+def running_app(runs_dir: Path, **env: str) -> Iterator[str]:
+    """Yield the app's URL; the app writes runs under `runs_dir`. Its log is printed on exit."""
+    port = free_port()
+    log = runs_dir.parent / f"app-{port}.log"
+    environment = {**os.environ, "GRADIO_SERVER_NAME": "127.0.0.1",
+                   "GRADIO_SERVER_PORT": str(port), "BANANA_RUNS_DIR": str(runs_dir),
+                   "GRADIO_ANALYTICS_ENABLED": "False", **env}
+    with log.open("w") as sink:
+        process = subprocess.Popen([sys.executable, "app.py"], cwd=REPO, env=environment,
+                                   stdout=sink, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        _wait_until_up(url, process, log)
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        print(log.read_text()[-4000:])
+
+
+def _wait_until_up(url: str, process: subprocess.Popen, log: Path) -> None:
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"the app exited early:\n{log.read_text()[-4000:]}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as answer:
+                if answer.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.3)
+    raise RuntimeError(f"the app did not answer within {START_TIMEOUT_S} s")

@@ -1,0 +1,61 @@
+"""Shared set-up for every test: offline, on real parts.
+
+pyiqa reads its weights from $TORCH_HOME/hub/pyiqa. Before anything imports pyiqa, point
+TORCH_HOME at a fresh temporary folder that the engine seeds from ../shared/weights (BRISQUE and
+NIQE, checked against pyiqa's calibration values; see PROVENANCE.md there). Deep metrics find
+no weights and no network, so they must be reported unavailable.
+
+This folder is deliberately not a package: pyiqa's wheel installs a top-level `tests` package.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import tempfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+WEIGHTS = Path(os.environ.get("BANANA_WEIGHTS_DIR", REPO.parent / "shared" / "weights"))
+EXAMPLES = REPO / "assets" / "examples"
+
+_TORCH_HOME = tempfile.mkdtemp(prefix="banana-torch-home-")
+os.environ["TORCH_HOME"] = _TORCH_HOME
+os.environ["BANANA_WEIGHTS_DIR"] = str(WEIGHTS)
+os.environ["HF_HUB_OFFLINE"] = "1"
+for secret in ("GEMINI_API_KEY", "GOOGLE_API_KEY"):  # tests bring their own fake keys
+    os.environ.pop(secret, None)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    shutil.rmtree(_TORCH_HOME, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def weights_dir() -> Path:
+    if not (WEIGHTS / "brisque_svm_weights.pth").is_file():
+        pytest.fail(f"BRISQUE/NIQE weights not found in {WEIGHTS}: set BANANA_WEIGHTS_DIR")
+    return WEIGHTS
+
+
+@pytest.fixture()
+def photo_path() -> Path:
+    """A real photo (CC0, scikit-image's 'chelsea'), 451 x 300."""
+    return EXAMPLES / "chelsea.png"
+
+
+@pytest.fixture()
+def photo(photo_path: Path):
+    from PIL import Image
+
+    with Image.open(photo_path) as image:
+        return image.convert("RGB")
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]

@@ -1,0 +1,73 @@
+"""Unit tests of the pure arithmetic: oriented deltas, normalisation, the paper's verdict."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from banana_space.analysis import (
+    History,
+    checkpoints,
+    detects_degradation,
+    normalised,
+    oriented_deltas,
+    spearman,
+)
+from banana_space.metrics import ScoreInfo
+
+NAN = math.nan
+
+
+def test_oriented_delta_flips_sign_for_lower_is_better() -> None:
+    assert oriented_deltas([30.0, 35.0, 20.0], lower_better=True) == [0.0, -5.0, 10.0]
+    assert oriented_deltas([30.0, 35.0, 20.0], lower_better=False) == [0.0, 5.0, -10.0]
+
+
+def test_oriented_delta_has_no_negative_zero() -> None:
+    assert str(oriented_deltas([3.0, 3.0], lower_better=True)[0]) == "0.0"
+
+
+def test_normalised_spans_minus_one_to_one_and_keeps_nan() -> None:
+    assert normalised([0.0, -2.0, 4.0, NAN]) == [0.0, -0.5, 1.0, pytest.approx(NAN, nan_ok=True)]
+    assert normalised([0.0, 0.0]) == [0.0, 0.0]
+
+
+@pytest.mark.parametrize(("last", "expected"), [
+    (0, ()), (1, (1,)), (4, (4,)), (5, (5,)), (9, (5,)), (10, (5, 10)), (100, (5, 10, 20))])
+def test_checkpoints_use_the_ones_that_exist(last: int, expected: tuple[int, ...]) -> None:
+    assert checkpoints(last) == expected
+
+
+def test_detects_only_when_every_checkpoint_is_negative() -> None:
+    falling = [-0.1 * i for i in range(21)]
+    assert detects_degradation(falling) is True
+    recovers_at_20 = falling[:20] + [0.5]
+    assert detects_degradation(recovers_at_20) is False
+
+
+def test_nan_is_missing_never_a_pass() -> None:
+    deltas = [0.0] + [-1.0] * 20
+    deltas[10] = NAN
+    assert detects_degradation(deltas) is None
+    deltas[5] = 2.0  # a present non-negative checkpoint decides "fooled" even with a gap
+    assert detects_degradation(deltas) is False
+
+
+def test_metric_that_improves_while_psnr_falls_is_fooled() -> None:
+    """The paper's BRISQUE case: the image degrades (PSNR falls), the score says 'better'."""
+    history = History([ScoreInfo("psnr", "fidelity", False), ScoreInfo("brisque", "metric", True)])
+    for step in range(21):
+        history.add(step, {"psnr": 80.0 if step == 0 else 35.0 - step,
+                           "brisque": 34.1 - 2.2 * step})  # lower is "better": it keeps falling
+    rows = {row.metric: row for row in history.verdict()}
+    assert rows["psnr"].detects is True
+    assert rows["brisque"].detects is False
+    assert rows["brisque"].delta_20 == pytest.approx(2.2 * 20)
+    assert rows["brisque"].spearman_vs_psnr == pytest.approx(-1.0)
+
+
+def test_spearman_ignores_missing_steps_and_needs_three_points() -> None:
+    assert spearman([1, 2, 3, NAN], [1, 2, 3, 4]) == pytest.approx(1.0)
+    assert math.isnan(spearman([1, 2], [2, 1]))
+    assert spearman([3, 2, 1], [1, 2, 3]) == pytest.approx(-1.0)
