@@ -8,7 +8,9 @@ BANANA_RUNS_DIR (default ./runs).
 from __future__ import annotations
 
 import os
+import shutil
 import threading
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +23,7 @@ from banana_space.judges import REGISTRY as JUDGES
 from banana_space.metrics import CPU_DEFAULTS, PRESETS
 from banana_space.prompts import DEFAULT_PROMPT
 from banana_space.prompts import PRESETS as PROMPTS
-from banana_space.rundir import load_run
+from banana_space.rundir import ZIP_NAME, RunDir, load_run
 from banana_space.runs import MAX_STEPS, RunSpec, prune_runs, resume_run, start_run
 from banana_space.view import VERDICT_HEADERS, RunView, Screen
 
@@ -30,6 +32,7 @@ RUNS_ROOT = Path(os.environ.get("BANANA_RUNS_DIR", HERE / "runs")).resolve()
 KEEP_RUNS = int(os.environ.get("BANANA_KEEP_RUNS", "200"))  # older run directories are deleted
 INTRO, HELP = (HERE / "assets" / "copy.md").read_text().split("---HELP---")
 EXAMPLES = sorted(str(p) for p in (HERE / "assets" / "examples").glob("*.*") if p.suffix != ".md")
+RECORDED = HERE / "assets" / "recorded"  # finished runs that open instantly (no key, no GPU)
 
 STOPS: dict[str, threading.Event] = {}  # session -> the stop flag of its current run
 ACTIVE: set[Path] = set()  # run directories being written now: never pruned
@@ -71,6 +74,7 @@ def stream(view: RunView, events: Any, session: str, stop: threading.Event) -> A
 
 def run(upload: str | None, steps: int, prompt: str, backend: str, metrics: list[str],
         judges: list[str], seed: int, strength: float, api_key: str, temperature: float,
+        resolution: str | None, guidance_scale: float | None, inference_steps: int | None,
         raw: bool, request: gr.Request) -> Any:
     if not upload:
         raise gr.Error("Upload an image first (or click an example).")
@@ -81,7 +85,9 @@ def run(upload: str | None, steps: int, prompt: str, backend: str, metrics: list
         else:
             loaded = load_image(upload)
             image, notes, options = loaded.image, loaded.notes, {}
-        advanced = {"strength": strength, "temperature": temperature, "api_key": api_key}
+        advanced = {"strength": strength, "temperature": temperature, "api_key": api_key,
+                    "resolution": resolution, "guidance_scale": guidance_scale,
+                    "num_inference_steps": inference_steps}
         options.update({k: v for k, v in advanced.items()
                         if entry and k in entry.info.options and v not in (None, "")})
         spec = RunSpec(image, int(steps), backend, options, prompt, int(seed), metrics or [],
@@ -116,6 +122,8 @@ def resume(run_dir: str | None, api_key: str, raw: bool, request: gr.Request) ->
 
 
 def show_saved(path: Path, raw: bool) -> tuple[Any, ...]:
+    if not (path / ZIP_NAME).is_file():  # a killed run, or a recorded example: zip it now
+        RunDir(path).zip()
     view = RunView.from_saved(load_run(path))
     view.raw = raw
     return outputs_of(view.screen())
@@ -128,6 +136,14 @@ def reopen(run_id: str | None, raw: bool) -> Any:
     if path.parent != RUNS_ROOT or not (path / "run.json").is_file():
         raise gr.Error(f"No run called {run_id!r}.")
     return show_saved(path, raw)
+
+
+def open_recorded(name: str, raw: bool) -> Any:
+    """Copy a bundled recorded run into the runs folder (once), then show it."""
+    target = RUNS_ROOT / name
+    if not (target / "run.json").is_file():
+        shutil.copytree(RECORDED / name, target, dirs_exist_ok=True)
+    return show_saved(target, raw)
 
 
 def redraw(run_dir: str | None, raw: bool) -> Any:
@@ -169,54 +185,74 @@ with gr.Blocks(title="Banana Space") as demo:
     with gr.Row():
         with gr.Column(scale=1, min_width=300):
             upload = gr.File(label="Image (or, for Replay, a zip / animated GIF / WebP)",
-                             file_types=["image", ".zip"], type="filepath")
+                             file_types=["image", ".zip"], type="filepath", elem_id="upload")
             input_preview = gr.Image(label="Input", interactive=False, height=200)
             input_note = gr.Markdown()
-            gr.Examples(EXAMPLES, inputs=upload, label="Examples")
-            steps = gr.Slider(1, MAX_STEPS, value=10, step=1, label="Steps (N)")
+            gr.Examples(EXAMPLES, inputs=upload, label="Example photos")
+            steps = gr.Slider(1, MAX_STEPS, value=10, step=1, label="Steps (N)", elem_id="steps")
             prompt_preset = gr.Dropdown([(p.label, k) for k, p in PROMPTS.items()],
                                         value="replicate", label="Prompt preset")
             prompt = gr.Textbox(DEFAULT_PROMPT, label="Prompt", lines=2)
-            backend = gr.Dropdown(backend_choices(), value="simulate", label="Generator")
+            backend = gr.Dropdown(backend_choices(), value="simulate", label="Generator",
+                                  elem_id="backend")
             metric_preset = gr.Dropdown(list(PRESETS), value="CPU classics (4)",
                                         label="Metric preset")
             metrics = gr.Dropdown(sorted({m for p in PRESETS.values() for m in p}),
                                   value=list(CPU_DEFAULTS), multiselect=True,
                                   allow_custom_value=True, label="Metrics (any pyiqa NR name)")
-            judges = gr.CheckboxGroup(judge_choices(), label="VLM judges (reference line)")
+            judges = gr.CheckboxGroup(
+                judge_choices(), label="VLM judges (reference line)",
+                value=[e.info.name for e in JUDGES.values() if not e.unavailable_reason()])
             with gr.Accordion("Advanced", open=False):
                 seed = gr.Number(0, precision=0, label="Seed")
                 strength = gr.Slider(0, 3, value=1.0, step=0.1,
                                      label="Simulated: strength per step")
-                temperature = gr.Slider(0, 2, value=1.0, step=0.05, label="Gemini: temperature")
                 api_key = gr.Textbox(type="password", label="Your Gemini API key",
                                      placeholder="used for your requests only; never stored")
+                temperature = gr.Slider(0, 2, value=1.0, step=0.05, label="Gemini: temperature")
+                resolution = gr.Dropdown(["1K", "2K", "4K"], value=None,
+                                         label="Gemini: output resolution (Pro and 2 only)")
+                guidance = gr.Number(None, label="Open editors: guidance scale (blank = "
+                                     "the model's default)")
+                inference_steps = gr.Number(None, precision=0, label="Open editors: inference "
+                                            "steps (blank = the model's default)")
             with gr.Row():
-                run_button = gr.Button("Run", variant="primary")
-                stop_button = gr.Button("Stop", variant="stop")
-                resume_button = gr.Button("Resume")
+                run_button = gr.Button("Run", variant="primary", elem_id="run-button")
+                stop_button = gr.Button("Stop", variant="stop", elem_id="stop-button")
+                resume_button = gr.Button("Resume", elem_id="resume-button")
+            with gr.Group():
+                gr.Markdown("**Recorded chains** (open instantly, no key or GPU):")
+                recorded = {name: gr.Button(name, size="sm", elem_id=f"recorded-{name}")
+                            for name in sorted(p.name for p in RECORDED.iterdir() if p.is_dir())}
         with gr.Column(scale=2):
-            status = gr.Markdown("Upload an image or pick an example, then press **Run**.")
+            status = gr.Markdown("Upload an image or pick an example, then press **Run**.",
+                                 elem_id="status")
             with gr.Row():
-                frame = gr.Image(label="Current frame", interactive=False, height=320)
+                frame = gr.Image(label="Current frame", interactive=False, height=320,
+                                 elem_id="frame")
                 before_after = gr.ImageSlider(label="Input vs frame i", type="filepath",
                                               height=320)
             compare_step = gr.Slider(0, 1, value=1, step=1, label="Compare frame i")
-            strip = gr.Gallery(label="All frames", columns=10, height=140, preview=False)
+            strip = gr.Gallery(label="All frames", columns=10, height=140, preview=False,
+                               elem_id="strip")
             raw = gr.Checkbox(False, label="Raw scores (one chart per metric)")
-            plot = gr.Plot(label="Oriented, normalised Δ per metric (negative = worse)")
+            plot = gr.Plot(label="Oriented, normalised Δ per metric (negative = worse)",
+                           elem_id="plot")
             verdict = gr.Dataframe(headers=VERDICT_HEADERS, label="Does each metric detect it?",
-                                   interactive=False, wrap=True)
+                                   interactive=False, wrap=True, elem_id="verdict")
             with gr.Accordion("What the model said", open=False):
                 model_text = gr.Markdown()
-            download = gr.File(label="Download the run (frames + scores + verdict)")
-            run_dir = gr.Textbox(visible=False)
+            download = gr.File(label="Download the run (frames + scores + verdict)",
+                               elem_id="download")
+            with gr.Row():
+                run_dir = gr.Textbox(visible=False)
+                share = gr.DeepLinkButton(value="Copy a link to this view")
             with gr.Accordion("Past runs", open=False):
                 with gr.Row():
                     run_picker = gr.Dropdown([], label="Run", scale=3, allow_custom_value=True)
                     refresh = gr.Button("↻", scale=0)
                     open_button = gr.Button("Open", scale=1)
-            with gr.Accordion("What am I looking at?", open=False):
+            with gr.Accordion("What am I looking at?", open=False, elem_id="help"):
                 gr.Markdown(HELP)
 
     OUTPUTS = [status, frame, strip, plot, verdict, model_text, download, run_dir,
@@ -224,13 +260,17 @@ with gr.Blocks(title="Banana Space") as demo:
     upload.change(preview, upload, [input_preview, input_note])
     prompt_preset.change(lambda key: PROMPTS[key].text, prompt_preset, prompt)
     metric_preset.change(lambda name: list(PRESETS[name]), metric_preset, metrics)
-    # Runs are CPU-bound on a small Space: a few at once, the rest wait in a bounded queue.
+    # Scoring is CPU-bound and a small Space has 2 cores: 4 runs at once share them (each
+    # waits mostly on its generator anyway); up to 64 more wait in the queue, then visitors are
+    # told the queue is full rather than left hanging. All runs share one metric pool.
     run_button.click(run, [upload, steps, prompt, backend, metrics, judges, seed, strength,
-                           api_key, temperature, raw], OUTPUTS, api_name="run",
-                     concurrency_limit=4, concurrency_id="runs")
+                           api_key, temperature, resolution, guidance, inference_steps, raw],
+                     OUTPUTS, api_name="run", concurrency_limit=4, concurrency_id="runs")
     stop_button.click(stop_run, None, status, api_name="stop", concurrency_limit=None)
     resume_button.click(resume, [run_dir, api_key, raw], OUTPUTS, api_name="resume",
                         concurrency_id="runs")
+    for name, button in recorded.items():
+        button.click(partial(open_recorded, name), raw, OUTPUTS, api_name=False)
     compare_step.release(compare, [run_dir, compare_step], before_after, api_name=False)
     raw.change(redraw, [run_dir, raw], OUTPUTS, api_name=False)
     refresh.click(past_runs, None, run_picker, api_name=False)

@@ -27,7 +27,8 @@ def app_url(tmp_path_factory) -> str:
 
 def run_args(image: Path, steps: int, seed: int = 0, backend: str = "simulate") -> list:
     return [handle_file(str(image)), steps, DEFAULT_PROMPT, backend,
-            ["brisque", "niqe", "piqe", "entropy"], [], seed, 1.0, "", 1.0, False]
+            ["brisque", "niqe", "piqe", "entropy"], [], seed, 1.0, "", 1.0, None, None, None,
+            False]
 
 
 def test_frames_stream_in_one_by_one_with_plot_and_table(app_url, photo_path) -> None:
