@@ -42,8 +42,10 @@ def _open(source: str | Path | bytes) -> Image.Image:
         raise BadImage(f"{Path(source).name} is empty")
     try:
         return Image.open(data)
-    except Image.DecompressionBombError as error:
-        raise BadImage(f"the image is too large to open safely ({error})") from None
+    except Image.DecompressionBombError:
+        raise BadImage("the image declares far more pixels than the limit of "
+                       f"{MAX_DECLARED_PIXELS // 1_000_000} megapixels (a decompression bomb?)"
+                       ) from None
     except (UnidentifiedImageError, OSError) as error:
         raise BadImage(f"not an image this app can read ({error})") from None
 

@@ -4,6 +4,7 @@ run endpoint streams; every update is checked, in order."""
 from __future__ import annotations
 
 import csv
+import time
 from pathlib import Path
 
 import pytest
@@ -75,3 +76,88 @@ def test_reopen_a_past_run(app_url, photo_path) -> None:
     reopened = client.predict(run_id, False, api_name="/open")
     assert reopened[RUN_DIR] == final[RUN_DIR]
     assert len(reopened[STRIP]) == 2 and "Completed" in reopened[STATUS]
+
+
+def _png(image, path: Path) -> Path:
+    image.save(path)
+    return path
+
+
+def test_failure_mid_run_keeps_earlier_frames_on_screen_and_on_disk(app_url, photo,
+                                                                    tmp_path) -> None:
+    """A recorded chain whose frame 3 is damaged: the run fails at step 3 and keeps 0-2."""
+    import io
+    import zipfile
+
+    frames = [photo.resize((96, 64)).rotate(i) for i in range(5)]
+    archive = tmp_path / "chain.zip"
+    with zipfile.ZipFile(archive, "w") as zipped:
+        for i, frame in enumerate(frames):
+            data = io.BytesIO()
+            frame.save(data, format="PNG")
+            zipped.writestr(f"{i}.png", data.getvalue()[:200] if i == 3 else data.getvalue())
+    client = Client(app_url, verbose=False)
+    final = client.predict(*run_args(archive, 10, backend="replay"), api_name="/run")
+    assert "Failed" in final[STATUS] and "step 3" in final[STATUS]
+    assert len(final[STRIP]) == 3
+    run_dir = Path(final[RUN_DIR])
+    assert sorted(p.name for p in (run_dir / "frames").iterdir()) == [
+        "step_000.png", "step_001.png", "step_002.png"]
+    with zipfile.ZipFile(final[ZIP]) as downloaded:
+        assert sum("/frames/" in n for n in downloaded.namelist()) == 3
+
+
+def test_stop_button_ends_the_run_and_keeps_frames(app_url, photo_path) -> None:
+    client = Client(app_url, verbose=False)
+    job = client.submit(*run_args(photo_path, 60), api_name="/run")
+    deadline = time.monotonic() + 120
+    while not any(len(u[STRIP] or []) >= 2 for u in job.outputs()):
+        assert time.monotonic() < deadline and not job.done()
+        time.sleep(0.2)
+    assert "Stopping" in client.predict(api_name="/stop")
+    final = job.result(timeout=60)
+    assert "Stopped" in final[STATUS]
+    made = len(final[STRIP])
+    assert 2 <= made < 61
+    assert len(list((Path(final[RUN_DIR]) / "frames").glob("*.png"))) == made
+
+
+def test_eight_visitors_at_once_each_get_only_their_own_run(app_url, tmp_path) -> None:
+    """8 concurrent clients, different images and seeds, 10 steps each."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import numpy as np
+    from PIL import Image
+
+    def visit(index: int) -> tuple[int, list]:
+        rng = np.random.default_rng(index)
+        image = Image.fromarray(rng.integers(0, 255, (48, 64, 3), dtype=np.uint8))
+        path = _png(image, tmp_path / f"visitor-{index}.png")
+        client = Client(app_url, verbose=False)
+        job = client.submit(*run_args(path, 10, seed=index), api_name="/run")
+        job.result(timeout=600)
+        return index, job.outputs()
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        results = dict(pool.map(visit, range(8)))
+    run_dirs = {index: Path(outputs[-1][RUN_DIR]) for index, outputs in results.items()}
+    assert len(set(run_dirs.values())) == 8
+    for index, outputs in results.items():
+        run_dir, final = run_dirs[index], outputs[-1]
+        assert "Completed" in final[STATUS]
+        # Every streamed update showed this visitor's run and no other.
+        for update in outputs:
+            if update[RUN_DIR]:
+                assert Path(update[RUN_DIR]) == run_dir
+        # Frame 0 on disk is exactly what this visitor uploaded.
+        with Image.open(tmp_path / f"visitor-{index}.png") as sent, \
+                Image.open(run_dir / "frames" / "step_000.png") as first:
+            assert np.array_equal(np.asarray(sent), np.asarray(first))
+        assert len(list((run_dir / "frames").glob("*.png"))) == 11
+        with (run_dir / "scores.csv").open(newline="") as handle:
+            scores = {(r["step"], r["metric"]): r["score"] for r in csv.DictReader(handle)}
+        assert len(scores) == 11 * 6
+        assert (run_dir / "banana-run.zip").is_file()
+    # Different seeds and images: no two runs scored the same.
+    finals = {tuple(map(tuple, results[i][-1][TABLE]["data"])) for i in results}
+    assert len(finals) == 8

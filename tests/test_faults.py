@@ -1,0 +1,196 @@
+"""Faults mid-run keep everything made so far: a generator that breaks, a metric that breaks,
+Stop, a consumer that goes away, and a process killed with SIGKILL then resumed."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+from conftest import REPO
+from PIL import Image
+
+from banana_space import backends
+from banana_space.backends.base import BackendInfo, Edit, Entry
+from banana_space.backends.simulate import SimulateBackend
+from banana_space.events import Finished, FrameScored, Notice
+from banana_space.metrics import POOL, MetricPool
+from banana_space.rundir import load_run
+from banana_space.runs import RunSpec, resume_run, start_run
+
+
+class BreaksAtStep(SimulateBackend):
+    """The offline simulation, until the network 'drops' at one step."""
+
+    info = BackendInfo("breaks", "Breaks at a step", "test backend", options=("fail_at",))
+
+    def __init__(self, fail_at: int) -> None:
+        super().__init__(strength=1.0)
+        self.fail_at = fail_at
+
+    def edit(self, image, prompt, *, seed, step, report=lambda m: None) -> Edit:
+        if step == self.fail_at:
+            raise ConnectionError("connection reset by peer")
+        return super().edit(image, prompt, seed=seed, step=step)
+
+
+@pytest.fixture()
+def breaking_backend(monkeypatch) -> str:
+    monkeypatch.setitem(backends.REGISTRY, "breaks", Entry(BreaksAtStep.info, BreaksAtStep))
+    return "breaks"
+
+
+def small(photo: Image.Image) -> Image.Image:
+    return photo.resize((120, 80))
+
+
+def test_generator_failure_at_step_k_keeps_frames_before_it(photo, tmp_path,
+                                                            breaking_backend) -> None:
+    spec = RunSpec(small(photo), 6, breaking_backend, {"fail_at": 3}, metrics=["entropy"])
+    events = list(start_run(spec, tmp_path))
+    end = events[-1]
+    assert isinstance(end, Finished) and end.status == "failed" and end.last_step == 2
+    assert end.reason == "failed at step 3: ConnectionError: connection reset by peer"
+    assert [e.step for e in events if isinstance(e, FrameScored)] == [0, 1, 2]
+    run = events[0].run_dir
+    saved = load_run(run)
+    assert saved.last_step == 2 and saved.meta["status"] == "failed"
+    assert "step 3" in saved.meta["reason"]
+    with zipfile.ZipFile(run / "banana-run.zip") as archive:
+        frames = sorted(n for n in archive.namelist() if "/frames/" in n)
+    assert [Path(n).name for n in frames] == ["step_000.png", "step_001.png", "step_002.png"]
+
+
+class FlakyPool(MetricPool):
+    """Real pyiqa metrics, except one raises on one frame and another returns NaN on one."""
+
+    def __init__(self) -> None:
+        super().__init__(device="cpu")
+        self.calls: dict[str, int] = {}
+
+    def score(self, name, image, reference=None) -> float:
+        frame = self.calls[name] = self.calls.get(name, -1) + 1
+        if name == "piqe" and frame == 2:
+            raise RuntimeError("CUDA out of memory (pretend)")
+        value = super().score(name, image, reference)
+        return math.nan if name == "entropy" and frame == 5 else value
+
+
+def test_one_metric_failing_on_one_frame_is_one_missing_cell(photo, tmp_path) -> None:
+    spec = RunSpec(small(photo), 5, metrics=["piqe", "entropy"])
+    events = list(start_run(spec, tmp_path, pool=FlakyPool()))
+    assert events[-1].status == "completed"
+    frames = {e.step: e.scores for e in events if isinstance(e, FrameScored)}
+    assert math.isnan(frames[2]["piqe"]) and math.isnan(frames[5]["entropy"])
+    assert all(math.isfinite(frames[s]["piqe"]) for s in (0, 1, 3, 4, 5))
+    assert all(math.isfinite(frames[s]["psnr"]) for s in range(6))
+    warnings = [(e.step, e.message) for e in events if isinstance(e, Notice)]
+    assert (2, "piqe failed on this frame: RuntimeError: CUDA out of memory (pretend)") in warnings
+    assert (5, "entropy gave no finite score on this frame") in warnings
+    verdict = {r["metric"]: r for r in csv.DictReader((events[0].run_dir / "verdict.csv").open())}
+    assert verdict["entropy"]["detects"] == "undecided"  # NaN at the checkpoint: not a pass
+    assert verdict["psnr"]["detects"] == "yes"
+
+
+def test_stop_mid_run_keeps_what_was_made(photo, tmp_path) -> None:
+    stop = threading.Event()
+    events = []
+    for event in start_run(RunSpec(small(photo), 50, metrics=["entropy"]), tmp_path, stop=stop):
+        events.append(event)
+        if isinstance(event, FrameScored) and event.step == 2:
+            stop.set()
+    end = events[-1]
+    assert end.status == "stopped" and 2 <= end.last_step < 50
+    saved = load_run(events[0].run_dir)
+    assert saved.meta["status"] == "stopped" and saved.last_step == end.last_step
+    assert (events[0].run_dir / "banana-run.zip").is_file()
+
+
+def test_a_consumer_that_goes_away_leaves_no_thread_running(photo, tmp_path) -> None:
+    before = threading.active_count()
+    events = start_run(RunSpec(small(photo), 50, metrics=["entropy"]), tmp_path)
+    for event in events:
+        if isinstance(event, FrameScored) and event.step == 1:
+            break
+    events.close()  # what gradio does when a visitor closes the tab
+    deadline = time.monotonic() + 10
+    while threading.active_count() > before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert threading.active_count() == before
+
+
+def _cli(*args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "banana_space", *args], cwd=REPO,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def test_sigkill_mid_run_leaves_complete_files_and_resume_matches(photo_path, tmp_path) -> None:
+    args = ["--steps", "12", "--metrics", "piqe,entropy", "--seed", "11"]
+    killed, whole = tmp_path / "killed", tmp_path / "whole"
+    process = _cli("run", str(photo_path), "--out", str(killed), *args)
+    deadline = time.monotonic() + 120
+    while len(list((killed / "frames").glob("step_*.png"))) < 4:
+        assert process.poll() is None and time.monotonic() < deadline, process.stderr.read()
+        time.sleep(0.02)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+
+    for frame in (killed / "frames").glob("step_*.png"):  # every frame on disk is whole
+        with Image.open(frame) as image:
+            image.load()
+    with (killed / "scores.csv").open(newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert rows and all(len(r) == 4 and r["score"] not in (None, "") for r in rows)
+    saved = load_run(killed)
+    assert json.loads((killed / "run.json").read_text())["status"] == "running"
+    assert 3 <= saved.last_step < 12
+
+    assert subprocess.run([sys.executable, "-m", "banana_space", "resume", str(killed)],
+                          cwd=REPO, capture_output=True).returncode == 0
+    assert _cli("run", str(photo_path), "--out", str(whole), *args).wait() == 0
+    for name in ("scores.csv", "verdict.csv"):
+        assert (killed / name).read_bytes() == (whole / name).read_bytes(), name
+    frames = sorted(p.name for p in (whole / "frames").glob("*.png"))
+    assert frames == sorted(p.name for p in (killed / "frames").glob("*.png"))
+    for name in frames:
+        assert (killed / "frames" / name).read_bytes() == (whole / "frames" / name).read_bytes()
+    assert load_run(killed).meta["status"] == "completed"
+
+
+def test_resume_in_process_continues_after_the_last_complete_frame(photo, tmp_path) -> None:
+    stop = threading.Event()
+    run_dir = None
+    for event in start_run(RunSpec(small(photo), 6, metrics=["entropy"], seed=2), tmp_path,
+                           stop=stop):
+        run_dir = getattr(event, "run_dir", run_dir)
+        if isinstance(event, FrameScored) and event.step == 2:
+            stop.set()
+    events = list(resume_run(run_dir, pool=POOL))
+    steps = [e.step for e in events if isinstance(e, FrameScored)]
+    assert steps[0] > 2 and steps[-1] == 6 and events[-1].status == "completed"
+    assert load_run(run_dir).last_step == 6
+
+
+def test_retention_deletes_the_oldest_runs_never_an_active_one(tmp_path) -> None:
+    from banana_space.runs import prune_runs
+
+    runs = []
+    for index in range(5):
+        run = tmp_path / f"run-{index}"
+        run.mkdir()
+        (run / "run.json").write_text("{}")
+        stamp = time.time() - 100 + index  # run-0 is the oldest
+        os.utime(run / "run.json", (stamp, stamp))
+        runs.append(run)
+    deleted = prune_runs(tmp_path, keep=2, active=[runs[0]])
+    assert sorted(p.name for p in deleted) == ["run-1", "run-2"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run-0", "run-3", "run-4"]
