@@ -1,0 +1,45 @@
+"""ZeroGPU glue: `import zerogpu` first thing in app.py, before anything touches CUDA.
+
+It decorates one trampoline with `spaces.GPU` at import time (ZeroGPU schedules only functions
+decorated before the app launches) and installs it as the engine's GPU runner, so each edit step
+and each judged frame borrows a GPU slice for just that call (`banana_space.gpu`). The booking
+length is computed per call from the job (image size, inference steps).
+
+Off ZeroGPU (no SPACES_ZERO_GPU in the environment) `spaces.GPU` returns the function unchanged
+(spaces 0.51, `spaces/zero/decorator.py`), so this is a plain call on a laptop or a GPU box.
+
+BANANA_PRELOAD (comma-separated backend or judge names, e.g. "flux2,judge_vqr1") loads those
+weights now and places them on CUDA: on ZeroGPU that is the documented pattern (module-level
+`.to("cuda")`, packed at start-up and moved onto each worker's GPU); otherwise each model loads on
+its first use.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import spaces  # before torch initialises CUDA: spaces patches torch.cuda on ZeroGPU
+
+from banana_space import gpu
+
+
+@spaces.GPU(duration=gpu.estimated_seconds)
+def run_on_zerogpu(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+    return fn(*args, **kwargs)
+
+
+gpu.use_gpu_runner(run_on_zerogpu)
+
+
+def preload(names: list[str]) -> None:
+    """Load these backends' and judges' weights now and place them on CUDA."""
+    from banana_space.backends import REGISTRY as BACKENDS
+    from banana_space.backends import create_backend
+    from banana_space.judges import create_judge
+
+    for name in names:
+        (create_backend(name) if name in BACKENDS else create_judge(name)).load()
+
+
+preload([n.strip() for n in os.environ.get("BANANA_PRELOAD", "").split(",") if n.strip()])
