@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import gemini, replay, simulate
+from . import diffusers_edit, gemini, replay, simulate
 from .base import Backend, BackendInfo, BackendUnavailable, Entry
 
 # Order is the UI's order: offline first, so the default works on any laptop.
-_MODULES = [simulate, replay, gemini]
+_MODULES = [simulate, replay, gemini, diffusers_edit]
 
 REGISTRY: dict[str, Entry] = {
     entry.info.name: entry for module in _MODULES for entry in module.ENTRIES}
