@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import gemini_judge
+from . import gemini_judge, visualquality_r1
 from .base import Entry, Judge, JudgeInfo, Verdict
 
-_MODULES: list[Any] = [gemini_judge]
+_MODULES: list[Any] = [gemini_judge, visualquality_r1]
 
 REGISTRY: dict[str, Entry] = {
     entry.info.name: entry for module in _MODULES for entry in module.ENTRIES}
