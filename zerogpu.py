@@ -39,7 +39,10 @@ def preload(names: list[str]) -> None:
     from banana_space.judges import create_judge
 
     for name in names:
-        (create_backend(name) if name in BACKENDS else create_judge(name)).load()
+        model = create_backend(name) if name in BACKENDS else create_judge(name)
+        if not hasattr(model, "load"):
+            raise ValueError(f"BANANA_PRELOAD: {name} has no weights to load")
+        model.load()
 
 
 preload([n.strip() for n in os.environ.get("BANANA_PRELOAD", "").split(",") if n.strip()])
