@@ -1,0 +1,285 @@
+"""Browser tests: what a visitor sees, in Debian's headless Chromium driven by Playwright.
+
+The real app runs on a local port (`app_server.running_app`) with the offline "Simulated"
+backend, which replays the Banana100 (arXiv 2604.03400) replication chain without a key or GPU.
+A visitor uploads a photo, runs a short chain and watches it stream in: the frame strip grows one
+frame at a time, the curves gain points, the verdict table fills, and the zip downloads. Stop
+keeps the frames made so far; a recorded chain opens at once. Any error in the browser console
+fails the test. Screenshots land in docs/screenshots/ for the README and for review.
+
+Chromium comes from apt (`apt-get install chromium`; scripts/test.sh does it), never from
+Playwright's own download: without /usr/bin/chromium these tests fail in CI and skip locally.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import time
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+from app_server import running_app
+from conftest import REPO
+from playwright.sync_api import Browser, ConsoleMessage, Page, sync_playwright
+
+pytestmark = [pytest.mark.browser, pytest.mark.app]
+
+CHROMIUM = Path("/usr/bin/chromium")
+LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+               "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+SCREENSHOTS = REPO / "docs" / "screenshots"
+DESKTOP = {"width": 1280, "height": 900}
+PHONE = {"width": 390, "height": 844}
+LOCAL_HOSTS = {"127.0.0.1", "localhost"}
+RUN_TIMEOUT_S = 150  # a 5-step simulated run takes ~20 s on 2 cores
+METRICS = {"brisque", "niqe", "piqe", "entropy"}
+
+# One look at the page, read in a single evaluate so the numbers belong to the same moment:
+# thumbnails in the strip, points drawn in the plotly graph, the status text, verdict rows.
+SNAPSHOT_JS = """() => {
+  const graph = document.querySelector('#plot .js-plotly-plot');
+  const traces = (graph && graph.data) || [];
+  const points = traces.reduce(
+    (sum, trace) => sum + Array.from(trace.y || []).filter(v => v !== null).length, 0);
+  const rows = [...document.querySelectorAll('#verdict [role=row].virtual-row')].map(
+    row => [...row.querySelectorAll('[role=gridcell]')].map(cell => cell.innerText.trim()));
+  return {
+    frames: document.querySelectorAll('#strip .thumbnail-item').length,
+    points: points,
+    status: (document.querySelector('#status')?.innerText ?? ''),
+    verdict: rows,
+  };
+}"""
+
+
+@dataclass
+class Snapshot:
+    frames: int
+    points: int
+    status: str
+    verdict: list[list[str]]
+
+
+def look(page: Page) -> Snapshot:
+    return Snapshot(**page.evaluate(SNAPSHOT_JS))
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Path:
+    if not CHROMIUM.is_file():
+        message = (f"{CHROMIUM} not found: install Debian's Chromium "
+                   "(`apt-get install -y chromium`; scripts/test.sh does it as root)")
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    return CHROMIUM
+
+
+@pytest.fixture(scope="module")
+def browser(chromium: Path) -> Iterator[Browser]:
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=str(chromium), headless=True,
+                                              args=LAUNCH_ARGS)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture(scope="module")
+def app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with running_app(tmp_path_factory.mktemp("browser") / "runs") as url:
+        yield url
+
+
+def is_external_noise(message: ConsoleMessage) -> bool:
+    """A failed request to a host other than this machine (a CDN font, analytics).
+
+    The app must work offline, so such noise is tolerated, never an error from the app's own
+    code or its own requests. In the runs so far, nothing has been ignored: Gradio serves its
+    fonts itself and analytics are off (GRADIO_ANALYTICS_ENABLED=False).
+    """
+    host = urlparse(message.location.get("url", "")).hostname
+    return host is not None and host not in LOCAL_HOSTS
+
+
+class Visitors:
+    """Opens pages, each in its own browser context (its own Gradio session), and collects
+    every console error and uncaught exception they raise."""
+
+    def __init__(self, browser: Browser, app_url: str) -> None:
+        self.browser, self.app_url = browser, app_url
+        self.errors: list[str] = []
+        self.ignored: list[str] = []
+
+    def open(self, viewport: dict[str, int] = DESKTOP, query: str = "") -> Page:
+        context = self.browser.new_context(viewport=viewport, accept_downloads=True)
+        page = context.new_page()
+        page.on("console", self._on_console)
+        page.on("pageerror", lambda error: self.errors.append(f"uncaught: {error}"))
+        page.goto(self.app_url + query)
+        page.wait_for_selector("#run-button")
+        return page
+
+    def _on_console(self, message: ConsoleMessage) -> None:
+        if message.type == "error":
+            where = message.location.get("url", "")
+            noise = is_external_noise(message)
+            (self.ignored if noise else self.errors).append(f"{message.text} @ {where}")
+
+
+@pytest.fixture()
+def visitors(browser: Browser, app_url: str) -> Iterator[Visitors]:
+    """Fails the test on any console error from any page it opened."""
+    opened = Visitors(browser, app_url)
+    yield opened
+    if opened.ignored:
+        print("ignored external console errors:", *opened.ignored, sep="\n  ")
+    for context in browser.contexts:
+        context.close()
+    assert not opened.errors, "errors in the browser console:\n" + "\n".join(opened.errors)
+
+
+@pytest.fixture()
+def page(visitors: Visitors) -> Page:
+    return visitors.open()
+
+
+def start_run(page: Page, photo: Path, steps: int) -> None:
+    """Upload the photo, set the steps, keep the offline backend and press Run."""
+    page.set_input_files("#upload input[type=file]", photo)
+    page.locator("#upload").get_by_text(photo.stem).wait_for()  # the upload has finished
+    number = page.locator("#steps input[type=number]")
+    number.fill(str(steps))
+    number.press("Enter")
+    page.wait_for_function(
+        f"document.querySelector('#steps input[type=range]').value === '{steps}'")
+    assert page.locator("#backend input").input_value() == "Simulated (offline)"
+    page.click("#run-button")
+
+
+def wait_for_status(page: Page, word: str, timeout_s: float = RUN_TIMEOUT_S) -> None:
+    status = "(document.querySelector('#status')?.innerText ?? '')"
+    page.wait_for_function(f"{status}.includes('{word}')", timeout=timeout_s * 1000)
+
+
+def screenshot(page: Page, name: str) -> None:
+    """Save docs/screenshots/<name>.png once what is on the page has drawn.
+
+    Scroll through the page as a visitor would, so lazily loaded images (the strip's thumbnails)
+    load, then wait for every image and the plot. An image that failed to load fails the test.
+    """
+    page.evaluate("""async () => {
+      for (let y = 0; y < document.body.scrollHeight; y += window.innerHeight / 2) {
+        window.scrollTo(0, y);
+        await new Promise(resolve => setTimeout(resolve, 50));
+      }
+      window.scrollTo(0, 0);
+    }""")
+    page.wait_for_function("[...document.images].every(image => image.complete)")
+    page.locator("#plot .main-svg").first.wait_for()
+    broken = page.evaluate(
+        "[...document.images].filter(i => i.complete && i.naturalWidth === 0).map(i => i.src)")
+    assert not broken, f"images that did not load: {broken}"
+    page.screenshot(path=SCREENSHOTS / f"{name}.png", full_page=True)
+
+
+def verdict_by_metric(snapshot: Snapshot) -> dict[str, str]:
+    """metric -> the verdict column ("✅ detects", "❌ fooled", "… undecided")."""
+    return {row[0]: row[5] for row in snapshot.verdict}
+
+
+def test_a_run_streams_in_frame_by_frame_and_downloads(page: Page, visitors: Visitors,
+                                                        photo_path: Path, tmp_path: Path) -> None:
+    steps = 5
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    start_run(page, photo_path, steps)
+
+    seen: list[Snapshot] = []
+    mid_run: Snapshot | None = None
+    deadline = time.monotonic() + RUN_TIMEOUT_S
+    while time.monotonic() < deadline:
+        now = look(page)
+        seen.append(now)
+        if "Completed" in now.status or "Failed" in now.status:
+            break
+        if mid_run is None and 3 <= now.frames < steps + 1:
+            mid_run = now
+            screenshot(page, "mid-run")
+        page.wait_for_timeout(150)
+    final = seen[-1]
+    counts = [s.frames for s in seen]
+    print(f"strip sizes seen ({len(counts)} looks): {counts}")
+    assert "Completed" in final.status, f"the run did not complete: {final.status!r}"
+
+    # The strip grows one frame at a time, never shrinks, and ends at N + 1 frames.
+    assert counts == sorted(counts), f"the strip shrank: {counts}"
+    assert final.frames == steps + 1
+    intermediate = {c for c in counts if 0 < c < steps + 1}
+    assert len(intermediate) >= 3, f"frames did not stream in one by one: {sorted(set(counts))}"
+
+    # The curves gained points while the run went: one point per metric per frame at the end.
+    assert mid_run is not None
+    assert 0 < mid_run.points < final.points
+    assert final.points % (steps + 1) == 0 and final.points // (steps + 1) >= len(METRICS) + 1
+
+    verdicts = verdict_by_metric(final)
+    assert METRICS | {"psnr (reference)"} <= set(verdicts), verdicts
+    assert all(verdicts[m].endswith(("detects", "fooled", "undecided")) for m in METRICS)
+    screenshot(page, "finished")
+
+    with page.expect_download() as download_info:
+        page.click("#download a[download]")
+    archive = tmp_path / "run.zip"
+    download_info.value.save_as(archive)
+    with zipfile.ZipFile(archive) as zipped:
+        # Entries sit under the run's own folder: <run id>/frames/step_000.png.
+        run_id = zipped.namelist()[0].split("/", 1)[0]
+        files = {name.split("/", 1)[1]: name for name in zipped.namelist()}
+        frames = {f"frames/step_{i:03d}.png" for i in range(steps + 1)}
+        assert frames | {"scores.csv", "verdict.csv"} <= set(files), sorted(files)
+        assert all(zipped.read(files[f]).startswith(b"\x89PNG") for f in frames)
+        scores = list(csv.DictReader(io.TextIOWrapper(zipped.open(files["scores.csv"]))))
+        assert {int(row["step"]) for row in scores} == set(range(steps + 1))
+        assert METRICS <= {row["metric"] for row in scores}
+
+    # A phone opens the shared link to the finished run (the page reads `?run=<id>`).
+    phone = visitors.open(PHONE, query=f"?run={run_id}")
+    wait_for_status(phone, "Completed", timeout_s=30)
+    assert look(phone).frames == steps + 1
+    screenshot(phone, "phone")
+
+
+def test_stop_keeps_the_frames_made(page: Page, photo_path: Path) -> None:
+    start_run(page, photo_path, 40)
+    page.wait_for_function("document.querySelectorAll('#strip .thumbnail-item').length >= 2",
+                           timeout=RUN_TIMEOUT_S * 1000)
+    page.click("#stop-button")
+    wait_for_status(page, "Stopped", timeout_s=60)
+    stopped = look(page)
+    assert 2 <= stopped.frames < 41
+    # "Stopped after step k": the strip shows frames 0..k.
+    assert f"Stopped after step {stopped.frames - 1}" in stopped.status, stopped.status
+    page.wait_for_timeout(6000)  # two or three frames' time, had the chain gone on
+    later = look(page)
+    assert later.frames == stopped.frames
+    assert "Stopped" in later.status
+
+
+def test_a_recorded_chain_opens_at_once(page: Page) -> None:
+    assert look(page).frames == 0
+    page.click("#recorded-chelsea-simulated-20")
+    # The virtualised table may render a tick after the gallery: wait for both, then look.
+    page.wait_for_function("document.querySelectorAll('#strip .thumbnail-item').length > 0 && "
+                           "document.querySelectorAll('#verdict .virtual-row').length > 0")
+    first = look(page)
+    # All 21 frames and the verdict arrive in one update, not streamed in.
+    assert first.frames == 21
+    verdicts = verdict_by_metric(first)
+    assert METRICS | {"psnr (reference)"} <= set(verdicts), verdicts
+    assert all(verdicts[m].endswith(("detects", "fooled")) for m in METRICS), verdicts
+    wait_for_status(page, "Completed", timeout_s=30)
