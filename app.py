@@ -16,6 +16,7 @@ from typing import Any
 
 import gradio as gr
 
+import zerogpu  # noqa: F401  (first: installs the spaces.GPU runner; a plain call off ZeroGPU)
 from banana_space.backends import REGISTRY as BACKENDS
 from banana_space.backends import BackendUnavailable
 from banana_space.images import BadImage, load_image
@@ -114,8 +115,7 @@ def resume(run_dir: str | None, api_key: str, raw: bool, request: gr.Request) ->
     saved = load_run(Path(run_dir))
     stop = threading.Event()
     try:
-        events = resume_run(Path(run_dir), stop=stop,
-                            backend_options={"api_key": api_key} if api_key else None)
+        events = resume_run(Path(run_dir), stop=stop, api_key=api_key or None)
     except (ValueError, BackendUnavailable, FileNotFoundError) as error:
         raise gr.Error(str(error)) from None
     yield from stream(RunView.from_saved(saved), events, request.session_hash, stop)

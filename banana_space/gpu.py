@@ -20,9 +20,12 @@ from __future__ import annotations
 
 import gc
 import math
+import os
+import shutil
 import sys
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -79,7 +82,14 @@ def estimated_seconds(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> i
 
 
 def cuda_available() -> bool:
-    """True where torch sees CUDA (on ZeroGPU, once `spaces` is imported). Loads no model."""
+    """True where torch sees CUDA (on ZeroGPU, once `spaces` is imported). Loads no model.
+
+    The app lists backends before its page can show, so where there is plainly no NVIDIA GPU
+    (no driver, not ZeroGPU) this answers without importing torch (seconds on a small CPU)."""
+    driver = (os.environ.get("SPACES_ZERO_GPU") or Path("/proc/driver/nvidia").exists()
+              or shutil.which("nvidia-smi"))
+    if not driver:
+        return False
     try:
         import torch
     except ImportError:

@@ -22,7 +22,7 @@ from .backends import BackendUnavailable, create_backend
 from .chain import Chain, run_chain
 from .events import Event, Finished, Notice, Started
 from .judges import REGISTRY as JUDGES
-from .judges import create_judge
+from .judges import create_judges
 from .metrics import CPU_DEFAULTS, POOL, MetricPool, check_metric_names
 from .prompts import DEFAULT_PROMPT
 from .rundir import RunDir, load_run
@@ -89,7 +89,7 @@ def start_run(spec: RunSpec, root: Path, *, stop: threading.Event | None = None,
         steps = min(steps, backend.frame_count - 1)
     if image is None:
         raise ValueError("no input image")
-    judges = [create_judge(name, **spec.judge_options) for name in spec.judges]
+    judges = create_judges(list(spec.judges), spec.judge_options)
     scorer = Scorer(spec.metrics, judges, pool)
     run = RunDir.create(root, run_id)
     settings = {
@@ -107,20 +107,22 @@ def start_run(spec: RunSpec, root: Path, *, stop: threading.Event | None = None,
 
 
 def resume_run(path: Path, *, stop: threading.Event | None = None, pool: MetricPool = POOL,
-               backend_options: dict[str, Any] | None = None) -> Iterator[Event]:
+               api_key: str | None = None) -> Iterator[Event]:
     """Continue a run directory from its last complete frame, with its recorded settings.
-    Secrets are not recorded, so a keyed backend takes its key from the environment or from
-    `backend_options`."""
+    Keys are never recorded, so a keyed backend or judge takes `api_key`, or the environment's."""
     saved = load_run(path)
     settings = saved.meta["settings"]
     if saved.last_step < 0:
         raise ValueError(f"{path} has no complete frame to resume from")
-    options = {**settings.get("backend_options", {}), **(backend_options or {})}
+    secret = {"api_key": api_key} if api_key else {}
+    options = dict(settings.get("backend_options", {}))
+    if "api_key" in BACKENDS[settings["backend"]].info.options:
+        options.update(secret)
     backend = create_backend(settings["backend"], **options)
     reason = backend.unavailable_reason()
     if reason:
         raise BackendUnavailable(reason)
-    judges = [create_judge(n, **settings.get("judge_options", {})) for n in settings["judges"]]
+    judges = create_judges(settings["judges"], {**settings.get("judge_options", {}), **secret})
     scorer = Scorer(settings["metrics"], judges, pool)
     run = RunDir.reopen(saved)
     started = Started(run.path, settings["steps"], scorer.infos, scorer.unavailable, settings,

@@ -37,7 +37,7 @@ from banana_space.backends.gemini import closest_aspect_ratio
 from banana_space.gemini_client import MISSING_KEY
 from banana_space.judges import REGISTRY as JUDGES
 from banana_space.judges import create_judge
-from banana_space.judges.gemini_judge import JUDGE_PROMPT, parse_score
+from banana_space.judges.answer import PROMPT, read_verdict
 from banana_space.prompts import DEFAULT_PROMPT, PRESETS, repeats_for
 
 KEY = "AIzaTEST-secret-key-0123456789"
@@ -264,22 +264,22 @@ def test_fail_at_step_k_keeps_earlier_steps(server, no_env_key):
     ("4.5", 4.5),
     ("<answer>5</answer>", 5.0),
 ])
-def test_parse_score_reads_the_last_answer(text, score):
-    verdict = parse_score(text)
+def test_read_verdict_reads_the_last_answer(text, score):
+    verdict = read_verdict(text)
     assert verdict.score == pytest.approx(score) and verdict.warning is None
 
 
 @pytest.mark.parametrize(("text", "why"), [
     ("The picture looks good, I would say 4 out of 5.", "no <answer> tag"),
     ("Score: 3.5", "no <answer> tag"),
-    ("<answer>about 3</answer>", "no single number"),
-    ("<answer>3.5</answer> then <answer>nine</answer>", "no single number"),
+    ("<answer>about 3</answer>", "the last <answer> holds"),
+    ("<answer>3.5</answer> then <answer>nine</answer>", "the last <answer> holds"),
     ("<answer>6.20</answer>", "outside 1-5"),
     ("<answer>0.5</answer>", "outside 1-5"),
     ("", "no <answer> tag"),
 ])
-def test_parse_score_refuses_to_guess(text, why):
-    verdict = parse_score(text)
+def test_read_verdict_refuses_to_guess(text, why):
+    verdict = read_verdict(text)
     assert math.isnan(verdict.score) and why in verdict.warning and verdict.text == text
 
 
@@ -295,7 +295,7 @@ def test_judge_asks_the_visualquality_question_and_caches(server, no_env_key):
     image = photo()
     assert rater.rate(image).score == pytest.approx(3.42)
     (request,) = server.requests
-    assert request.model == "gemini-2.5-flash" and request.prompt == JUDGE_PROMPT
+    assert request.model == "gemini-2.5-flash" and request.prompt == PROMPT
     assert np.array_equal(np.asarray(Image.open(io.BytesIO(request.image_bytes))),
                           np.asarray(image))
     assert not request.wants_image

@@ -21,4 +21,10 @@ def create_judge(name: str, **options: Any) -> Judge:
     return REGISTRY[name].create(**options)
 
 
-__all__ = ["REGISTRY", "Entry", "Judge", "JudgeInfo", "Verdict", "create_judge"]
+def create_judges(names: list[str], options: dict[str, Any]) -> list[Judge]:
+    """Judges for a run: each takes, of the run's judge options, those its info names."""
+    return [create_judge(name, **{k: v for k, v in options.items()
+                                  if k in REGISTRY[name].info.options}) for name in names]
+
+
+__all__ = ["REGISTRY", "Entry", "Judge", "JudgeInfo", "Verdict", "create_judge", "create_judges"]

@@ -21,6 +21,9 @@ class JudgeInfo:
     description: str
     needs_key: bool = False
     needs_gpu: bool = False
+    # The keyword options a run may pass to the constructor (e.g. "api_key"); a run's judge
+    # options are shared by its judges, and each takes only the ones it names here.
+    options: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,9 @@
 """`judge_gemini`: a Gemini model rates each frame 1-5, as a reference line beside the metrics.
 
-The question is VisualQuality-R1's rating prompt, word for word (Wu et al., "VisualQuality-R1:
-Reasoning-Induced Image Quality Assessment via Reinforcement Learning to Rank", 2025), so a
-Gemini score reads on the same scale as that model's. The answer is parsed strictly: the number
-inside the last <answer></answer>, or an answer that is nothing but a number; anything else, or a
-number outside [1, 5], is NaN with a warning. A judge never makes up a score.
+The question is VisualQuality-R1's rating prompt from its model card, word for word (Wu et al.,
+"VisualQuality-R1: Reasoning-Induced Image Quality Assessment via Reinforcement Learning to
+Rank", 2025), so a Gemini score reads on the same scale as that model's. The answer is parsed by
+the same strict reader (`answer.read_verdict`). A judge never makes up a score.
 
 Requests go through the same client and retry policy as the Nano Banana backends
 (`banana_space.gemini_client`). Scores are cached by pixel hash, so re-rating a frame is free.
@@ -15,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import math
 import os
-import re
 import time
 from collections.abc import Callable
 from typing import Any
@@ -34,34 +32,10 @@ from ..gemini_client import (
     read_answer,
     resolve_key,
 )
+from .answer import PROMPT, read_verdict
 from .base import Entry, JudgeInfo, Verdict
 
 DEFAULT_MODEL = "gemini-2.5-flash"
-JUDGE_PROMPT = (
-    "What is your overall rating on the quality of this picture? The rating should be a float "
-    "between 1 and 5, rounded to two decimal places, with 1 representing very poor quality and "
-    "5 representing excellent quality. Please only output the final answer with only one score "
-    "in <answer> </answer> tags.")
-
-_ANSWER = re.compile(r"<answer>(.*?)</answer>", re.IGNORECASE | re.DOTALL)
-_NUMBER = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)")
-
-
-def parse_score(text: str) -> Verdict:
-    """The score in a judge's answer, or NaN with the reason it was refused."""
-    answers = _ANSWER.findall(text)
-    # Reasoning may mention other numbers; only the final tagged answer counts.
-    candidate = answers[-1].strip() if answers else text.strip()
-    if not _NUMBER.fullmatch(candidate):
-        why = ("the last <answer> tag holds no single number" if answers
-               else "no <answer> tag and the reply is not a bare number")
-        return Verdict(math.nan, text, f"judge gave no score: {why}")
-    score = float(candidate)
-    if not 1 <= score <= 5:
-        return Verdict(math.nan, text, f"judge score {candidate} is outside 1-5")
-    return Verdict(score, text)
-
-
 def pixel_digest(image: Image.Image) -> str:
     """Same pixels, same digest, whatever file or object they came from."""
     header = f"{image.mode} {image.size[0]}x{image.size[1]}".encode()
@@ -72,7 +46,7 @@ def _info(model: str) -> JudgeInfo:
     return JudgeInfo(name="judge_gemini", label=f"Gemini judge ({model})",
                      description=f"{model} rates each frame 1-5 with the VisualQuality-R1 "
                                  "question, through the Gemini API.",
-                     needs_key=True)
+                     needs_key=True, options=("api_key", "model", "temperature"))
 
 
 class GeminiJudge:
@@ -102,7 +76,7 @@ class GeminiJudge:
 
         if self._client is None:
             self._client = make_client(self._key or "", self.base_url, self.timeout_s)
-        contents = [types.Part.from_text(text=JUDGE_PROMPT),
+        contents = [types.Part.from_text(text=PROMPT),
                     types.Part.from_bytes(data=png_bytes(image), mime_type="image/png")]
         config = types.GenerateContentConfig(temperature=self.temperature)
         response, _ = call_with_retries(
@@ -122,7 +96,7 @@ class GeminiJudge:
         except GenerationFailed as error:
             # Not cached: the API failed, not the frame; a later rating may succeed.
             return Verdict(math.nan, "", f"no score, the request failed: {error}")
-        verdict = parse_score(text)
+        verdict = read_verdict(text)
         self._cache[digest] = verdict
         return verdict
 

@@ -27,17 +27,10 @@ from PIL import Image
 
 from ..backends.base import BackendUnavailable, Report, report_nothing
 from ..gpu import ModelCache, cuda_available, device_refusal, gpu_task, run_on_gpu
-from .answer import parse_answer
+from .answer import PROMPT, parse_answer
 from .base import Entry, JudgeInfo, Verdict
 
 REPO_ID = "TianheWu/VisualQuality-R1-7B"
-QUESTION = (
-    "You are doing the image quality assessment task. Here is the question: "
-    "What is your overall rating on the quality of this picture? The rating should be a float "
-    "between 1 and 5, rounded to two decimal places, with 1 representing very poor quality and "
-    "5 representing excellent quality.")
-PROMPT = (f"{QUESTION} Please only output the final answer with only one score in "
-          "<answer> </answer> tags.")
 NEEDS_GPU = ("needs a GPU: this judge runs on CUDA / ZeroGPU (~17 GB of weights); "
              "on this machine use the Gemini judge or none")
 
