@@ -39,16 +39,16 @@ STOPS: dict[str, threading.Event] = {}  # session -> the stop flag of its curren
 ACTIVE: set[Path] = set()  # run directories being written now: never pruned
 
 
-def _choice(info: Any, reason: str | None) -> tuple[str, str]:
-    return (info.label + (f" — {reason}" if reason else ""), info.name)
-
-
-def backend_choices() -> list[tuple[str, str]]:
-    return [_choice(e.info, e.unavailable_reason()) for e in BACKENDS.values()]
-
-
-def judge_choices() -> list[tuple[str, str]]:
-    return [_choice(e.info, e.unavailable_reason()) for e in JUDGES.values()]
+def choices(registry: dict[str, Any]) -> tuple[list[tuple[str, str]], str]:
+    """(label, name) for each entry, marked short ("— needs a key"), and each distinct how-to
+    once ("needs a key: set GEMINI_API_KEY…") as the component's help text."""
+    labels, howtos = [], {}
+    for entry in registry.values():
+        reason = entry.unavailable_reason()
+        short = reason.split(":")[0] if reason else ""
+        labels.append((entry.info.label + (f" — {short}" if short else ""), entry.info.name))
+        howtos.setdefault(short, reason)
+    return labels, " · ".join(why for short, why in howtos.items() if short)
 
 
 def outputs_of(screen: Screen) -> tuple[Any, ...]:
@@ -138,6 +138,12 @@ def reopen(run_id: str | None, raw: bool) -> Any:
     return show_saved(path, raw)
 
 
+def recorded_label(name: str) -> str:
+    """"chelsea-simulated-20" -> "Chelsea · simulated · 20 steps"."""
+    photo, backend, steps = name.rsplit("-", 2)
+    return f"{photo.capitalize()} · {backend} · {steps} steps"
+
+
 def open_recorded(name: str, raw: bool) -> Any:
     """Copy a bundled recorded run into the runs folder (once), then show it."""
     target = RUNS_ROOT / name
@@ -180,29 +186,48 @@ def compare(run_dir: str | None, step: int) -> Any:
     return (str(frames / "step_000.png"), str(chosen)) if chosen.is_file() else gr.skip()
 
 
+BACKEND_CHOICES, BACKEND_HOWTOS = choices(BACKENDS)
+JUDGE_CHOICES, JUDGE_HOWTOS = choices(JUDGES)
+# The frame strip: fixed-size thumbnails in one row that scrolls sideways as frames arrive.
+CSS = """#strip .grid-container {grid-auto-flow: column; grid-template-columns: none;
+          grid-auto-columns: 96px; overflow-x: auto}"""
+
 with gr.Blocks(title="Banana Space") as demo:
     gr.Markdown(INTRO)
     with gr.Row():
         with gr.Column(scale=1, min_width=300):
             upload = gr.File(label="Image (or, for Replay, a zip / animated GIF / WebP)",
-                             file_types=["image", ".zip"], type="filepath", elem_id="upload")
-            input_preview = gr.Image(label="Input", interactive=False, height=200)
+                             file_types=["image", ".zip"], type="filepath", elem_id="upload",
+                             height=110)
+            input_preview = gr.Image(label="Input", interactive=False, height=120,
+                                     show_label=False)
             input_note = gr.Markdown()
             gr.Examples(EXAMPLES, inputs=upload, label="Example photos")
+            gr.Markdown("**Recorded chains** — open instantly, no key or GPU:")
+            with gr.Row():
+                recorded = {name: gr.Button(recorded_label(name), size="sm",
+                                            elem_id=f"recorded-{name}")
+                            for name in sorted(p.name for p in RECORDED.iterdir() if p.is_dir())}
+            backend = gr.Dropdown(BACKEND_CHOICES, value="simulate", label="Generator",
+                                  info=BACKEND_HOWTOS or None, elem_id="backend")
             steps = gr.Slider(1, MAX_STEPS, value=10, step=1, label="Steps (N)", elem_id="steps")
-            prompt_preset = gr.Dropdown([(p.label, k) for k, p in PROMPTS.items()],
-                                        value="replicate", label="Prompt preset")
-            prompt = gr.Textbox(DEFAULT_PROMPT, label="Prompt", lines=2)
-            backend = gr.Dropdown(backend_choices(), value="simulate", label="Generator",
-                                  elem_id="backend")
-            metric_preset = gr.Dropdown(list(PRESETS), value="CPU classics (4)",
-                                        label="Metric preset")
-            metrics = gr.Dropdown(sorted({m for p in PRESETS.values() for m in p}),
-                                  value=list(CPU_DEFAULTS), multiselect=True,
-                                  allow_custom_value=True, label="Metrics (any pyiqa NR name)")
-            judges = gr.CheckboxGroup(
-                judge_choices(), label="VLM judges (reference line)",
-                value=[e.info.name for e in JUDGES.values() if not e.unavailable_reason()])
+            with gr.Row():
+                run_button = gr.Button("Run", variant="primary", elem_id="run-button")
+                stop_button = gr.Button("Stop", variant="stop", elem_id="stop-button")
+                resume_button = gr.Button("Resume", elem_id="resume-button")
+            with gr.Accordion("Prompt, metrics and judges", open=False):
+                prompt_preset = gr.Dropdown([(p.label, k) for k, p in PROMPTS.items()],
+                                            value="replicate", label="Prompt preset")
+                prompt = gr.Textbox(DEFAULT_PROMPT, label="Prompt", lines=2)
+                metric_preset = gr.Dropdown(list(PRESETS), value="CPU classics (4)",
+                                            label="Metric preset")
+                metrics = gr.Dropdown(sorted({m for p in PRESETS.values() for m in p}),
+                                      value=list(CPU_DEFAULTS), multiselect=True,
+                                      allow_custom_value=True,
+                                      label="Metrics (any pyiqa no-reference name)")
+                judges = gr.CheckboxGroup(
+                    JUDGE_CHOICES, label="VLM judges (reference line)", info=JUDGE_HOWTOS or None,
+                    value=[e.info.name for e in JUDGES.values() if not e.unavailable_reason()])
             with gr.Accordion("Advanced", open=False):
                 seed = gr.Number(0, precision=0, label="Seed")
                 strength = gr.Slider(0, 3, value=1.0, step=0.1,
@@ -216,14 +241,6 @@ with gr.Blocks(title="Banana Space") as demo:
                                      "the model's default)")
                 inference_steps = gr.Number(None, precision=0, label="Open editors: inference "
                                             "steps (blank = the model's default)")
-            with gr.Row():
-                run_button = gr.Button("Run", variant="primary", elem_id="run-button")
-                stop_button = gr.Button("Stop", variant="stop", elem_id="stop-button")
-                resume_button = gr.Button("Resume", elem_id="resume-button")
-            with gr.Group():
-                gr.Markdown("**Recorded chains** (open instantly, no key or GPU):")
-                recorded = {name: gr.Button(name, size="sm", elem_id=f"recorded-{name}")
-                            for name in sorted(p.name for p in RECORDED.iterdir() if p.is_dir())}
         with gr.Column(scale=2):
             status = gr.Markdown("Upload an image or pick an example, then press **Run**.",
                                  elem_id="status")
@@ -233,8 +250,7 @@ with gr.Blocks(title="Banana Space") as demo:
                 before_after = gr.ImageSlider(label="Input vs frame i", type="filepath",
                                               height=320)
             compare_step = gr.Slider(0, 1, value=1, step=1, label="Compare frame i")
-            strip = gr.Gallery(label="All frames", columns=10, height=140, preview=False,
-                               elem_id="strip")
+            strip = gr.Gallery(label="All frames", height=130, preview=False, elem_id="strip")
             raw = gr.Checkbox(False, label="Raw scores (one chart per metric)")
             plot = gr.Plot(label="Oriented, normalised Δ per metric (negative = worse)",
                            elem_id="plot")
@@ -243,10 +259,10 @@ with gr.Blocks(title="Banana Space") as demo:
             with gr.Accordion("What the model said", open=False):
                 model_text = gr.Markdown()
             download = gr.File(label="Download the run (frames + scores + verdict)",
-                               elem_id="download")
+                               elem_id="download", height=60)
             with gr.Row():
                 run_dir = gr.Textbox(visible=False)
-                share = gr.DeepLinkButton(value="Copy a link to this view")
+                share = gr.DeepLinkButton(value="Copy a link to this view", size="sm")
             with gr.Accordion("Past runs", open=False):
                 with gr.Row():
                     run_picker = gr.Dropdown([], label="Run", scale=3, allow_custom_value=True)
@@ -265,10 +281,11 @@ with gr.Blocks(title="Banana Space") as demo:
     # told the queue is full rather than left hanging. All runs share one metric pool.
     run_button.click(run, [upload, steps, prompt, backend, metrics, judges, seed, strength,
                            api_key, temperature, resolution, guidance, inference_steps, raw],
-                     OUTPUTS, api_name="run", concurrency_limit=4, concurrency_id="runs")
+                     OUTPUTS, api_name="run", concurrency_limit=4, concurrency_id="runs",
+                     show_progress="hidden")  # the status line says what is happening
     stop_button.click(stop_run, None, status, api_name="stop", concurrency_limit=None)
     resume_button.click(resume, [run_dir, api_key, raw], OUTPUTS, api_name="resume",
-                        concurrency_id="runs")
+                        concurrency_id="runs", show_progress="hidden")
     for name, button in recorded.items():
         button.click(partial(open_recorded, name), raw, OUTPUTS, api_name=False)
     compare_step.release(compare, [run_dir, compare_step], before_after, api_name=False)
@@ -282,4 +299,4 @@ with gr.Blocks(title="Banana Space") as demo:
 if __name__ == "__main__":
     RUNS_ROOT.mkdir(parents=True, exist_ok=True)
     demo.queue(max_size=64, default_concurrency_limit=8).launch(
-        allowed_paths=[str(RUNS_ROOT)], theme=gr.themes.Soft())
+        allowed_paths=[str(RUNS_ROOT)], theme=gr.themes.Soft(), css=CSS)
