@@ -1,0 +1,94 @@
+"""Shared set-up for the benchmarks: offline, on real parts, as tests/conftest.py does.
+
+Import it first (`import _setup`): before anything imports pyiqa it points TORCH_HOME at a fresh
+temporary folder, which the engine seeds from ../shared/weights (BANANA_WEIGHTS_DIR), and puts
+the repository on sys.path. The helpers print the machine and a small table, so every number
+in the README says where it came from.
+"""
+
+from __future__ import annotations
+
+import atexit
+import math
+import os
+import platform
+import resource
+import shutil
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+WEIGHTS = Path(os.environ.get("BANANA_WEIGHTS_DIR", REPO.parent / "shared" / "weights"))
+PHOTO = REPO / "assets" / "examples" / "astronaut.png"
+if not (WEIGHTS / "brisque_svm_weights.pth").is_file():
+    sys.exit(f"BRISQUE/NIQE weights not found in {WEIGHTS}: set BANANA_WEIGHTS_DIR")
+
+_TORCH_HOME = tempfile.mkdtemp(prefix="banana-bench-torch-home-")
+atexit.register(shutil.rmtree, _TORCH_HOME, ignore_errors=True)
+os.environ["TORCH_HOME"] = _TORCH_HOME
+os.environ["BANANA_WEIGHTS_DIR"] = str(WEIGHTS)
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"
+sys.path.insert(0, str(REPO))
+
+
+def cpu_model() -> str:
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return platform.processor() or "unknown CPU"
+
+
+def describe_machine() -> str:
+    """CPU model, cores, torch threads and versions: printed above every table."""
+    import torch
+
+    return (f"{cpu_model()} · {os.cpu_count()} cores · torch {torch.__version__} with "
+            f"{torch.get_num_threads()} threads · Python {platform.python_version()} · "
+            f"THP_MEM_ALLOC_ENABLE={os.environ.get('THP_MEM_ALLOC_ENABLE', 'unset')}")
+
+
+def photo(size: int) -> Any:
+    """A real photo (public domain, scikit-image's 'astronaut') resized to size x size."""
+    from PIL import Image
+
+    with Image.open(PHOTO) as image:
+        return image.convert("RGB").resize((size, size), Image.Resampling.BICUBIC)
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident memory so far (Linux reports ru_maxrss in KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def reset_peak() -> None:
+    """Restart the kernel's high-water mark (VmHWM), to measure one stage's own peak."""
+    Path("/proc/self/clear_refs").write_text("5")
+
+
+def peak_since_reset_mb() -> float:
+    """VmHWM: the peak resident memory since `reset_peak` (or since the start)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return math.nan
+
+
+def print_table(title: str, headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    cells = [[str(h) for h in headers]] + [[_fmt(v) for v in row] for row in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    print(f"\n{title}")
+    for i, row in enumerate(cells):
+        print("  ".join(c.rjust(w) if j else c.ljust(w) for j, (c, w) in
+                        enumerate(zip(row, widths, strict=True))))
+        if i == 0:
+            print("  ".join("-" * w for w in widths))
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.3g}" if abs(value) < 100 else f"{value:.0f}"
+    return str(value)

@@ -1,0 +1,123 @@
+"""Does the chain hide its own work behind the generator's?
+
+A run has two kinds of work: asking the generator for frame i+1 (a network call or a GPU step)
+and our own, scoring frame i (pyiqa on the CPU) and writing it to the run directory.
+`run_chain` runs them concurrently, each stage in its own thread (see chain.py).
+Here the generator is a stand-in that sleeps `t_gen` and returns a slightly changed copy, so the
+only CPU work is ours: the four CPU metrics (psnr and ssim are always added) on 1024 x 1024
+frames, and the run directory. t_score is measured on its own first, in the same process.
+
+With perfect overlap a run of N steps takes N x max(t_gen, t_score) plus one t_score (frame 0
+is scored while frame 1 is made, the last frame after it is made); run one after the other it
+takes N x (t_gen + t_score). Reported: wall / (N x max), the goal is <= 1.10, and wall over
+that bound computed with the t_score measured inside the run (on a shared machine the CPU we
+get varies from minute to minute, so the in-run value is the fairer one).
+
+    .venv/bin/python bench/overlap.py [--steps 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import _setup
+
+from banana_space.backends.base import BackendInfo, Edit, Report, report_nothing
+from banana_space.chain import Chain, run_chain
+from banana_space.events import Finished, FrameScored, Started
+from banana_space.metrics import CPU_DEFAULTS
+from banana_space.rundir import RunDir
+from banana_space.scoring import Scorer
+
+FRAME_SIDE = 1024
+GENERATOR_SECONDS = (0.5, 2.0)
+
+
+class SleepingBackend:
+    """A generator that takes `seconds` and changes one pixel: all waiting, no CPU."""
+
+    info = BackendInfo("sleep", "Sleeping stand-in", "waits, then returns a copy")
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+    def unavailable_reason(self) -> str | None:
+        return None
+
+    def settings(self) -> dict[str, Any]:
+        return {"seconds": self.seconds}
+
+    def edit(self, image: Any, prompt: str, *, seed: int, step: int,
+             report: Report = report_nothing) -> Edit:
+        time.sleep(self.seconds)
+        changed = image.copy()
+        changed.putpixel((step % image.width, 0), (step % 256, 0, 0))
+        return Edit(changed)
+
+
+def score_seconds(scorer: Scorer, frame: Any, repeats: int = 3) -> float:
+    """t_score on its own: the median time to score one frame against frame 0."""
+    edited = SleepingBackend(0).edit(frame, "", seed=0, step=1).image
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        scorer.score(edited, frame)
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def run(frame: Any, scorer: Scorer, t_gen: float, steps: int, root: Path) -> dict[str, float]:
+    """One chain of `steps` steps, written to a run directory as `start_run` does."""
+    chain = Chain(frame, SleepingBackend(t_gen), scorer, steps, "copy", seed=0)
+    run_dir = RunDir.create(root)
+    run_dir.record(Started(run_dir.path, steps, scorer.infos, {}, {}))
+    scored = []
+    started = time.perf_counter()
+    for event in run_chain(chain):
+        run_dir.record(event)
+        if isinstance(event, FrameScored):
+            scored.append(event.seconds_score)
+        if isinstance(event, Finished):
+            assert event.status == "completed", event
+    return {"wall": time.perf_counter() - started, "in-run t_score": statistics.mean(scored)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=20)
+    steps = parser.parse_args().steps
+    root = Path(tempfile.mkdtemp(prefix="banana-bench-overlap-"))
+    try:
+        frame = _setup.photo(FRAME_SIDE)
+        scorer = Scorer(CPU_DEFAULTS)
+        t_score = score_seconds(scorer, frame)
+        rows = []
+        for t_gen in GENERATOR_SECONDS:
+            result = run(frame, scorer, t_gen, steps, root)
+            in_run = result["in-run t_score"]
+            ideal = steps * max(t_gen, t_score)
+            bound = steps * max(t_gen, in_run) + in_run
+            rows.append([t_gen, round(t_score, 2), round(in_run, 2), round(result["wall"], 1),
+                         round(ideal, 1), round(result["wall"] / ideal, 3),
+                         round(result["wall"] / bound, 3),
+                         round((t_gen + t_score) / max(t_gen, t_score), 2)])
+        print(_setup.describe_machine())
+        _setup.print_table(
+            f"{steps} steps, {FRAME_SIDE}px frames, metrics {', '.join(scorer.metrics)}; "
+            "goal: wall / (N x max) <= 1.10",
+            ["t_gen s", "t_score s", "in-run t_score s", "wall s", "N x max s",
+             "wall / (N x max)", "wall / pipeline bound", "serial would be"], rows)
+        print("pipeline bound = N x max(t_gen, in-run t_score) + in-run t_score: frame 0 is "
+              "scored too, so a perfect pipeline of N steps scores N + 1 frames.")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
