@@ -7,6 +7,7 @@ BANANA_RUNS_DIR (default ./runs).
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import threading
@@ -52,9 +53,11 @@ def choices(registry: dict[str, Any]) -> tuple[list[tuple[str, str]], str]:
 
 
 def outputs_of(screen: Screen) -> tuple[Any, ...]:
-    """A `Screen` in the order of OUTPUTS below."""
+    """A `Screen` in the order of OUTPUTS below. The figure goes to gr.Plot as the JSON that
+    its postprocess would make of a plotly Figure, without building one (bench/streaming.py)."""
     first = screen.frames[0][0] if screen.frames else None
-    return (screen.status, screen.frame, screen.frames, screen.figure, screen.verdict,
+    plot = gr.components.plot.PlotData(type="plotly", plot=json.dumps(screen.figure))
+    return (screen.status, screen.frame, screen.frames, plot, screen.verdict,
             screen.model_text, screen.zip_path, screen.run_dir,
             (first, screen.frame) if first else None,
             gr.update(maximum=max(1, len(screen.frames) - 1), value=len(screen.frames) - 1))

@@ -12,11 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import plotly.graph_objects as go
-
 from .analysis import History
 from .events import Event, Finished, FrameScored, Notice, Started
-from .plots import delta_figure, raw_figure
+from .plots import Figure, delta_figure, raw_figure
 from .rundir import ZIP_NAME, SavedRun, frame_name
 
 VERDICT_HEADERS = ["metric", "better when", "Δ5", "Δ10", "Δ20", "verdict", "ρ vs PSNR"]
@@ -29,7 +27,7 @@ class Screen:
     status: str
     frame: str | None
     frames: list[tuple[str, str]]  # (path, caption) for the strip
-    figure: go.Figure
+    figure: Figure  # a plotly figure spec (plain dict)
     verdict: list[list[Any]]
     model_text: str
     zip_path: str | None
