@@ -1,19 +1,24 @@
 """The replication chain of Banana100 (arXiv 2604.03400, Sec. 3): ask the generator for a copy,
 feed the copy back in, and score every frame on the way.
 
-Two kinds of work overlap. A producer thread asks the backend for frame i+1 (a network call or
-a GPU step) while this generator scores frame i and yields it, so the user waits for the
-generator and never for us. The queue between them holds one frame: the producer runs at most
-one step ahead, and a stopped or abandoned run wastes at most one call.
+Three kinds of work overlap, each in its own thread: a producer asks the backend for the next
+frame (a network call or a GPU step), a scorer scores the frame before it, and the caller of
+`run_chain` (the run directory, the UI) handles the frame before that. So a run goes at the pace
+of its slowest stage, not of their sum, and the user waits for the generator, never for us
+(bench/overlap.py). Each queue between stages holds one item: the producer runs at most one step
+ahead of the scorer, the scorer one frame ahead of the caller, and a stopped or abandoned run
+wastes at most one call.
 """
 
 from __future__ import annotations
 
+import contextvars
 import queue
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from PIL import Image
 
@@ -64,42 +69,82 @@ def run_chain(chain: Chain, stop: threading.Event | None = None
     """Yield each scored frame as soon as it exists, notices as they happen, then the end."""
     stop = stop or threading.Event()
     abandoned = threading.Event()  # set when our consumer goes away (closed generator)
-    outbox: queue.Queue = queue.Queue(maxsize=1)
-    producer = threading.Thread(target=_produce, args=(chain, stop, abandoned, outbox),
-                                name="chain-producer", daemon=True)
-    producer.start()
+    made: queue.Queue = queue.Queue(maxsize=1)  # producer -> scorer
+    scored: queue.Queue = queue.Queue(maxsize=1)  # scorer -> us
+    threading.Thread(target=_produce, args=(chain, stop, abandoned, made),
+                     name="chain-producer", daemon=True).start()
+    # The scorer does what our caller's thread used to do (judges included), so it keeps the
+    # caller's context variables (e.g. the request a GPU slice is booked for).
+    threading.Thread(target=contextvars.copy_context().run,
+                     args=(_score, chain, stop, abandoned, made, scored),
+                     name="chain-scorer", daemon=True).start()
+    try:
+        while True:
+            item = scored.get()
+            if isinstance(item, Exception):  # the scorer's own failure is the caller's
+                raise item
+            yield item
+            if isinstance(item, Finished):
+                return
+    finally:
+        abandoned.set()
+
+
+def _score(chain: Chain, stop: threading.Event, abandoned: threading.Event,
+           made: queue.Queue, outbox: queue.Queue) -> None:
+    """Score each frame the producer makes and pass it on, until the run ends; always ends
+    with a `Finished` (or the exception that stopped it) unless our consumer went away."""
+    def put_all(events: Iterator[object] | list[object]) -> bool:
+        return all(_put(outbox, event, abandoned) for event in events)
+
     reference = chain.reference or chain.image
     totals = {"calls": 0, "cost_usd": 0.0}
     last = chain.start
     try:
-        if chain.start == 0:
-            yield from _scored(chain.scorer, _Made(0, chain.image, "", 0.0, 0, None), reference)
-        while True:
+        if chain.start == 0 and not put_all(_scored(
+                chain.scorer, _Made(0, chain.image, "", 0.0, 0, None), reference)):
+            return
+        while not abandoned.is_set():
             try:
-                item = outbox.get(timeout=POLL_SECONDS)
+                item = made.get(timeout=POLL_SECONDS)
             except queue.Empty:
                 if stop.is_set():  # don't wait for a call in flight: its frame is dropped
-                    yield Finished("stopped", last, "stopped by the user", totals)
+                    put_all([Finished("stopped", last, "stopped by the user", totals)])
                     return
                 continue
-            if isinstance(item, Notice):
-                yield item
-            elif isinstance(item, _Made):
+            if isinstance(item, _Made):
                 totals["calls"] += item.calls
                 totals["cost_usd"] += item.cost_usd or 0.0
-                yield from _scored(chain.scorer, item, reference)
+                if not put_all(_scored(chain.scorer, item, reference)):
+                    return
                 last = item.step
-            elif isinstance(item, _Failed):
-                yield Finished("failed", last, f"failed at step {item.step}: {item.reason}",
-                               totals)
-                return
+            elif isinstance(item, Notice):
+                put_all([item])
             else:
-                status = "stopped" if stop.is_set() else "completed"
-                yield Finished(status, last, "stopped by the user" if stop.is_set() else "",
-                               totals)
+                put_all([_ending(item, stop, last, totals)])
                 return
-    finally:
-        abandoned.set()
+    except Exception as error:  # handed to the caller, raised there as before
+        put_all([error])
+
+
+def _ending(item: _Failed | _Done, stop: threading.Event, last: int,
+            totals: dict[str, Any]) -> Finished:
+    if isinstance(item, _Failed):
+        return Finished("failed", last, f"failed at step {item.step}: {item.reason}", totals)
+    if stop.is_set():
+        return Finished("stopped", last, "stopped by the user", totals)
+    return Finished("completed", last, "", totals)
+
+
+def _put(outbox: queue.Queue, item: object, abandoned: threading.Event) -> bool:
+    """Hand `item` on, waiting while the next stage is busy; False if our consumer left."""
+    while not abandoned.is_set():
+        try:
+            outbox.put(item, timeout=POLL_SECONDS)
+            return True
+        except queue.Full:
+            continue
+    return False
 
 
 def _scored(scorer: Scorer, made: _Made, reference: Image.Image
@@ -115,13 +160,7 @@ def _scored(scorer: Scorer, made: _Made, reference: Image.Image
 def _produce(chain: Chain, stop: threading.Event, abandoned: threading.Event,
              outbox: queue.Queue) -> None:
     def put(item: object) -> bool:
-        while not abandoned.is_set():
-            try:
-                outbox.put(item, timeout=POLL_SECONDS)
-                return True
-            except queue.Full:
-                continue
-        return False
+        return _put(outbox, item, abandoned)
 
     image = chain.image
     for step in range(chain.start + 1, chain.steps + 1):
