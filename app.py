@@ -55,11 +55,10 @@ def choices(registry: dict[str, Any]) -> tuple[list[tuple[str, str]], str]:
 def outputs_of(screen: Screen) -> tuple[Any, ...]:
     """A `Screen` in the order of OUTPUTS below. The figure goes to gr.Plot as the JSON that
     its postprocess would make of a plotly Figure, without building one (bench/streaming.py)."""
-    first = screen.frames[0][0] if screen.frames else None
     plot = gr.components.plot.PlotData(type="plotly", plot=json.dumps(screen.figure))
     return (screen.status, screen.frame, screen.frames, plot, screen.verdict,
             screen.model_text, screen.zip_path, screen.run_dir,
-            (first, screen.frame) if first else None,
+            (screen.first_frame, screen.frame) if screen.first_frame else None,
             gr.update(maximum=max(1, len(screen.frames) - 1), value=len(screen.frames) - 1))
 
 

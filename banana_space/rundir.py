@@ -1,6 +1,8 @@
 """A run directory: the one on-disk format that the CLI, the app and the zip share.
 
     DIR/frames/step_000.png …   every frame, lossless
+    DIR/.thumbs/.step_000.png … each frame at most 256 px, for the app's strip: dot-files,
+                                like every cache here, so never zipped or replayed
     DIR/scores.csv              step,metric,score,delta (long format; fidelity and judges too)
     DIR/verdict.csv             metric,delta_5,delta_10,delta_20,detects,spearman_vs_psnr
     DIR/steps.csv               per step: seconds, calls, cost, what the model said
@@ -35,10 +37,15 @@ from .metrics import ScoreInfo
 FORMAT_VERSION = 1
 ZIP_NAME = "banana-run.zip"
 MAX_NOTICES = 200  # run.json keeps the latest ones
+THUMB_SIDE = 256  # the strip shows ~96 px; hashing 100 full frames per update costs ~0.3 s
 
 
 def frame_name(step: int) -> str:
     return f"step_{step:03d}.png"
+
+
+def thumb_path(run: Path, step: int) -> Path:
+    return Path(run) / ".thumbs" / f".{frame_name(step)}"
 
 
 def new_run_id() -> str:
@@ -49,6 +56,18 @@ def write_atomic(path: Path, data: bytes) -> None:
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     temporary.write_bytes(data)
     os.replace(temporary, path)
+
+
+def _png(image: Image.Image) -> bytes:
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def _thumbnail(image: Image.Image) -> Image.Image:
+    small = image.copy()
+    small.thumbnail((THUMB_SIDE, THUMB_SIDE))
+    return small
 
 
 def _csv_bytes(header: list[str], rows: list[list[Any]]) -> bytes:
@@ -135,9 +154,11 @@ class RunDir:
         self._write_meta()
 
     def _frame(self, event: FrameScored) -> None:
-        buffer = io.BytesIO()
-        event.image.save(buffer, format="PNG")
-        write_atomic(self.frames / frame_name(event.step), buffer.getvalue())
+        # The thumbnail first, so that a frame on disk is followed at once by its scores.
+        thumb = thumb_path(self.path, event.step)
+        thumb.parent.mkdir(exist_ok=True)
+        write_atomic(thumb, _png(_thumbnail(event.image)))
+        write_atomic(self.frames / frame_name(event.step), _png(event.image))
         self.history.add(event.step, event.scores)
         self.steps[event.step] = [event.step, event.seconds_generate, event.seconds_score,
                                   event.calls, event.cost_usd, event.text, event.judge_text]

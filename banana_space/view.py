@@ -15,7 +15,7 @@ from typing import Any
 from .analysis import History
 from .events import Event, Finished, FrameScored, Notice, Started
 from .plots import Figure, delta_figure, raw_figure
-from .rundir import ZIP_NAME, SavedRun, frame_name
+from .rundir import ZIP_NAME, SavedRun, frame_name, thumb_path
 
 VERDICT_HEADERS = ["metric", "better when", "Δ5", "Δ10", "Δ20", "verdict", "ρ vs PSNR"]
 VERDICT_WORDS = {True: "✅ detects", False: "❌ fooled", None: "… undecided"}
@@ -26,7 +26,8 @@ MAX_NOTICES_SHOWN = 4
 class Screen:
     status: str
     frame: str | None
-    frames: list[tuple[str, str]]  # (path, caption) for the strip
+    first_frame: str | None  # frame 0, what every frame is compared with
+    frames: list[tuple[str, str]]  # (thumbnail path, caption) for the strip
     figure: Figure  # a plotly figure spec (plain dict)
     verdict: list[list[Any]]
     model_text: str
@@ -88,12 +89,20 @@ class RunView:
             return None
         return str(self.run_dir / "frames" / frame_name(step))
 
+    def strip_path(self, step: int) -> str | None:
+        """The strip's small copy of a frame; the frame itself where a run has none."""
+        if self.run_dir is None or step < 0:
+            return None
+        thumb = thumb_path(self.run_dir, step)
+        return str(thumb) if thumb.is_file() else self.frame_path(step)
+
     def screen(self) -> Screen:
-        strip = [(self.frame_path(s), f"step {s}") for s in range(self.last_step + 1)]
+        strip = [(self.strip_path(s), f"step {s}") for s in range(self.last_step + 1)]
         zip_path = self.run_dir / ZIP_NAME if self.run_dir else None
         figure = raw_figure(self.history) if self.raw else delta_figure(self.history)
         return Screen(
-            status=self.status(), frame=self.frame_path(self.last_step), frames=strip,
+            status=self.status(), frame=self.frame_path(self.last_step),
+            first_frame=self.frame_path(0) if self.last_step >= 0 else None, frames=strip,
             figure=figure, verdict=self.verdict_rows(), model_text=self.model_text(),
             zip_path=str(zip_path) if zip_path and zip_path.is_file() and self.ended else None,
             run_dir=str(self.run_dir) if self.run_dir else None, running=self.ended is None)

@@ -57,7 +57,7 @@ def _run_dir(root: Path, frame, frames: int) -> Path:
 
     run = RunDir.create(root / "runs", "bench-run")
     run.record(FrameScored(0, frame, {}))
-    for first in run.path.glob("*/step_000.*"):
+    for first in run.path.rglob("*step_000.*"):
         for step in range(1, frames):
             shutil.copyfile(first, first.with_name(first.name.replace("000", f"{step:03d}")))
     return run.path
