@@ -54,12 +54,18 @@ def wait_for_page(url: str, process: subprocess.Popen, limit: float = 120) -> No
 
 
 def first_frame(url: str, image: Path) -> float:
-    """Submit a 1-step simulate run; return when an update holds frame 0."""
+    """Submit a 1-step simulate run; return when an update holds frame 0. Arguments go by
+    name, every other input at its default, so the bench follows the app's signature."""
     from gradio_client import Client, handle_file
 
     client = Client(url, verbose=False)
-    job = client.submit(handle_file(str(image)), 1, "copy", "simulate", METRICS, [], 0, 1.0,
-                        "", 1.0, False, api_name="/run")
+    wanted = {"upload": handle_file(str(image)), "steps": 1, "backend": "simulate",
+              "metrics": METRICS, "judges": []}
+    parameters = client.view_api(print_info=False, return_format="dict")[
+        "named_endpoints"]["/run"]["parameters"]
+    job = client.submit(api_name="/run", **{
+        p["parameter_name"]: wanted.get(p["parameter_name"], p.get("parameter_default"))
+        for p in parameters})
     for update in job:
         if update[2]:  # the strip holds frame 0
             job.cancel()
