@@ -56,8 +56,9 @@ def outputs_of(screen: Screen) -> tuple[Any, ...]:
     """A `Screen` in the order of OUTPUTS below. The figure goes to gr.Plot as the JSON that
     its postprocess would make of a plotly Figure, without building one (bench/streaming.py)."""
     plot = gr.components.plot.PlotData(type="plotly", plot=json.dumps(screen.figure))
+    download = gr.update(value=screen.zip_path, visible=screen.zip_path is not None)
     return (screen.status, screen.frame, screen.frames, plot, screen.verdict,
-            screen.model_text, screen.zip_path, screen.run_dir,
+            screen.model_text, download, screen.run_dir,
             (screen.first_frame, screen.frame) if screen.first_frame else None,
             gr.update(maximum=max(1, len(screen.frames) - 1), value=len(screen.frames) - 1))
 
@@ -261,7 +262,7 @@ with gr.Blocks(title="Banana Space") as demo:
             with gr.Accordion("What the model said", open=False):
                 model_text = gr.Markdown()
             download = gr.File(label="Download the run (frames + scores + verdict)",
-                               elem_id="download", height=60)
+                               elem_id="download", height=60, visible=False)
             with gr.Row():
                 run_dir = gr.Textbox(visible=False)
                 share = gr.DeepLinkButton(value="Copy a link to this view", size="sm")

@@ -76,7 +76,8 @@ def delta_figure(history: History, title: str = "") -> Figure:
     layout = {
         "template": _template(), "shapes": [ZERO_LINE], "title": {"text": title} if title else {},
         "height": 460, "margin": {"l": 50, "r": 10, "t": 40 if title else 10, "b": 40},
-        "xaxis": {"title": {"text": "step"}, "rangemode": "tozero"},
+        "xaxis": {"title": {"text": "step"}, "rangemode": "tozero", "tick0": 0,
+                  "dtick": max(1, math.ceil(history.last_step / 10))},  # whole steps only
         "yaxis": {"title": {"text": "normalised Δ (negative = worse)"}, "range": [-1.1, 1.1]},
         "legend": {"orientation": "h", "y": -0.18, "font": {"size": 11}},
         "hovermode": "closest"}

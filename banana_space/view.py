@@ -12,12 +12,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .analysis import History
+from .analysis import REFERENCE_METRIC, History
 from .events import Event, Finished, FrameScored, Notice, Started
 from .plots import Figure, delta_figure, raw_figure
 from .rundir import ZIP_NAME, SavedRun, frame_name, thumb_path
 
-VERDICT_HEADERS = ["metric", "better when", "Δ5", "Δ10", "Δ20", "verdict", "ρ vs PSNR"]
+# The answer first (it must fit a phone's width): does it detect, does it rank like fidelity.
+VERDICT_HEADERS = ["metric", "verdict", "ρ vs PSNR", "Δ now", "Δ5", "Δ10", "Δ20", "better when"]
+VERDICT_COLUMN = VERDICT_HEADERS.index("verdict")
 VERDICT_WORDS = {True: "✅ detects", False: "❌ fooled", None: "… undecided"}
 MAX_NOTICES_SHOWN = 4
 
@@ -109,8 +111,8 @@ class RunView:
 
     def status(self) -> str:
         made = f"step {max(self.last_step, 0)} of {self.steps}"
-        money = f" · {self.calls} calls" if self.calls else ""
-        money += f" · ≈ ${self.cost_usd:.2f} spent" if self.cost_usd else ""
+        # Calls and spend matter where calls cost money; an offline backend's are noise.
+        money = f" · {self.calls} calls · ≈ ${self.cost_usd:.2f} spent" if self.cost_usd else ""
         if self.ended is None:
             head = f"⏳ **Running** · {made}{money}"
         elif self.ended.status == "completed":
@@ -121,18 +123,26 @@ class RunView:
         else:
             head = f"❌ **Failed**: {self.ended.reason}. Frames 0–{self.ended.last_step} and " \
                    f"their scores are kept{money}."
+        if self.ended is not None and self.run_dir is not None:
+            head += f" · [link to this run](?run={self.run_dir.name})"
         recent = self.notices[-MAX_NOTICES_SHOWN:]
         return head + "".join(f"\n\n⚠️ {n}" for n in recent)
 
     def verdict_rows(self) -> list[list[Any]]:
+        """One row per column of scores; "—" where a checkpoint lies beyond the run so far."""
         rows = []
+        last = self.history.last_step
         for row in self.history.verdict():
             info = self.history.infos[row.metric]
             label = f"{row.metric} (reference)" if info.role != "metric" else row.metric
-            rows.append([label, info.direction.split(" is ")[0],
-                         *(_fmt(v) for v in (row.delta_5, row.delta_10, row.delta_20)),
-                         VERDICT_WORDS[row.detects], _fmt(row.spearman_vs_psnr)])
-        rows += [[name, "", "", "", "", f"unavailable: {why}", ""]
+            deltas = self.history.deltas(row.metric)
+            at = [_fmt(v) if step <= last else "—" for step, v in
+                  ((5, row.delta_5), (10, row.delta_10), (20, row.delta_20))]
+            rho = "" if row.metric == REFERENCE_METRIC else _fmt(row.spearman_vs_psnr)
+            rows.append([label, VERDICT_WORDS[row.detects], rho,
+                         _fmt(deltas[-1]) if deltas else "", *at,
+                         info.direction.split(" is ")[0]])
+        rows += [[name, f"unavailable: {why}", "", "", "", "", "", ""]
                  for name, why in self.unavailable.items()]
         return rows
 

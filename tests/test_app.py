@@ -12,6 +12,7 @@ from app_server import running_app
 from gradio_client import Client, handle_file
 
 from banana_space.prompts import DEFAULT_PROMPT
+from banana_space.view import VERDICT_COLUMN
 
 pytestmark = pytest.mark.app
 
@@ -49,14 +50,16 @@ def test_frames_stream_in_one_by_one_with_plot_and_table(app_url, photo_path) ->
         assert {"brisque", "niqe", "piqe", "entropy", "psnr (reference)"} <= metrics_in_table
     final = updates[-1]
     assert "Completed" in final[STATUS]
-    assert final[ZIP] and final[ZIP].endswith(".zip")
+    assert final[ZIP]["visible"] and final[ZIP]["value"].endswith(".zip")
+    assert updates[0][ZIP]["visible"] is False  # no download offered before the run ends
 
     # The run directory holds what the UI showed.
     run_dir = Path(final[RUN_DIR])
     assert len(list((run_dir / "frames").glob("step_*.png"))) == steps + 1
     with (run_dir / "verdict.csv").open(newline="") as handle:
         on_disk = {row["metric"]: row["detects"] for row in csv.DictReader(handle)}
-    shown = {row[0].replace(" (reference)", ""): row[5] for row in final[TABLE]["data"]}
+    shown = {row[0].replace(" (reference)", ""): row[VERDICT_COLUMN]
+             for row in final[TABLE]["data"]}
     words = {"yes": "✅ detects", "no": "❌ fooled", "undecided": "… undecided"}
     assert {m: words[v] for m, v in on_disk.items()} == shown
 
@@ -103,7 +106,7 @@ def test_failure_mid_run_keeps_earlier_frames_on_screen_and_on_disk(app_url, pho
     run_dir = Path(final[RUN_DIR])
     assert sorted(p.name for p in (run_dir / "frames").iterdir()) == [
         "step_000.png", "step_001.png", "step_002.png"]
-    with zipfile.ZipFile(final[ZIP]) as downloaded:
+    with zipfile.ZipFile(final[ZIP]["value"]) as downloaded:
         assert sum("/frames/" in n for n in downloaded.namelist()) == 3
 
 

@@ -30,6 +30,8 @@ import pytest
 from app_server import running_app
 from playwright.sync_api import Browser, ConsoleMessage, Page, sync_playwright
 
+from banana_space.view import VERDICT_COLUMN
+
 pytestmark = [pytest.mark.browser, pytest.mark.app]
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -192,7 +194,7 @@ def screenshot(page: Page, name: str) -> None:
 
 def verdict_by_metric(snapshot: Snapshot) -> dict[str, str]:
     """metric -> the verdict column ("✅ detects", "❌ fooled", "… undecided")."""
-    return {row[0]: row[5] for row in snapshot.verdict}
+    return {row[0]: row[VERDICT_COLUMN] for row in snapshot.verdict}
 
 
 def test_a_run_streams_in_frame_by_frame_and_downloads(page: Page, visitors: Visitors,
