@@ -22,7 +22,7 @@ from banana_space.backends import REGISTRY as BACKENDS
 from banana_space.backends import BackendUnavailable
 from banana_space.images import BadImage, load_image
 from banana_space.judges import REGISTRY as JUDGES
-from banana_space.metrics import CPU_DEFAULTS, PRESETS
+from banana_space.metrics import CPU_DEFAULTS, FIDELITY, POOL, PRESETS
 from banana_space.prompts import DEFAULT_PROMPT
 from banana_space.prompts import PRESETS as PROMPTS
 from banana_space.rundir import ZIP_NAME, RunDir, load_run
@@ -38,6 +38,7 @@ RECORDED = HERE / "assets" / "recorded"  # finished runs that open instantly (no
 
 STOPS: dict[str, threading.Event] = {}  # session -> the stop flag of its current run
 ACTIVE: set[Path] = set()  # run directories being written now: never pruned
+WARMED = threading.Event()  # the metric pool's warm-up has been started
 
 
 def choices(registry: dict[str, Any]) -> tuple[list[tuple[str, str]], str]:
@@ -162,6 +163,15 @@ def redraw(run_dir: str | None, raw: bool) -> Any:
 def past_runs() -> Any:
     runs = sorted((p.parent.name for p in RUNS_ROOT.glob("*/run.json")), reverse=True)
     return gr.update(choices=runs, value=runs[0] if runs else None)
+
+
+def warm_up_metrics() -> None:
+    """On the first visit, load torch, pyiqa and the default metrics in the background, so
+    that the first run's first frame does not wait for them (bench/startup.py)."""
+    if not WARMED.is_set():
+        WARMED.set()
+        threading.Thread(target=lambda: [POOL.unavailable_reason(name) for name in
+                                         (*CPU_DEFAULTS, *FIDELITY)], daemon=True).start()
 
 
 def on_load(request: gr.Request) -> Any:
@@ -297,6 +307,7 @@ with gr.Blocks(title="Banana Space") as demo:
     open_button.click(reopen, [run_picker, raw], OUTPUTS, api_name="open")
     demo.load(past_runs, None, run_picker, api_name=False)
     demo.load(on_load, None, OUTPUTS, api_name=False)
+    demo.load(warm_up_metrics, None, None, api_name=False)
 
 
 if __name__ == "__main__":

@@ -71,10 +71,11 @@ def run_chain(chain: Chain, stop: threading.Event | None = None
     abandoned = threading.Event()  # set when our consumer goes away (closed generator)
     made: queue.Queue = queue.Queue(maxsize=1)  # producer -> scorer
     scored: queue.Queue = queue.Queue(maxsize=1)  # scorer -> us
-    threading.Thread(target=_produce, args=(chain, stop, abandoned, made),
+    # Both stages work on the caller's behalf (edits and judges may book a ZeroGPU slice for the
+    # visitor whose request started the run), so each keeps the caller's context variables.
+    threading.Thread(target=contextvars.copy_context().run,
+                     args=(_produce, chain, stop, abandoned, made),
                      name="chain-producer", daemon=True).start()
-    # The scorer does what our caller's thread used to do (judges included), so it keeps the
-    # caller's context variables (e.g. the request a GPU slice is booked for).
     threading.Thread(target=contextvars.copy_context().run,
                      args=(_score, chain, stop, abandoned, made, scored),
                      name="chain-scorer", daemon=True).start()
