@@ -123,10 +123,7 @@ class RunDir:
         """Continue writing a saved run after its last complete step."""
         run = cls(saved.path)
         run.meta = dict(saved.meta)
-        run.history = History(list(saved.history.infos.values()))
-        for name, series in saved.history.scores.items():
-            run.history.scores[name] = series[:saved.last_step + 1]
-        run.steps = {s: row for s, row in saved.steps.items() if s <= saved.last_step}
+        run.history, run.steps = saved.history, dict(saved.steps)
         return run
 
     def record(self, event: Event) -> None:
@@ -214,8 +211,8 @@ class SavedRun:
 
     path: Path
     meta: dict[str, Any]
-    history: History
-    steps: dict[int, list[str]]  # steps.csv rows by step
+    history: History  # complete steps only
+    steps: dict[int, list[str]]  # steps.csv rows by step, complete steps only
     last_step: int  # the last step with both a complete frame and its scores
 
     def frame(self, step: int) -> Image.Image:
@@ -251,4 +248,7 @@ def load_run(path: Path) -> SavedRun:
     while (last + 1 <= history.last_step
            and (path / "frames" / frame_name(last + 1)).is_file()):
         last += 1
-    return SavedRun(path, meta, history, steps, last)
+    # Only complete steps (frame and scores) are the run; a kill may leave one half-written.
+    for series in history.scores.values():
+        del series[last + 1:]
+    return SavedRun(path, meta, history, {s: r for s, r in steps.items() if s <= last}, last)

@@ -7,7 +7,6 @@ directory from its last complete frame with the settings it recorded.
 
 from __future__ import annotations
 
-import json
 import shutil
 import threading
 from collections.abc import Iterable, Iterator, Sequence
@@ -18,7 +17,7 @@ from typing import Any
 from PIL import Image
 
 from .backends import REGISTRY as BACKENDS
-from .backends import BackendUnavailable, create_backend
+from .backends import Backend, BackendUnavailable, create_backend
 from .chain import Chain, run_chain
 from .events import Event, Finished, Notice, Started
 from .judges import REGISTRY as JUDGES
@@ -73,15 +72,21 @@ def public_options(options: dict[str, Any]) -> dict[str, Any]:
             if k not in SECRET_OPTIONS and isinstance(v, (str, int, float, bool, type(None)))}
 
 
+def _ready_backend(name: str, options: dict[str, Any]) -> Backend:
+    """The backend, or `BackendUnavailable` with its how-to before anything is written."""
+    backend = create_backend(name, **options)
+    reason = backend.unavailable_reason()
+    if reason:
+        raise BackendUnavailable(reason)
+    return backend
+
+
 def start_run(spec: RunSpec, root: Path, *, stop: threading.Event | None = None,
               pool: MetricPool = POOL, run_id: str | None = None) -> Iterator[Event]:
     """Check, build and start a run. Raises before anything is written if the spec is bad or
     the backend cannot run here; afterwards every problem is an event."""
     check_spec(spec)
-    backend = create_backend(spec.backend, **spec.backend_options)
-    reason = backend.unavailable_reason()
-    if reason:
-        raise BackendUnavailable(reason)
+    backend = _ready_backend(spec.backend, spec.backend_options)
     image, notes, steps = spec.image, list(spec.image_notes), spec.steps
     if backend.info.plays_recording:  # the recording brings its own frame 0
         loaded = backend.first_frame()
@@ -118,10 +123,7 @@ def resume_run(path: Path, *, stop: threading.Event | None = None, pool: MetricP
     options = dict(settings.get("backend_options", {}))
     if "api_key" in BACKENDS[settings["backend"]].info.options:
         options.update(secret)
-    backend = create_backend(settings["backend"], **options)
-    reason = backend.unavailable_reason()
-    if reason:
-        raise BackendUnavailable(reason)
+    backend = _ready_backend(settings["backend"], options)
     judges = create_judges(settings["judges"], {**settings.get("judge_options", {}), **secret})
     scorer = Scorer(settings["metrics"], judges, pool)
     run = RunDir.reopen(saved)
@@ -139,7 +141,7 @@ def _recorded(run: RunDir, opening: Iterable[Event], events: Iterator[Event]
     """Write every event to the run directory before the caller sees it; the zip is made at
     the end, whatever the end was."""
     try:
-        for event in [*opening]:
+        for event in opening:
             run.record(event)
             yield event
         for event in events:
@@ -162,5 +164,3 @@ def prune_runs(root: Path, keep: int, active: Iterable[Path] = ()) -> list[Path]
     return doomed
 
 
-def run_status(path: Path) -> str:
-    return json.loads((Path(path) / "run.json").read_text()).get("status", "unknown")

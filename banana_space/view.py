@@ -76,9 +76,7 @@ class RunView:
         """A finished (or killed) run read back from disk, as the screen showed it."""
         view = cls(run_dir=saved.path, steps=saved.meta.get("steps", saved.last_step),
                    unavailable=saved.meta.get("unavailable", {}), last_step=saved.last_step)
-        view.history = History(list(saved.history.infos.values()))
-        for name, series in saved.history.scores.items():
-            view.history.scores[name] = series[:saved.last_step + 1]
+        view.history = saved.history
         view.texts = {step: row[5] for step, row in saved.steps.items() if len(row) > 5}
         status = saved.meta.get("status", "running")
         view.ended = Finished(status if status != "running" else "stopped", saved.last_step,
