@@ -37,7 +37,6 @@ EXAMPLES = sorted(str(p) for p in (HERE / "assets" / "examples").glob("*.*") if 
 RECORDED = HERE / "assets" / "recorded"  # finished runs that open instantly (no key, no GPU)
 
 STOPS: dict[str, threading.Event] = {}  # session -> the stop flag of its current run
-ACTIVE: set[Path] = set()  # run directories being written now: never pruned
 WARMED = threading.Event()  # the metric pool's warm-up has been started
 
 
@@ -69,11 +68,8 @@ def stream(view: RunView, events: Any, session: str, stop: threading.Event) -> A
     STOPS[session] = stop
     try:
         for event in events:
-            if view.run_dir is None and getattr(event, "run_dir", None):
-                ACTIVE.add(Path(event.run_dir))
             yield outputs_of(view.apply(event))
     finally:
-        ACTIVE.discard(Path(view.run_dir)) if view.run_dir else None
         STOPS.pop(session, None)
 
 
@@ -101,7 +97,7 @@ def run(upload: str | None, steps: int, prompt: str, backend: str, metrics: list
         events = start_run(spec, RUNS_ROOT, stop=stop)
     except (BadImage, ValueError, BackendUnavailable, FileExistsError) as error:
         raise gr.Error(str(error)) from None
-    prune_runs(RUNS_ROOT, KEEP_RUNS, ACTIVE)
+    prune_runs(RUNS_ROOT, KEEP_RUNS)  # never a run being written, this one included
     yield from stream(RunView(raw=raw), events, request.session_hash, stop)
 
 

@@ -30,6 +30,10 @@ from .scoring import Scorer
 MAX_STEPS = 100
 SECRET_OPTIONS = frozenset({"api_key"})  # never written, logged or shown back
 
+# Run directories whose events are being written now, by any thread: prune_runs spares them.
+_WRITING: set[Path] = set()
+_WRITING_LOCK = threading.Lock()
+
 
 @dataclass
 class RunSpec:
@@ -96,7 +100,7 @@ def start_run(spec: RunSpec, root: Path, *, stop: threading.Event | None = None,
         raise ValueError("no input image")
     judges = create_judges(list(spec.judges), spec.judge_options)
     scorer = Scorer(spec.metrics, judges, pool)
-    run = RunDir.create(root, run_id)
+    run = _writing(RunDir.create(root, run_id))
     settings = {
         "backend": spec.backend, "backend_options": public_options(spec.backend_options),
         "backend_settings": backend.settings(), "prompt": spec.prompt, "steps": steps,
@@ -126,7 +130,7 @@ def resume_run(path: Path, *, stop: threading.Event | None = None, pool: MetricP
     backend = _ready_backend(settings["backend"], options)
     judges = create_judges(settings["judges"], {**settings.get("judge_options", {}), **secret})
     scorer = Scorer(settings["metrics"], judges, pool)
-    run = RunDir.reopen(saved)
+    run = _writing(RunDir.reopen(saved))
     started = Started(run.path, settings["steps"], scorer.infos, scorer.unavailable, settings,
                       first_step=saved.last_step + 1)
     opening = [started, Notice(f"resumed after step {saved.last_step}", saved.last_step, "info")]
@@ -136,10 +140,17 @@ def resume_run(path: Path, *, stop: threading.Event | None = None, pool: MetricP
     return _recorded(run, opening, run_chain(chain, stop))
 
 
+def _writing(run: RunDir) -> RunDir:
+    with _WRITING_LOCK:
+        _WRITING.add(run.path.resolve())
+    return run
+
+
 def _recorded(run: RunDir, opening: Iterable[Event], events: Iterator[Event]
               ) -> Iterator[Event]:
     """Write every event to the run directory before the caller sees it; the zip is made at
-    the end, whatever the end was."""
+    the end, whatever the end was. The directory counts as being written from its creation
+    until these events end or are closed."""
     try:
         for event in opening:
             run.record(event)
@@ -151,11 +162,16 @@ def _recorded(run: RunDir, opening: Iterable[Event], events: Iterator[Event]
             yield event
     finally:
         events.close()
+        with _WRITING_LOCK:
+            _WRITING.discard(run.path.resolve())
 
 
 def prune_runs(root: Path, keep: int, active: Iterable[Path] = ()) -> list[Path]:
-    """Delete the oldest run directories beyond `keep`, never one in `active`."""
-    root, protected = Path(root), {Path(p).resolve() for p in active}
+    """Delete the oldest run directories beyond `keep`, never one being written (by any
+    thread of this process) nor one in `active`."""
+    with _WRITING_LOCK:
+        protected = {*_WRITING, *(Path(p).resolve() for p in active)}
+    root = Path(root)
     runs = sorted((p for p in root.glob("*/run.json")), key=lambda p: p.stat().st_mtime)
     doomed = [p.parent for p in runs[:max(0, len(runs) - keep)]
               if p.parent.resolve() not in protected]

@@ -13,6 +13,7 @@ import sys
 import threading
 import time
 import zipfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -25,7 +26,7 @@ from banana_space.backends.simulate import SimulateBackend
 from banana_space.events import Finished, FrameScored, Notice
 from banana_space.metrics import POOL, MetricPool
 from banana_space.rundir import load_run
-from banana_space.runs import RunSpec, resume_run, start_run
+from banana_space.runs import RunSpec, prune_runs, resume_run, start_run
 
 
 class BreaksAtStep(SimulateBackend):
@@ -183,8 +184,6 @@ def test_resume_in_process_continues_after_the_last_complete_frame(photo, tmp_pa
 
 
 def test_retention_deletes_the_oldest_runs_never_an_active_one(tmp_path) -> None:
-    from banana_space.runs import prune_runs
-
     runs = []
     for index in range(5):
         run = tmp_path / f"run-{index}"
@@ -196,3 +195,29 @@ def test_retention_deletes_the_oldest_runs_never_an_active_one(tmp_path) -> None
     deleted = prune_runs(tmp_path, keep=2, active=[runs[0]])
     assert sorted(p.name for p in deleted) == ["run-1", "run-2"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run-0", "run-3", "run-4"]
+
+
+def test_retention_never_deletes_a_run_being_written_by_another_thread(photo, tmp_path) -> None:
+    """Visitors' runs in flight while another visitor's start prunes (keep=0: prune all it
+    may): the runs in flight survive, pruning while they end never fails, ended runs go."""
+    started, release = threading.Barrier(5), threading.Event()
+
+    def visit(seed: int) -> Path:
+        events = start_run(RunSpec(small(photo), 3, metrics=["entropy"], seed=seed), tmp_path)
+        run_dir = next(events).run_dir
+        started.wait(timeout=60)
+        release.wait(timeout=60)
+        assert list(events)[-1].status == "completed"
+        return run_dir
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        visits = [pool.submit(visit, seed) for seed in range(4)]
+        started.wait(timeout=60)
+        assert prune_runs(tmp_path, keep=0) == []
+        assert len(list(tmp_path.iterdir())) == 4
+        release.set()
+        while not all(v.done() for v in visits):
+            prune_runs(tmp_path, keep=0)
+        run_dirs = [v.result() for v in visits]
+    prune_runs(tmp_path, keep=0)
+    assert not any(run_dir.exists() for run_dir in run_dirs)
