@@ -12,6 +12,8 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from .metrics import ScoreInfo
 
 CHECKPOINTS = (5, 10, 20)
@@ -55,16 +57,18 @@ def detects_degradation(deltas: Sequence[float]) -> bool | None:
 
 
 def spearman(a: Sequence[float], b: Sequence[float]) -> float:
-    """Spearman's rank correlation over the steps where both are finite (NaN below 3)."""
-    pairs = [(x, y) for x, y in zip(a, b, strict=False) if math.isfinite(x) and math.isfinite(y)]
-    if len(pairs) < 3:
-        return math.nan
-    from scipy.stats import spearmanr
+    """Spearman's rank correlation over the steps where both are finite (NaN below 3): the
+    Pearson correlation of their average ranks, as scipy's `spearmanr` defines it, without
+    its per-call overhead (it runs for every metric on every streamed update)."""
+    from scipy.stats import rankdata
 
-    xs, ys = zip(*pairs, strict=True)
-    if len(set(xs)) < 2 or len(set(ys)) < 2:
+    n = min(len(a), len(b))
+    x, y = np.asarray(a[:n], dtype=float), np.asarray(b[:n], dtype=float)
+    both = np.isfinite(x) & np.isfinite(y)
+    x, y = x[both], y[both]
+    if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
         return math.nan
-    return float(spearmanr(xs, ys).statistic)
+    return float(np.corrcoef(rankdata(x), rankdata(y))[0, 1])
 
 
 @dataclass(frozen=True)

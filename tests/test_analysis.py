@@ -71,3 +71,18 @@ def test_spearman_ignores_missing_steps_and_needs_three_points() -> None:
     assert spearman([1, 2, 3, NAN], [1, 2, 3, 4]) == pytest.approx(1.0)
     assert math.isnan(spearman([1, 2], [2, 1]))
     assert spearman([3, 2, 1], [1, 2, 3]) == pytest.approx(-1.0)
+    assert math.isnan(spearman([1, 1, 1, 1], [1, 2, 3, 4]))  # a flat line has no ranking
+
+
+def test_spearman_agrees_with_scipy_on_ties_and_missing_steps() -> None:
+    import numpy as np
+    from scipy.stats import spearmanr
+
+    rng = np.random.default_rng(7)
+    for trial in range(20):
+        a = np.round(rng.normal(size=40), 1)  # rounding makes ties
+        b = a * rng.choice([-1, 1]) + rng.normal(scale=trial / 10, size=40)
+        a[rng.choice(40, 5)] = np.nan
+        both = np.isfinite(a) & np.isfinite(b)
+        expected = spearmanr(a[both], b[both]).statistic
+        assert spearman(list(a), list(b)) == pytest.approx(expected, abs=1e-12)
