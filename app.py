@@ -14,6 +14,7 @@ import threading
 from functools import partial
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import gradio as gr
 
@@ -32,6 +33,10 @@ from banana_space.view import VERDICT_HEADERS, RunView, Screen
 HERE = Path(__file__).parent
 RUNS_ROOT = Path(os.environ.get("BANANA_RUNS_DIR", HERE / "runs")).resolve()
 KEEP_RUNS = int(os.environ.get("BANANA_KEEP_RUNS", "200"))  # older run directories are deleted
+# Frames are written once and never change, so gradio serves them where they lie instead of
+# hashing and copying the current frame into its cache on every streamed update (~8 ms per
+# 1024 px frame; bench/streaming.py). Like allowed_paths, this serves every file under it.
+gr.set_static_paths([RUNS_ROOT])
 INTRO, HELP = (HERE / "assets" / "copy.md").read_text().split("---HELP---")
 EXAMPLES = sorted(str(p) for p in (HERE / "assets" / "examples").glob("*.*") if p.suffix != ".md")
 RECORDED = HERE / "assets" / "recorded"  # finished runs that open instantly (no key, no GPU)
@@ -57,10 +62,25 @@ def outputs_of(screen: Screen) -> tuple[Any, ...]:
     its postprocess would make of a plotly Figure, without building one (bench/streaming.py)."""
     plot = gr.components.plot.PlotData(type="plotly", plot=json.dumps(screen.figure))
     download = gr.update(value=screen.zip_path, visible=screen.zip_path is not None)
-    return (screen.status, screen.frame, screen.frames, plot, screen.verdict,
+    return (screen.status, screen.frame, strip_html(screen.strip), plot, screen.verdict,
             screen.model_text, download, screen.run_dir,
             (screen.first_frame, screen.frame) if screen.first_frame else None,
-            gr.update(maximum=max(1, len(screen.frames) - 1), value=len(screen.frames) - 1))
+            gr.update(maximum=max(1, len(screen.strip) - 1), value=len(screen.strip) - 1))
+
+
+def strip_html(strip: list[tuple[str, str]]) -> str:
+    """The frame strip: a thumbnail per step, each a link to its full frame, both served from
+    the runs folder as they lie. Plain HTML, so an update costs a string where a gr.Gallery
+    hashed every frame's file on every update (bench/streaming.py); it only ever grows at the
+    end, so gradio streams just the new link."""
+    return "".join(f'<a href="{file_url(frame)}" target="_blank" title="step {step}: open the '
+                   f'full frame"><img src="{file_url(thumb)}" alt="step {step}"><span>{step}'
+                   "</span></a>" for step, (thumb, frame) in enumerate(strip))
+
+
+def file_url(path: str) -> str:
+    """gradio's URL for a file on the server, relative to the page (works under any root)."""
+    return "gradio_api/file=" + quote(path)
 
 
 def stream(view: RunView, events: Any, session: str, stop: threading.Event) -> Any:
@@ -197,9 +217,25 @@ def compare(run_dir: str | None, step: int) -> Any:
 
 BACKEND_CHOICES, BACKEND_HOWTOS = choices(BACKENDS)
 JUDGE_CHOICES, JUDGE_HOWTOS = choices(JUDGES)
-# The frame strip: fixed-size thumbnails in one row that scrolls sideways as frames arrive.
-CSS = """#strip .grid-container {grid-auto-flow: column; grid-template-columns: none;
-          grid-auto-columns: 96px; overflow-x: auto}"""
+# The frame strip: fixed-size thumbnails in one row that scrolls sideways as frames arrive,
+# keeping the newest in view unless the visitor has scrolled back to look at an older one.
+STRIP_CSS = """.strip {display: flex; gap: 6px; overflow-x: auto; min-height: 92px; padding: 2px 0}
+.strip:empty::before {content: "Each frame appears here as soon as it is made."; opacity: .6;
+                      align-self: center}
+.strip a {position: relative; flex: 0 0 auto; margin: 0}
+.strip img {width: 88px; height: 88px; margin: 0; object-fit: cover; border-radius: 6px;
+            display: block}
+.strip span {position: absolute; right: 4px; bottom: 4px; padding: 0 5px; border-radius: 4px;
+             font-size: 11px; background: rgba(255, 255, 255, .85); color: #222}"""
+STRIP_JS = """let left = null;  // where the visitor scrolled the strip to; null: follow the newest
+element.addEventListener('scroll', (event) => {
+  const s = event.target;
+  left = s.scrollLeft + s.clientWidth >= s.scrollWidth - 4 ? null : s.scrollLeft;
+}, true);
+watch('value', () => {
+  const s = element.querySelector('.strip');
+  if (s) s.scrollLeft = left ?? s.scrollWidth;
+});"""
 
 with gr.Blocks(title="Banana Space") as demo:
     gr.Markdown(INTRO)
@@ -259,7 +295,10 @@ with gr.Blocks(title="Banana Space") as demo:
                 before_after = gr.ImageSlider(label="Input vs frame i", type="filepath",
                                               height=320)
             compare_step = gr.Slider(0, 1, value=1, step=1, label="Compare frame i")
-            strip = gr.Gallery(label="All frames", height=130, preview=False, elem_id="strip")
+            strip = gr.HTML("", label="All frames (click one for the full frame)",
+                            show_label=True, container=True, padding=True, elem_id="strip",
+                            html_template='<div class="strip">${value}</div>',
+                            css_template=STRIP_CSS, js_on_load=STRIP_JS)
             raw = gr.Checkbox(False, label="Raw scores (one chart per metric)")
             plot = gr.Plot(label="Oriented, normalised Δ per metric (negative = worse)",
                            elem_id="plot")
@@ -309,4 +348,4 @@ with gr.Blocks(title="Banana Space") as demo:
 if __name__ == "__main__":
     RUNS_ROOT.mkdir(parents=True, exist_ok=True)
     demo.queue(max_size=64, default_concurrency_limit=8).launch(
-        allowed_paths=[str(RUNS_ROOT)], theme=gr.themes.Soft(), css=CSS)
+        allowed_paths=[str(RUNS_ROOT)], theme=gr.themes.Soft())

@@ -3,7 +3,8 @@ feed the copy back in, and score every frame on the way.
 
 Three kinds of work overlap, each in its own thread: a producer asks the backend for the next
 frame (a network call or a GPU step), a scorer scores the frame before it, and the caller of
-`run_chain` (the run directory, the UI) handles the frame before that. So a run goes at the pace
+`run_chain` (the run directory, the UI) writes and shows each frame while it is being scored
+(`FrameMade`), then its scores once they are ready (`FrameScored`). So a run goes at the pace
 of its slowest stage, not of their sum, and the user waits for the generator, never for us
 (bench/overlap.py). Each queue between stages holds one item: the producer runs at most one step
 ahead of the scorer, the scorer one frame ahead of the caller, and a stopped or abandoned run
@@ -24,7 +25,7 @@ from PIL import Image
 
 from .backends import Backend, BackendUnavailable
 from .backends.base import GenerationFailed
-from .events import Finished, FrameScored, Notice
+from .events import Finished, FrameMade, FrameScored, Notice
 from .images import BadImage, load_image
 from .prompts import repeats_for
 from .scoring import Scorer
@@ -65,8 +66,9 @@ class _Done:
 
 
 def run_chain(chain: Chain, stop: threading.Event | None = None
-              ) -> Iterator[FrameScored | Notice | Finished]:
-    """Yield each scored frame as soon as it exists, notices as they happen, then the end."""
+              ) -> Iterator[FrameMade | FrameScored | Notice | Finished]:
+    """Yield each frame as soon as it exists, then its scores, notices as they happen, then
+    the end."""
     stop = stop or threading.Event()
     abandoned = threading.Event()  # set when our consumer goes away (closed generator)
     made: queue.Queue = queue.Queue(maxsize=1)  # producer -> scorer
@@ -149,7 +151,8 @@ def _put(outbox: queue.Queue, item: object, abandoned: threading.Event) -> bool:
 
 
 def _scored(scorer: Scorer, made: _Made, reference: Image.Image
-            ) -> Iterator[FrameScored | Notice]:
+            ) -> Iterator[FrameMade | FrameScored | Notice]:
+    yield FrameMade(made.step, made.image)  # our caller writes and shows it while we score
     started = time.perf_counter()
     result = scorer.score(made.image, reference)
     yield FrameScored(made.step, made.image, result.scores, made.text, result.judge_text,

@@ -25,6 +25,13 @@ class Started:
 
 
 @dataclass(frozen=True)
+class FrameMade:
+    """A new frame, before its scores: written and shown while the scorer scores it."""
+    step: int
+    image: Image.Image
+
+
+@dataclass(frozen=True)
 class FrameScored:
     step: int
     image: Image.Image
@@ -52,4 +59,4 @@ class Finished:
     totals: dict[str, Any] = field(default_factory=dict)
 
 
-Event = Started | FrameScored | Notice | Finished
+Event = Started | FrameMade | FrameScored | Notice | Finished

@@ -31,13 +31,13 @@ from typing import Any
 from PIL import Image
 
 from .analysis import History
-from .events import Event, Finished, FrameScored, Notice, Started
+from .events import Event, Finished, FrameMade, FrameScored, Notice, Started
 from .metrics import ScoreInfo
 
 FORMAT_VERSION = 1
 ZIP_NAME = "banana-run.zip"
 MAX_NOTICES = 200  # run.json keeps the latest ones
-THUMB_SIDE = 256  # the strip shows ~96 px; hashing 100 full frames per update costs ~0.3 s
+THUMB_SIDE = 256  # the strip shows 88 px (176 on a dense screen), not 1.6 MB frames
 
 
 def frame_name(step: int) -> str:
@@ -129,8 +129,10 @@ class RunDir:
     def record(self, event: Event) -> None:
         if isinstance(event, Started):
             self._start(event)
+        elif isinstance(event, FrameMade):
+            self._frame(event.step, event.image)
         elif isinstance(event, FrameScored):
-            self._frame(event)
+            self._scores(event)
         elif isinstance(event, Notice):
             notices = self.meta.setdefault("notices", [])
             notices.append(asdict(event))
@@ -150,12 +152,15 @@ class RunDir:
             started_at=self.meta.get("started_at", _now()))
         self._write_meta()
 
-    def _frame(self, event: FrameScored) -> None:
-        # The thumbnail first, so that a frame on disk is followed at once by its scores.
-        thumb = thumb_path(self.path, event.step)
+    def _frame(self, step: int, image: Image.Image) -> None:
+        """The frame, as soon as it is made (its thumbnail first: the strip links both). A
+        frame without scores yet is not part of the run until they come (`load_run`)."""
+        thumb = thumb_path(self.path, step)
         thumb.parent.mkdir(exist_ok=True)
-        write_atomic(thumb, _png(_thumbnail(event.image)))
-        write_atomic(self.frames / frame_name(event.step), _png(event.image))
+        write_atomic(thumb, _png(_thumbnail(image)))
+        write_atomic(self.frames / frame_name(step), _png(image))
+
+    def _scores(self, event: FrameScored) -> None:
         self.history.add(event.step, event.scores)
         self.steps[event.step] = [event.step, event.seconds_generate, event.seconds_score,
                                   event.calls, event.cost_usd, event.text, event.judge_text]

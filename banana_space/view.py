@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .analysis import REFERENCE_METRIC, History
-from .events import Event, Finished, FrameScored, Notice, Started
+from .events import Event, Finished, FrameMade, FrameScored, Notice, Started
 from .plots import Figure, delta_figure, raw_figure
 from .rundir import ZIP_NAME, SavedRun, frame_name, thumb_path
 
@@ -29,7 +29,7 @@ class Screen:
     status: str
     frame: str | None
     first_frame: str | None  # frame 0, what every frame is compared with
-    frames: list[tuple[str, str]]  # (thumbnail path, caption) for the strip
+    strip: list[tuple[str, str]]  # (thumbnail, frame) paths for each step so far
     figure: Figure  # a plotly figure spec (plain dict)
     verdict: list[list[Any]]
     model_text: str
@@ -47,7 +47,7 @@ class RunView:
     unavailable: dict[str, str] = field(default_factory=dict)
     texts: dict[int, str] = field(default_factory=dict)
     notices: list[str] = field(default_factory=list)
-    last_step: int = -1
+    last_step: int = -1  # the newest frame made (its scores may still be coming)
     calls: int = 0
     cost_usd: float = 0.0
     ended: Finished | None = None
@@ -58,9 +58,10 @@ class RunView:
             self.unavailable = dict(event.unavailable)
             if not self.history.infos:
                 self.history = History(event.infos)
+        elif isinstance(event, FrameMade):
+            self.last_step = event.step
         elif isinstance(event, FrameScored):
             self.history.add(event.step, event.scores)
-            self.last_step = event.step
             self.calls += event.calls
             self.cost_usd += event.cost_usd or 0.0
             self.texts[event.step] = "\n".join(t for t in (event.text, event.judge_text) if t)
@@ -97,12 +98,12 @@ class RunView:
         return str(thumb) if thumb.is_file() else self.frame_path(step)
 
     def screen(self) -> Screen:
-        strip = [(self.strip_path(s), f"step {s}") for s in range(self.last_step + 1)]
+        strip = [(self.strip_path(s), self.frame_path(s)) for s in range(self.last_step + 1)]
         zip_path = self.run_dir / ZIP_NAME if self.run_dir else None
         figure = raw_figure(self.history) if self.raw else delta_figure(self.history)
         return Screen(
             status=self.status(), frame=self.frame_path(self.last_step),
-            first_frame=self.frame_path(0) if self.last_step >= 0 else None, frames=strip,
+            first_frame=self.frame_path(0) if self.last_step >= 0 else None, strip=strip,
             figure=figure, verdict=self.verdict_rows(), model_text=self.model_text(),
             zip_path=str(zip_path) if zip_path and zip_path.is_file() and self.ended else None,
             run_dir=str(self.run_dir) if self.run_dir else None, running=self.ended is None)
@@ -112,7 +113,8 @@ class RunView:
         # Calls and spend matter where calls cost money; an offline backend's are noise.
         money = f" · {self.calls} calls · ≈ ${self.cost_usd:.2f} spent" if self.cost_usd else ""
         if self.ended is None:
-            head = f"⏳ **Running** · {made}{money}"
+            scoring = " · scoring it…" if self.history.last_step < self.last_step else ""
+            head = f"⏳ **Running** · {made}{scoring}{money}"
         elif self.ended.status == "completed":
             head = f"✅ **Completed** · {made}{money}"
         elif self.ended.status == "stopped":

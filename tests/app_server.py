@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -10,10 +11,20 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import unquote
 
 from conftest import REPO, free_port
 
 START_TIMEOUT_S = 90
+
+# The order of the run endpoint's outputs (app.OUTPUTS).
+STATUS, FRAME, STRIP, PLOT, TABLE, TEXT, ZIP, RUN_DIR = range(8)
+
+
+def strip_frames(update: list) -> list[Path]:
+    """The full frames the frame strip (HTML) links to, in order."""
+    return [Path(unquote(url)) for url in re.findall(r'href="gradio_api/file=([^"]+)"',
+                                                      update[STRIP] or "")]
 
 
 @contextmanager

@@ -4,11 +4,22 @@ run endpoint streams; every update is checked, in order."""
 from __future__ import annotations
 
 import csv
+import json
 import time
 from pathlib import Path
 
 import pytest
-from app_server import running_app
+from app_server import (
+    FRAME,
+    PLOT,
+    RUN_DIR,
+    STATUS,
+    STRIP,
+    TABLE,
+    ZIP,
+    running_app,
+    strip_frames,
+)
 from gradio_client import Client, handle_file
 
 from banana_space.prompts import DEFAULT_PROMPT
@@ -16,8 +27,6 @@ from banana_space.view import VERDICT_COLUMN
 
 pytestmark = pytest.mark.app
 
-# The order of the run endpoint's outputs (app.OUTPUTS).
-STATUS, FRAME, STRIP, PLOT, TABLE, TEXT, ZIP, RUN_DIR = range(8)
 
 
 @pytest.fixture(scope="module")
@@ -25,6 +34,13 @@ def app_url(tmp_path_factory) -> str:
     runs = tmp_path_factory.mktemp("app") / "runs"
     with running_app(runs) as url:
         yield url
+
+
+def psnr_points(update: list) -> int:
+    """How many steps the fidelity (PSNR) curve has reached in this update's plot."""
+    figure = json.loads(update[PLOT]["plot"])
+    psnr = next(t for t in figure["data"] if t["name"].startswith("psnr"))
+    return sum(y is not None for y in psnr["y"])
 
 
 def run_args(image: Path, steps: int, seed: int = 0, backend: str = "simulate") -> list:
@@ -39,13 +55,21 @@ def test_frames_stream_in_one_by_one_with_plot_and_table(app_url, photo_path) ->
     job = client.submit(*run_args(photo_path, steps), api_name="/run")
     job.result(timeout=300)
     updates = job.outputs()
-    strip_sizes = [len(u[STRIP] or []) for u in updates]
+    strip_sizes = [len(strip_frames(u)) for u in updates]
     # Frames arrive one at a time: the strip starts empty and grows by exactly one to N+1.
     grown = [b - a for a, b in zip(strip_sizes, strip_sizes[1:], strict=False) if b != a]
     assert strip_sizes[0] == 0 and grown == [1] * (steps + 1)
+    # Each frame shows as soon as it is made, then its scores join the curves.
+    seen = [(len(strip_frames(u)), psnr_points(u)) for u in updates]
+    distinct = [now for before, now in zip([None, *seen], seen, strict=False) if now != before]
+    assert distinct == [(0, 0)] + [(k + 1, k + p) for k in range(steps + 1) for p in (0, 1)]
     with_frames = [u for u in updates if u[STRIP]]
     for update in with_frames:
         assert update[PLOT] is not None and update[FRAME]
+        # The strip links each step's frame, in order, and each is on disk.
+        linked = strip_frames(update)
+        assert [p.name for p in linked] == [f"step_{s:03d}.png" for s in range(len(linked))]
+        assert all(p.is_file() for p in linked)
         metrics_in_table = {row[0] for row in update[TABLE]["data"]}
         assert {"brisque", "niqe", "piqe", "entropy", "psnr (reference)"} <= metrics_in_table
     final = updates[-1]
@@ -78,7 +102,7 @@ def test_reopen_a_past_run(app_url, photo_path) -> None:
     run_id = Path(final[RUN_DIR]).name
     reopened = client.predict(run_id, False, api_name="/open")
     assert reopened[RUN_DIR] == final[RUN_DIR]
-    assert len(reopened[STRIP]) == 2 and "Completed" in reopened[STATUS]
+    assert len(strip_frames(reopened)) == 2 and "Completed" in reopened[STATUS]
 
 
 def _png(image, path: Path) -> Path:
@@ -102,7 +126,7 @@ def test_failure_mid_run_keeps_earlier_frames_on_screen_and_on_disk(app_url, pho
     client = Client(app_url, verbose=False)
     final = client.predict(*run_args(archive, 10, backend="replay"), api_name="/run")
     assert "Failed" in final[STATUS] and "step 3" in final[STATUS]
-    assert len(final[STRIP]) == 3
+    assert len(strip_frames(final)) == 3
     run_dir = Path(final[RUN_DIR])
     assert sorted(p.name for p in (run_dir / "frames").iterdir()) == [
         "step_000.png", "step_001.png", "step_002.png"]
@@ -114,13 +138,13 @@ def test_stop_button_ends_the_run_and_keeps_frames(app_url, photo_path) -> None:
     client = Client(app_url, verbose=False)
     job = client.submit(*run_args(photo_path, 60), api_name="/run")
     deadline = time.monotonic() + 120
-    while not any(len(u[STRIP] or []) >= 2 for u in job.outputs()):
+    while not any(len(strip_frames(u)) >= 2 for u in job.outputs()):
         assert time.monotonic() < deadline and not job.done()
         time.sleep(0.2)
     assert "Stopping" in client.predict(api_name="/stop")
     final = job.result(timeout=60)
     assert "Stopped" in final[STATUS]
-    made = len(final[STRIP])
+    made = len(strip_frames(final))
     assert 2 <= made < 61
     assert len(list((Path(final[RUN_DIR]) / "frames").glob("*.png"))) == made
 
@@ -152,6 +176,7 @@ def test_eight_visitors_at_once_each_get_only_their_own_run(app_url, tmp_path) -
         for update in outputs:
             if update[RUN_DIR]:
                 assert Path(update[RUN_DIR]) == run_dir
+            assert {frame.parent.parent for frame in strip_frames(update)} <= {run_dir}
         # Frame 0 on disk is exactly what this visitor uploaded.
         with Image.open(tmp_path / f"visitor-{index}.png") as sent, \
                 Image.open(run_dir / "frames" / "step_000.png") as first:

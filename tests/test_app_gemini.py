@@ -11,7 +11,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from app_server import running_app
+from app_server import (
+    RUN_DIR,
+    STATUS,
+    TABLE,
+    TEXT,
+    running_app,
+    strip_frames,
+)
 from conftest import REPO
 from fake_gemini import FakeGemini, error
 from gradio_client import Client, handle_file
@@ -21,7 +28,6 @@ from banana_space.prompts import DEFAULT_PROMPT
 pytestmark = pytest.mark.app
 
 KEY = "AIzaFAKE-visitor-key-0123456789abcdefghij"  # 39 characters, like a real one
-STATUS, FRAME, STRIP, PLOT, TABLE, TEXT, ZIP, RUN_DIR = range(8)
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +53,7 @@ def test_five_step_nano_banana_run_streams_six_frames_and_the_judge_line(gemini,
     before = image_requests(server)
     job = Client(url, verbose=False).submit(*nano_banana_args(photo_path, 5), api_name="/run")
     final = job.result(timeout=300)
-    sizes = [len(u[STRIP] or []) for u in job.outputs()]
+    sizes = [len(strip_frames(u)) for u in job.outputs()]
     assert sorted(set(sizes)) == [0, 1, 2, 3, 4, 5, 6]
     assert "Completed" in final[STATUS] and "5 calls" in final[STATUS]
     assert "judge_gemini (reference)" in {row[0] for row in final[TABLE]["data"]}
@@ -68,7 +74,7 @@ def test_a_safety_block_at_step_3_keeps_frames_0_to_2(gemini, photo_path) -> Non
                                                api_name="/run")
     assert "Failed" in final[STATUS] and "step 3" in final[STATUS]
     assert "SAFETY" in final[STATUS]
-    assert len(final[STRIP]) == 3
+    assert len(strip_frames(final)) == 3
     assert len(list((Path(final[RUN_DIR]) / "frames").glob("*.png"))) == 3
 
 

@@ -54,7 +54,7 @@ SNAPSHOT_JS = """() => {
   const rows = [...document.querySelectorAll('#verdict [role=row].virtual-row')].map(
     row => [...row.querySelectorAll('[role=gridcell]')].map(cell => cell.innerText.trim()));
   return {
-    frames: document.querySelectorAll('#strip .thumbnail-item').length,
+    frames: document.querySelectorAll('#strip .strip img').length,
     points: points,
     status: (document.querySelector('#status')?.innerText ?? ''),
     verdict: rows,
@@ -260,7 +260,7 @@ def test_a_run_streams_in_frame_by_frame_and_downloads(page: Page, visitors: Vis
 
 def test_stop_keeps_the_frames_made(page: Page, photo_path: Path) -> None:
     start_run(page, photo_path, 40)
-    page.wait_for_function("document.querySelectorAll('#strip .thumbnail-item').length >= 2",
+    page.wait_for_function("document.querySelectorAll('#strip .strip img').length >= 2",
                            timeout=RUN_TIMEOUT_S * 1000)
     page.click("#stop-button")
     wait_for_status(page, "Stopped", timeout_s=60)
@@ -277,12 +277,20 @@ def test_stop_keeps_the_frames_made(page: Page, photo_path: Path) -> None:
 def test_a_recorded_chain_opens_at_once(page: Page) -> None:
     assert look(page).frames == 0
     page.click("#recorded-chelsea-simulated-20")
-    # The virtualised table may render a tick after the gallery: wait for both, then look.
-    page.wait_for_function("document.querySelectorAll('#strip .thumbnail-item').length > 0 && "
+    # The virtualised table may render a tick after the strip: wait for both, then look.
+    page.wait_for_function("document.querySelectorAll('#strip .strip img').length > 0 && "
                            "document.querySelectorAll('#verdict .virtual-row').length > 0")
     first = look(page)
     # All 21 frames and the verdict arrive in one update, not streamed in.
     assert first.frames == 21
+    # 21 thumbnails overflow the strip sideways; it shows the newest, frame 20, in full.
+    page.wait_for_function("""() => {
+      const strip = document.querySelector('#strip .strip');
+      const newest = strip.lastElementChild.getBoundingClientRect();
+      const box = strip.getBoundingClientRect();
+      return strip.scrollWidth > strip.clientWidth && newest.right <= box.right + 1
+             && newest.left >= box.left - 1;
+    }""", timeout=5000)
     verdicts = verdict_by_metric(first)
     assert METRICS | {"psnr (reference)"} <= set(verdicts), verdicts
     assert all(verdicts[m].endswith(("detects", "fooled")) for m in METRICS), verdicts

@@ -15,7 +15,7 @@ from PIL import Image
 
 from banana_space.backends.simulate import SimulateBackend
 from banana_space.cli import main as cli
-from banana_space.events import Finished, FrameScored, Notice, Started
+from banana_space.events import Finished, FrameMade, FrameScored, Notice, Started
 from banana_space.metrics import CPU_DEFAULTS
 from banana_space.rundir import load_run
 from banana_space.runs import RunSpec, start_run
@@ -66,6 +66,21 @@ def test_five_step_simulate_chain_on_a_real_photo(photo, tmp_path, weights_dir) 
     with zipfile.ZipFile(run / "banana-run.zip") as archive:
         names = archive.namelist()
     assert f"{run.name}/frames/step_005.png" in names and f"{run.name}/verdict.csv" in names
+
+
+def test_each_frame_is_on_disk_and_shown_before_its_scores(photo, tmp_path) -> None:
+    """A frame is written and handed on as soon as the scorer starts on it; its scores follow
+    (the update that shows them need not wait for the frame's PNG)."""
+    seen = []
+    for event in start_run(RunSpec(photo.resize((96, 64)), 3, metrics=["entropy"]), tmp_path):
+        if isinstance(event, FrameMade):
+            run, scores = seen[0].run_dir, seen[0].run_dir / "scores.csv"
+            scored = {r["step"] for r in read_csv(scores)} if scores.is_file() else set()
+            assert (run / "frames" / f"step_{event.step:03d}.png").is_file()
+            assert str(event.step) not in scored
+        seen.append(event)
+    kinds = [(type(e).__name__, e.step) for e in seen if isinstance(e, (FrameMade, FrameScored))]
+    assert kinds == [(kind, step) for step in range(4) for kind in ("FrameMade", "FrameScored")]
 
 
 def test_same_seed_same_frames_and_another_seed_differs(photo) -> None:
