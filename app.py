@@ -73,9 +73,9 @@ def strip_html(strip: list[tuple[str, str]]) -> str:
     the runs folder as they lie. Plain HTML, so an update costs a string where a gr.Gallery
     hashed every frame's file on every update (bench/streaming.py); it only ever grows at the
     end, so gradio streams just the new link."""
-    return "".join(f'<a href="{file_url(frame)}" target="_blank" title="step {step}: open the '
-                   f'full frame"><img src="{file_url(thumb)}" alt="step {step}"><span>{step}'
-                   "</span></a>" for step, (thumb, frame) in enumerate(strip))
+    return "".join(f'<a href="{file_url(frame)}" target="_blank" rel="noopener" title="step '
+                   f'{step}: open the full frame"><img src="{file_url(thumb)}" alt="step {step}">'
+                   f"<span>{step}</span></a>" for step, (thumb, frame) in enumerate(strip))
 
 
 def file_url(path: str) -> str:

@@ -28,6 +28,7 @@ from urllib.parse import urlparse
 
 import pytest
 from app_server import running_app
+from PIL import Image
 from playwright.sync_api import Browser, ConsoleMessage, Page, sync_playwright
 
 from banana_space.view import VERDICT_COLUMN
@@ -235,6 +236,16 @@ def test_a_run_streams_in_frame_by_frame_and_downloads(page: Page, visitors: Vis
     assert METRICS | {"psnr (reference)"} <= set(verdicts), verdicts
     assert all(verdicts[m].endswith(("detects", "fooled", "undecided")) for m in METRICS)
     screenshot(page, "finished")
+
+    # A thumbnail in the strip opens its full frame in a new tab: the newest one, frame N.
+    with page.context.expect_page() as opened:
+        page.click("#strip .strip a:last-child")
+    full = opened.value
+    full.wait_for_load_state()
+    size = full.evaluate("[document.images[0].naturalWidth, document.images[0].naturalHeight]")
+    with Image.open(photo_path) as uploaded:
+        assert full.url.endswith(f"step_{steps:03d}.png") and size == list(uploaded.size)
+    full.close()
 
     with page.expect_download() as download_info:
         page.click("#download a[download]")
