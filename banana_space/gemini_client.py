@@ -224,3 +224,41 @@ def read_answer(response: Any, secret: str | None) -> Answer:
         raise GenerationFailed(scrub(
             f"Gemini stopped: finish reason {answer.finish_reason}{detail}{said}", secret))
     return answer
+
+
+class GeminiConnection:
+    """One caller's way to the API, shared by the generators and the judge: its key (resolved
+    once, never shown), endpoint, timeout and retry policy. The SDK client is made on the first
+    request, so a backend without a key can still be listed and asked why."""
+
+    def __init__(self, *, api_key: str | None, client: Any, base_url: str | None,
+                 timeout_s: float, max_retries: int, sleep: Callable[[float], None]) -> None:
+        self.base_url = base_url or os.environ.get(BASE_URL_VAR) or None
+        self.timeout_s = float(timeout_s)
+        self.retry = RetryPolicy(max_retries=max_retries, sleep=sleep)
+        self._key = resolve_key(api_key)
+        self._client = client
+
+    def unavailable_reason(self) -> str | None:
+        return None if self._client is not None or self._key else MISSING_KEY
+
+    def settings(self) -> dict[str, Any]:
+        """What run.json records of the connection (never the key)."""
+        return {"timeout_s": self.timeout_s, "max_retries": self.retry.max_retries,
+                **({"base_url": self.base_url} if self.base_url else {})}
+
+    def ask(self, model: str, prompt: str, image: Image.Image, config: Any,
+            report: Report) -> tuple[Answer, int]:
+        """Send the prompt and the image (PNG) with retries; every part of the answer, read,
+        and the number of calls made."""
+        from google.genai import types
+
+        if self._client is None:
+            self._client = make_client(self._key or "", self.base_url, self.timeout_s)
+        contents = [types.Part.from_text(text=prompt),
+                    types.Part.from_bytes(data=png_bytes(image), mime_type="image/png")]
+        response, calls = call_with_retries(
+            lambda: self._client.models.generate_content(model=model, contents=contents,
+                                                         config=config),
+            policy=self.retry, report=report, secret=self._key, timeout_s=self.timeout_s)
+        return read_answer(response, self._key), calls

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 import math
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -22,17 +21,7 @@ from typing import Any
 
 from PIL import Image
 
-from ..gemini_client import (
-    BASE_URL_VAR,
-    MISSING_KEY,
-    RetryPolicy,
-    call_with_retries,
-    key_missing,
-    make_client,
-    png_bytes,
-    read_answer,
-    resolve_key,
-)
+from ..gemini_client import GeminiConnection, key_missing
 from ..images import BadImage, load_image
 from .base import (
     BackendInfo,
@@ -96,34 +85,24 @@ class GeminiBackend:
         self.temperature = temperature
         # Models with sizes default to 1K, as the API does, but we send it so run.json is exact.
         self.resolution = resolution or ("1K" if model.sizes else None)
-        self.base_url = base_url or os.environ.get(BASE_URL_VAR) or None
-        self.timeout_s = float(timeout_s)
-        self.retry = RetryPolicy(max_retries=max_retries, sleep=sleep)
         self.aspect_ratio: str | None = None  # set from the first frame; a chain keeps its size
-        self._key = resolve_key(api_key)
-        self._client = client
+        self.api = GeminiConnection(api_key=api_key, client=client, base_url=base_url,
+                                    timeout_s=timeout_s, max_retries=max_retries, sleep=sleep)
 
     def __repr__(self) -> str:
         return f"GeminiBackend(model={self.model.model_id!r}, resolution={self.resolution!r})"
 
     def unavailable_reason(self) -> str | None:
-        return None if self._client is not None or self._key else MISSING_KEY
+        return self.api.unavailable_reason()
 
     def settings(self) -> dict[str, Any]:
         return {"model": self.model.model_id, "temperature": self.temperature,
                 "resolution": self.resolution, "aspect_ratio": self.aspect_ratio or "from input",
-                "timeout_s": self.timeout_s, "max_retries": self.retry.max_retries,
-                **({"base_url": self.base_url} if self.base_url else {})}
+                **self.api.settings()}
 
     @property
     def usd_per_image(self) -> float | None:
         return self.model.usd_per_image.get(self.resolution or "1K")
-
-    def _get_client(self) -> Any:
-        if self._client is None:
-            assert self._key is not None  # unavailable_reason() was checked first
-            self._client = make_client(self._key, self.base_url, self.timeout_s)
-        return self._client
 
     def _config(self, seed: int) -> Any:
         from google.genai import types
@@ -137,17 +116,9 @@ class GeminiBackend:
              report: Report = report_nothing) -> Edit:
         if reason := self.unavailable_reason():
             raise BackendUnavailable(f"{self.model.label} {reason}")
-        from google.genai import types
-
         self.aspect_ratio = closest_aspect_ratio(*image.size)
-        contents = [types.Part.from_text(text=prompt),
-                    types.Part.from_bytes(data=png_bytes(image), mime_type="image/png")]
-        config = self._config(seed)
-        response, calls = call_with_retries(
-            lambda: self._get_client().models.generate_content(
-                model=self.model.model_id, contents=contents, config=config),
-            policy=self.retry, report=report, secret=self._key, timeout_s=self.timeout_s)
-        answer = read_answer(response, self._key)
+        answer, calls = self.api.ask(self.model.model_id, prompt, image, self._config(seed),
+                                     report)
         if not answer.images:
             said = f"; it said: {answer.words()}" if answer.words() else ""
             raise GenerationFailed(f"Gemini answered without an image (finish reason "

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -21,17 +20,7 @@ from typing import Any
 from PIL import Image
 
 from ..backends.base import BackendUnavailable, GenerationFailed, Report, report_nothing
-from ..gemini_client import (
-    BASE_URL_VAR,
-    MISSING_KEY,
-    RetryPolicy,
-    call_with_retries,
-    key_missing,
-    make_client,
-    png_bytes,
-    read_answer,
-    resolve_key,
-)
+from ..gemini_client import GeminiConnection, key_missing
 from .answer import PROMPT, read_verdict
 from .base import Entry, JudgeInfo, Verdict
 
@@ -58,32 +47,22 @@ class GeminiJudge:
         self.info = _info(model)
         # 0 by default: a reference line should not wobble from sampling alone.
         self.temperature = temperature
-        self.base_url = base_url or os.environ.get(BASE_URL_VAR) or None
-        self.timeout_s = float(timeout_s)
-        self.retry = RetryPolicy(max_retries=max_retries, sleep=sleep)
-        self._key = resolve_key(api_key)
-        self._client = client
+        self.api = GeminiConnection(api_key=api_key, client=client, base_url=base_url,
+                                    timeout_s=timeout_s, max_retries=max_retries, sleep=sleep)
         self._cache: dict[str, Verdict] = {}
 
     def __repr__(self) -> str:
         return f"GeminiJudge(model={self.model!r})"
 
     def unavailable_reason(self) -> str | None:
-        return None if self._client is not None or self._key else MISSING_KEY
+        return self.api.unavailable_reason()
 
     def _ask(self, image: Image.Image, report: Report) -> str:
         from google.genai import types
 
-        if self._client is None:
-            self._client = make_client(self._key or "", self.base_url, self.timeout_s)
-        contents = [types.Part.from_text(text=PROMPT),
-                    types.Part.from_bytes(data=png_bytes(image), mime_type="image/png")]
         config = types.GenerateContentConfig(temperature=self.temperature)
-        response, _ = call_with_retries(
-            lambda: self._client.models.generate_content(
-                model=self.model, contents=contents, config=config),
-            policy=self.retry, report=report, secret=self._key, timeout_s=self.timeout_s)
-        return "\n".join(read_answer(response, self._key).texts)
+        answer, _ = self.api.ask(self.model, PROMPT, image, config, report)
+        return "\n".join(answer.texts)
 
     def rate(self, image: Image.Image, report: Report = report_nothing) -> Verdict:
         if reason := self.unavailable_reason():
