@@ -14,9 +14,9 @@ import threading
 from functools import partial
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import gradio as gr
+from gradio_client.utils import encode_file_path
 
 import zerogpu  # noqa: F401  (first: installs the spaces.GPU runner; a plain call off ZeroGPU)
 from banana_space.backends import REGISTRY as BACKENDS
@@ -80,7 +80,7 @@ def strip_html(strip: list[tuple[str, str]]) -> str:
 
 def file_url(path: str) -> str:
     """gradio's URL for a file on the server, relative to the page (works under any root)."""
-    return "gradio_api/file=" + quote(path)
+    return "gradio_api/file=" + encode_file_path(path)
 
 
 def stream(view: RunView, events: Any, session: str, stop: threading.Event) -> Any:
