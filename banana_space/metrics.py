@@ -48,12 +48,19 @@ PRESETS: dict[str, tuple[str, ...]] = {
 
 @dataclass(frozen=True)
 class ScoreInfo:
-    """What a score column is: its name, how to read it, and its role on the plot."""
+    """What a score column is: its name, how to read it, and its role on the plot.
+
+    `family` says whose measure it is: "pyiqa" (every standard metric), "ours" (the rulers in
+    `rulers.py`), or "judge". `score_range` is the metric's nominal (low, high) where its table
+    gives one (pyiqa's `score_range`), for scaling curves by what the metric can move."""
 
     name: str
     role: Role
     lower_better: bool
     label: str = ""
+    family: str = "pyiqa"
+    score_range: tuple[float, float] | None = None
+    meaning: str = ""
 
     @property
     def direction(self) -> str:
@@ -109,7 +116,16 @@ def metric_info(name: str) -> ScoreInfo:
         raise ValueError(f"unknown metric {name!r}; valid no-reference metrics: "
                          f"{', '.join(no_reference_names())}")
     role: Role = "fidelity" if config.get("metric_mode") == "FR" else "metric"
-    return ScoreInfo(name, role, bool(config.get("lower_better", False)), name)
+    low_high = config.get("score_range")
+    score_range = (float(low_high[0]), float(low_high[1])) if low_high else None
+    return ScoreInfo(name, role, bool(config.get("lower_better", False)), name,
+                     score_range=score_range)
+
+
+def build_metric(name: str, device: str) -> Any:
+    """Create the metric called `name`: a callable taking (image[, reference]) tensors from
+    `to_tensor` and returning a score (a number or a one-element tensor)."""
+    return _pyiqa().create_metric(name, device=device)
 
 
 def check_metric_names(names: list[str]) -> None:
@@ -153,7 +169,7 @@ class MetricPool:
                 raise MetricUnavailable(self._failures[name])
             if name not in self._metrics:
                 try:
-                    self._metrics[name] = _pyiqa().create_metric(name, device=self.device)
+                    self._metrics[name] = build_metric(name, self.device)
                 except Exception as error:  # any failure to build means "unavailable here"
                     self._failures[name] = _reason(error)
                     raise MetricUnavailable(self._failures[name]) from None

@@ -228,13 +228,20 @@ class SavedRun:
         return [self.path / "frames" / frame_name(s) for s in range(self.last_step + 1)]
 
 
+def _score_info(column: dict[str, Any]) -> ScoreInfo:
+    """A column of run.json (JSON has no tuples; older runs lack the newer fields)."""
+    if column.get("score_range") is not None:
+        column = {**column, "score_range": tuple(column["score_range"])}
+    return ScoreInfo(**column)
+
+
 def load_run(path: Path) -> SavedRun:
     path = Path(path)
     meta_file = path / "run.json"
     if not meta_file.is_file():
         raise FileNotFoundError(f"{path} is not a run directory (no run.json)")
     meta = json.loads(meta_file.read_text())
-    history = History([ScoreInfo(**column) for column in meta.get("columns", [])])
+    history = History([_score_info(column) for column in meta.get("columns", [])])
     steps: dict[int, list[str]] = {}
     scores_file = path / "scores.csv"
     if scores_file.is_file():

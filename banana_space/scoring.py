@@ -50,7 +50,8 @@ class Scorer:
     def infos(self) -> list[ScoreInfo]:
         """Columns in plot order: fidelity and judges (the references) first."""
         infos = [metric_info(name) for name in self.metrics]
-        judges = [ScoreInfo(j.info.name, "judge", False, j.info.label) for j in self.judges]
+        judges = [ScoreInfo(j.info.name, "judge", False, j.info.label, family="judge",
+                             score_range=(1.0, 5.0)) for j in self.judges]
         return ([i for i in infos if i.role == "fidelity"] + judges
                 + [i for i in infos if i.role == "metric"])
 
