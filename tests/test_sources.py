@@ -190,9 +190,9 @@ def test_cli_score_refuses_a_giant_animated_gif_with_exit_2(tmp_path) -> None:
 
 
 @pytest.mark.app
-def test_app_replay_refuses_a_zip_bomb_with_flat_memory(bomb, tmp_path) -> None:
+def test_app_replay_refuses_a_zip_bomb_with_flat_memory(bomb, photo, tmp_path) -> None:
     """Through gradio_client against the real app: a clear error, and the app's own peak RSS
-    (VmHWM) barely moves."""
+    (VmHWM), measured after an honest replay has loaded torch and the metric, barely moves."""
     import psutil
     from app_server import running_app
     from gradio_client import Client, handle_file
@@ -203,10 +203,20 @@ def test_app_replay_refuses_a_zip_bomb_with_flat_memory(bomb, tmp_path) -> None:
         app = next(p for p in psutil.Process().children(recursive=True)
                    if "app.py" in p.cmdline())
         client = Client(url, verbose=False)
+
+        def replay(archive: Path) -> list:
+            return client.predict(handle_file(str(archive)), 5, DEFAULT_PROMPT, "replay",
+                                  ["entropy"], [], 0, 1.0, "", 1.0, None, None, None, False,
+                                  api_name="/run")
+
+        honest = tmp_path / "honest.zip"
+        with zipfile.ZipFile(honest, "w") as archive:
+            for i, frame in enumerate(_frames(photo, 3)):
+                archive.writestr(f"{i}.png", _png(frame))
+        assert "Completed" in replay(honest)[0]
         before = _peak_kb(app.pid)
         with pytest.raises(Exception, match="declares 2,048 MB uncompressed") as refused:
-            client.predict(handle_file(str(bomb)), 5, DEFAULT_PROMPT, "replay", ["entropy"], [],
-                           0, 1.0, "", 1.0, None, None, None, False, api_name="/run")
+            replay(bomb)
         grown_mb = (_peak_kb(app.pid) - before) / 1024
     assert "/tmp" not in str(refused.value)  # a member name, never a server path
     assert grown_mb < 300, f"the app's peak RSS grew by {grown_mb:.0f} MB"
