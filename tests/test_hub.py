@@ -85,11 +85,14 @@ def test_table_on_the_hub_fetches_only_the_chains_and_resumes_without_fetching(
     chains = {f"{DATASET}/cat", f"{DATASET}/zipped/loop.zip"}
     with (out / "verdicts.csv").open() as handle:
         assert {row["chain"] for row in csv.DictReader(handle)} == chains
-    assert sorted(hub.fetched()) == sorted(n for n in files if n.startswith("chains/"))
+    # The chains' files, and the card for the report's licence line: nothing else.
+    assert sorted(hub.fetched()) == sorted(["README.md", *(n for n in files
+                                                           if n.startswith("chains/"))])
+    assert "licence: CC BY-NC-SA 4.0" in (out / "report.html").read_text()
     fetched = len(hub.requests)
     again = _cli(env, "table", source, "--metrics", ",".join(METRICS), "--out", str(out))
     assert again.returncode == 0 and "2 chain(s) already scored" in again.stdout
-    assert [r for r in hub.requests[fetched:] if "/resolve/" in r] == []
+    assert [r for r in hub.requests[fetched:] if "/resolve/" in r and "README" not in r] == []
 
 
 def test_score_a_hub_chain_records_its_licence_and_credit(hub, tmp_path) -> None:

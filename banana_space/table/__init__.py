@@ -21,7 +21,8 @@ from .report import report_html
 from .store import TableStore, table_rows
 from .work import ChainResult
 
-__all__ = ["ChainRef", "ChainResult", "describe", "find_chains", "run_table"]
+__all__ = ["ChainRef", "ChainResult", "describe", "find_chains", "run_table",
+           "write_report"]
 
 
 def find_chains(sources: Sequence[str]) -> list[ChainRef]:
@@ -66,15 +67,28 @@ def run_table(refs: Sequence[ChainRef], metrics: Sequence[str], out: Path, *,
         from .local import score_local
 
         completed = score_local(todo, tuple(metrics), workers or 1, stop, on_frames, finished)
-    write_report(store, broken)
+    write_report(store, broken, _credits(refs))
     return completed
 
 
-def write_report(store: TableStore, broken: dict[str, str]) -> None:
+def _credits(refs: Sequence[ChainRef]) -> list[str]:
+    """A hub dataset's licence line and credit, for the report (CC BY licences ask for it)."""
+    from ..sources import HUB_PREFIX
+
+    roots = sorted({ref.root for ref in refs if ref.root.startswith(HUB_PREFIX)})
+    if not roots:
+        return []
+    from ..hub import credit, parse_hub
+
+    return [credit(parse_hub(root).repo_id) for root in roots]
+
+
+def write_report(store: TableStore, broken: dict[str, str], credits: Sequence[str] = ()
+                 ) -> None:
     verdicts = store.write()
     unavailable = {name: why for result in store.results.values()
                    for name, why in result.unavailable.items()}
-    notes = ([f"skipped broken chain {name}: {why}" for name, why in broken.items()]
+    notes = ([*credits] + [f"skipped broken chain {name}: {why}" for name, why in broken.items()]
              + [f"{name} is unavailable: {why}" for name, why in unavailable.items()])
     page = report_html(table_rows(verdicts), verdicts, store.histories(), store.infos(), notes)
     write_atomic(store.out / "report.html", page.encode())

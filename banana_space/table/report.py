@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 import math
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
@@ -49,7 +50,8 @@ def curves(histories: dict[str, History], infos: dict[str, ScoreInfo]) -> dict:
         for row, values in enumerate(series):
             grid[row, :len(values)] = values
         steps = list(range(length))
-        with np.errstate(all="ignore"):
+        with warnings.catch_warnings():  # a step no chain has a score for is simply empty
+            warnings.simplefilter("ignore", RuntimeWarning)
             counts = np.sum(np.isfinite(grid), axis=0)
             low, median, high = (np.nanpercentile(grid, q, axis=0) if length else []
                                  for q in (25, 50, 75))
