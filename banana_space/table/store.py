@@ -24,8 +24,8 @@ from pathlib import Path
 
 from ..analysis import History, VerdictRow
 from ..metrics import ScoreInfo
-from ..sources import natural_key
 from ..rundir import _csv_bytes, _detects, _score_info, write_atomic
+from ..sources import natural_key
 from .work import ChainResult
 
 VERDICT_HEADER = ["chain", "metric", "delta_5", "delta_10", "delta_20", "detects",
