@@ -8,7 +8,7 @@ the workers (spawned processes import torch and pyiqa; Ray also starts its own s
 creating the metrics once per worker, scoring, and writing the outputs after each chain.
 On a machine shared with other work the numbers move by 10 % or more between runs.
 
-    .venv/bin/python bench/table.py [--chains 8] [--frames 11] [--size 256]
+    .venv/bin/python bench/table.py [--chains 6] [--frames 8] [--size 192]
 """
 
 from __future__ import annotations
@@ -50,9 +50,9 @@ def timed(root: Path, out: Path, workers: int, ray: bool) -> tuple[float, str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--chains", type=int, default=8)
-    parser.add_argument("--frames", type=int, default=11)
-    parser.add_argument("--size", type=int, default=256)
+    parser.add_argument("--chains", type=int, default=6)
+    parser.add_argument("--frames", type=int, default=8)
+    parser.add_argument("--size", type=int, default=192)
     args = parser.parse_args()
     print(_setup.describe_machine())
     work = Path(tempfile.mkdtemp(prefix="bench-table-"))
@@ -65,6 +65,7 @@ def main() -> None:
                                    ray)
             tables.append(table)
             rows.append([label, seconds, 60 * args.chains / seconds])
+            print(f"{label}: {seconds:.1f} s", flush=True)
         base = rows[0][2]
         _setup.print_table(
             f"{args.chains} chains x {args.frames} frames at {args.size} px, metrics "
