@@ -123,6 +123,27 @@ def run(upload: str | None, steps: int, prompt: str, backend: str, metrics: list
     yield from stream(RunView(raw=raw), events, request.session_hash, stop)
 
 
+def replay_hub(source: str, steps: int, prompt: str, metrics: list[str], judges: list[str],
+               seed: int, raw: bool, request: gr.Request) -> Any:
+    """Replay a chain on the Hugging Face hub. Only an hf://datasets/… path is taken here,
+    never a path on this server."""
+    source = (source or "").strip()
+    if not source.startswith("hf://datasets/"):
+        raise gr.Error("Write a chain on the hub as hf://datasets/OWNER/NAME/PATH.")
+    yield from run(source, steps, prompt, "replay", metrics, judges, seed, 1.0, "", 1.0, None,
+                   None, None, raw, request)
+
+
+def hub_credit(source: str) -> str:
+    """The dataset's licence line and credit, shown while one of its chains is open."""
+    from banana_space.hub import credit, parse_hub
+
+    try:
+        return credit(parse_hub(source or "").repo_id)
+    except BadImage as error:
+        return f"⚠️ {error}"
+
+
 def stop_run(request: gr.Request) -> str:
     flag = STOPS.get(request.session_hash)
     if flag is None:
@@ -246,6 +267,11 @@ with gr.Blocks(title="Banana Space") as demo:
             upload = gr.File(label="Image (or, for Replay, a zip / animated GIF / WebP)",
                              file_types=["image", ".zip"], type="filepath", elem_id="upload",
                              height=110)
+            with gr.Row():
+                hub_source = gr.Textbox(label="…or, for Replay, a chain on the Hugging Face hub",
+                                        placeholder="hf://datasets/kenantang/Banana100/…",
+                                        elem_id="hub-source", scale=3)
+                hub_button = gr.Button("Replay it", size="sm", scale=1)
             input_preview = gr.Image(label="Input", interactive=False, height=120,
                                      show_label=False)
             input_note = gr.Markdown()
@@ -339,6 +365,10 @@ with gr.Blocks(title="Banana Space") as demo:
                            api_key, temperature, resolution, guidance, inference_steps, raw],
                      OUTPUTS, api_name="run", concurrency_limit=4, concurrency_id="runs",
                      show_progress="hidden")  # the status line says what is happening
+    hub_button.click(hub_credit, hub_source, input_note, api_name=False)
+    hub_button.click(replay_hub, [hub_source, steps, prompt, metrics, judges, seed, raw],
+                     OUTPUTS, api_name="replay_hub", concurrency_id="runs",
+                     show_progress="hidden")
     stop_button.click(stop_run, None, status, api_name="stop", concurrency_limit=None)
     resume_button.click(resume, [run_dir, api_key, raw], OUTPUTS, api_name="resume",
                         concurrency_id="runs", show_progress="hidden")

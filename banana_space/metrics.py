@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import shutil
 import threading
 from dataclasses import dataclass
@@ -144,6 +145,23 @@ def check_metric_names(names: list[str]) -> None:
     if unknown:
         raise ValueError(f"unknown metric(s) {', '.join(unknown)}; valid no-reference "
                          f"metrics: {', '.join(sorted(valid))}")
+
+
+def expand_metric_names(text: str) -> list[str]:
+    """A comma list of metric names and presets -> metric names, in order, once each.
+
+    A preset is named by its label ("Banana100 (21 metrics)") or by any word of its label that
+    no other preset's label has ("banana100", "cpu", "rulers"), case-insensitively; anything
+    else is a metric name, checked later by `check_metric_names`."""
+    words: dict[str, list[str]] = {}
+    for label in PRESETS:
+        for word in {label.lower(), *re.findall(r"[a-z][\w+-]*", label.lower())}:
+            words.setdefault(word, []).append(label)
+    names: list[str] = []
+    for part in (p.strip() for p in text.split(",")):
+        labels = words.get(part.lower(), [])
+        names += list(PRESETS[labels[0]]) if len(labels) == 1 else [part] if part else []
+    return list(dict.fromkeys(names))
 
 
 def to_tensor(image: Image.Image) -> Any:
