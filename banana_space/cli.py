@@ -21,7 +21,7 @@ from typing import Any
 
 from .events import Event, Finished, FrameScored, Notice, Started
 from .images import BadImage, load_image
-from .metrics import CPU_DEFAULTS
+from .metrics import CPU_DEFAULTS, PRESET_KEYS, expand_metric_names
 from .prompts import DEFAULT_PROMPT
 
 EXIT_CODES = {"completed": 0, "failed": 1, "stopped": 130}
@@ -46,7 +46,8 @@ def _parser() -> argparse.ArgumentParser:
     score.add_argument("frames", type=Path, help="a folder, zip, or animated GIF/WebP")
     for command in (run, score):
         command.add_argument("--metrics", default=",".join(CPU_DEFAULTS),
-                             help="comma-separated pyiqa no-reference metric names")
+                             help="comma-separated no-reference metric names or presets ("
+                                  f"{', '.join(PRESET_KEYS)}), e.g. rulers,brisque")
         command.add_argument("--judges", default="", help="comma-separated judge names")
         command.add_argument("--seed", type=int, default=0)
         command.add_argument("--out", type=Path, required=True, help="the run directory")
@@ -71,7 +72,8 @@ def _events(args: argparse.Namespace, stop: threading.Event) -> Iterator[Event]:
         options = {k: getattr(args, k) for k in BACKEND_FLAGS if getattr(args, k) is not None}
         spec = RunSpec(loaded.image, args.steps, args.backend, options, args.prompt,
                        image_notes=loaded.notes)
-    spec.seed, spec.metrics, spec.judges = args.seed, _split(args.metrics), _split(args.judges)
+    spec.seed, spec.judges = args.seed, _split(args.judges)
+    spec.metrics = expand_metric_names(args.metrics)
     out = args.out.resolve()
     return start_run(spec, out.parent, stop=stop, run_id=out.name)
 
