@@ -23,18 +23,21 @@ GREY_LEVELS = 255.0
 
 # Grain: the band of wavelengths the "granular texture" lives in, and the blocks it is read in.
 GRAIN_WAVELENGTHS = (3.0, 8.0)  # px
-# A Gaussian of sigma s has power response exp(-4 pi^2 s^2 f^2): it passes half the power of a
-# wave of wavelength 2 pi s / sqrt(ln 2), about 7.5 s. The band's edges set the two sigmas.
-HALF_POWER_WAVELENGTH_PER_SIGMA = 2 * np.pi / np.sqrt(np.log(2))
+# A Gaussian of sigma s has amplitude response exp(-2 pi^2 s^2 f^2): it halves a wave of
+# wavelength pi s / sqrt(ln 2 / 2), about 5.3 s. The band's edges set the two sigmas.
+HALF_AMPLITUDE_WAVELENGTH_PER_SIGMA = np.pi / np.sqrt(np.log(2) / 2)
 GRAIN_BLOCK = 32  # px: small enough that a photo has flat ones, big enough for a stable RMS
 QUIET_FRACTION = 0.25  # the grain is read in the quietest quarter of the blocks
 
 # Lattice: Welch's averaged periodogram over overlapping tiles, and what counts as a peak.
-LATTICE_TILE = 256  # px: frequency resolution 1/256 cycle per pixel
+LATTICE_TILE = 256  # px at most: frequency resolution 1/256 cycle per pixel
+MIN_LATTICE_SIDE = 32  # px: below this there are too few tiles for a stable spectrum
 LATTICE_PERIODS = (2.0, 32.0)  # px: the "digital ripple" band; longer periods are content
 BASELINE_WINDOW = 7  # bins: the local median the spectrum is compared with
-# An averaged periodogram of >= 16 tiles exceeds ten times its local median by chance with
-# probability far below one in a million per bin: a 10 dB peak is a periodic pattern.
+# Tiles are half the short side (at most 256 px: a tone's power stays in one bin while a photo's
+# spreads over more bins as tiles grow), half overlapping: 9 on a 512 px square, 49 on 1024 px.
+# Their averaged periodogram exceeds ten times its local median by chance with probability far
+# below one in a million per bin: a 10 dB peak is a periodic pattern.
 PEAK_RATIO = 10.0
 
 # Colour: which pixels count as "about grey" in CIELAB.
@@ -61,19 +64,21 @@ def noise_level(image: np.ndarray) -> float:
 def grain(image: np.ndarray) -> float:
     """The RMS of 3-8 px band-pass detail in the quietest quarter of the frame, in grey levels.
 
-    A difference of Gaussians keeps wavelengths of about 3 to 8 px (the "granular texture"
-    that restoration work on iteratively edited images describes: blotches a few pixels wide,
-    coarser than single-pixel static). It is read in 32 px blocks, and the ruler is the 25th
-    percentile of their RMS: the quietest quarter stands for the flat regions (sky, walls,
-    skin) where a photo has no detail of its own, the idea behind noise estimation from
-    weak-textured patches (Liu, Tanaka & Okutomi, IEEE TIP 2013). A frame with no flat
-    quarter (foliage, gravel everywhere) reads its texture as grain.
+    A difference of Gaussians keeps wavelengths of about 3 to 8 px (each Gaussian halves the
+    amplitude at one edge; scaled so that a ripple at the band's peak, about 4 px, reads its
+    own RMS). That is the "granular texture" that restoration work on iteratively edited
+    images describes: blotches a few pixels wide, coarser than single-pixel static. It is read
+    in 32 px blocks, and the ruler is the 25th percentile of their RMS: the quietest quarter
+    stands for the flat regions (sky, walls, skin) where a photo has no detail of its own, the
+    idea behind noise estimation from weak-textured patches (Liu, Tanaka & Okutomi, IEEE TIP
+    2013). A frame with no flat quarter (foliage, gravel everywhere) reads its texture as
+    grain, and blur that smooths a photo's own fine texture lowers it.
     """
     from skimage import color, filters
 
     grey = color.rgb2gray(image)
-    low, high = (w / HALF_POWER_WAVELENGTH_PER_SIGMA for w in GRAIN_WAVELENGTHS)
-    band = filters.difference_of_gaussians(grey, low, high)
+    low, high = (w / HALF_AMPLITUDE_WAVELENGTH_PER_SIGMA for w in GRAIN_WAVELENGTHS)
+    band = filters.difference_of_gaussians(grey, low, high) / _band_peak_gain(low, high)
     rows, cols = (side // GRAIN_BLOCK * GRAIN_BLOCK for side in band.shape)
     if rows == 0 or cols == 0:
         return float(np.sqrt(np.mean(band**2)) * GREY_LEVELS)
@@ -83,10 +88,18 @@ def grain(image: np.ndarray) -> float:
     return float(np.quantile(block_rms, QUIET_FRACTION) * GREY_LEVELS)
 
 
+def _band_peak_gain(low: float, high: float) -> float:
+    """The largest amplitude response of a difference of Gaussians (sigmas low < high):
+    exp(-x low^2) - exp(-x high^2), x = 2 pi^2 f^2, peaks where its derivative in x is 0."""
+    x = np.log(high**2 / low**2) / (high**2 - low**2)
+    return float(np.exp(-x * low**2) - np.exp(-x * high**2))
+
+
 @dataclass(frozen=True)
 class LatticePeak:
-    """One isolated spectral peak: its period along x and y (px; inf = constant along that
-    axis) and how far it stands above its neighbours (power ratio)."""
+    """One isolated spectral peak: its period along x and y (px; longer than the frame, or
+    inf, for a pattern constant along that axis) and how far it stands above its neighbours
+    (power ratio)."""
 
     period_x: float
     period_y: float
@@ -102,7 +115,9 @@ def _lattice_spectrum(image: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nda
     from skimage import color, filters, util
 
     grey = color.rgb2gray(image) * GREY_LEVELS
-    tile = min(LATTICE_TILE, *(side // 2 * 2 for side in grey.shape))
+    if min(grey.shape) < MIN_LATTICE_SIDE:
+        raise ValueError(f"lattice needs a frame of at least {MIN_LATTICE_SIDE} px a side")
+    tile = min(LATTICE_TILE, 2 ** int(np.log2(min(grey.shape) / 2)))
     tiles = util.view_as_windows(grey, (tile, tile), step=tile // 2).reshape(-1, tile, tile)
     window = filters.window("hann", (tile, tile))
     tiles = (tiles - tiles.mean(axis=(1, 2), keepdims=True)) * window
@@ -121,17 +136,25 @@ def _lattice_band(freq_y: np.ndarray, freq_x: np.ndarray) -> np.ndarray:
 
 
 def lattice_peaks(image: np.ndarray) -> list[LatticePeak]:
-    """The isolated peaks of the frame's spectrum in the 2-32 px band, strongest first."""
+    """The isolated peaks of the frame's spectrum in the 2-32 px band, strongest first. A
+    peak's frequency is the centroid of the excess power in its 3 x 3 bins, which places it
+    between bins (a Hann window spreads a pure tone over neighbouring bins)."""
     from scipy import ndimage
 
     power, baseline, freq_y, freq_x = _lattice_spectrum(image)
     ratio = power / np.maximum(baseline, np.finfo(float).tiny)
     is_peak = ((ratio > PEAK_RATIO) & _lattice_band(freq_y, freq_x)
                & (power == ndimage.maximum_filter(power, size=3, mode="nearest")))
-    rows, cols = np.nonzero(is_peak)
-    order = np.argsort(-ratio[rows, cols])
-    return [LatticePeak(_period(freq_x[c]), _period(freq_y[r]), float(ratio[r, c]))
-            for r, c in zip(rows[order], cols[order], strict=True)]
+    excess = np.clip(power - baseline, 0, None)
+    peaks = []
+    for row, col in zip(*np.nonzero(is_peak), strict=True):
+        rows = slice(max(row - 1, 0), row + 2)
+        cols = slice(max(col - 1, 0), col + 2)
+        weights = excess[rows, cols]
+        centre_y = np.sum(weights * freq_y[rows, None]) / np.sum(weights)
+        centre_x = np.sum(weights * freq_x[None, cols]) / np.sum(weights)
+        peaks.append(LatticePeak(_period(centre_x), _period(centre_y), float(ratio[row, col])))
+    return sorted(peaks, key=lambda peak: -peak.ratio)
 
 
 def _period(frequency: float) -> float:
