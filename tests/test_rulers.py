@@ -13,10 +13,23 @@ from PIL import Image
 
 from banana_space.analysis import oriented_deltas
 from banana_space.cli import main as cli
-from banana_space.metrics import (PRESETS, check_metric_names, expand_metric_names,
-                                  metric_info, no_reference_names)
-from banana_space.rulers import (RULERS, colour_cast, grain, green_tint, lattice,
-                                 lattice_peaks, neutral_ab, noise_level)
+from banana_space.metrics import (
+    PRESETS,
+    check_metric_names,
+    expand_metric_names,
+    metric_info,
+    no_reference_names,
+)
+from banana_space.rulers import (
+    RULERS,
+    colour_cast,
+    grain,
+    green_tint,
+    lattice,
+    lattice_peaks,
+    neutral_ab,
+    noise_level,
+)
 from banana_space.rundir import load_run
 
 SIDE = 512
