@@ -137,18 +137,18 @@ def metric_info(name: str) -> ScoreInfo:
                          f"{', '.join(no_reference_names())}")
     role: Role = "fidelity" if config.get("metric_mode") == "FR" else "metric"
     return ScoreInfo(name, role, bool(config.get("lower_better", False)), name,
-                     score_range=_score_range(config.get("score_range")))
+                     score_range=parse_score_range(config.get("score_range")))
 
 
-def _score_range(text: Any) -> tuple[float, float] | None:
-    """pyiqa writes ranges as text: "0, 1", "~0, ~150" (about 0 to about 150), "0, ~" (no upper
-    bound). A range with both ends is kept ("~" dropped); an open or unreadable one is None."""
-    ends = str(text or "").replace("~", "").split(",")
+def parse_score_range(text: str | None) -> tuple[float, float] | None:
+    """pyiqa's `score_range` text -> (low, high): "~0, ~100" -> (0.0, 100.0) ("~" marks an
+    approximate end). None where an end is open ("0, ~") or the text is not a plain pair."""
+    parts = [part.strip().lstrip("~").strip() for part in (text or "").split(",")]
     try:
-        low, high = (float(end) for end in ends)
-    except ValueError:  # an open end (""), or a range per mode ("quality: 0, 1; rank: ...")
+        low, high = (float(part) for part in parts)
+    except ValueError:  # an open end, or a multi-part description
         return None
-    return low, high
+    return (low, high) if high > low else None
 
 
 def check_metric_names(names: list[str]) -> None:

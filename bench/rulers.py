@@ -1,0 +1,131 @@
+"""The chain-aware rulers, measured: what each costs, and what each detects.
+
+1. Cost: seconds per 1024 x 1024 frame for every ruler, and for the four CPU classics beside
+   them, on one CPU core (torch held to one thread; scipy's FFT, scikit-image and PyWavelets
+   use one), called as a run calls them (`MetricPool.score` on a tensor), median of
+   `--repeats` calls after one warm-up. The cost is CPU time (this process, every thread),
+   which a busy shared machine inflates less than wall time; both are printed. Goal: each
+   ruler <= 0.1 s.
+2. Detection: every ruler and the four classics on every `simulate` profile (read from the
+   backend's table when it has one, else its single model) from every bundled start, through
+   the engine (`start_run`, a temporary run directory, `History.verdict`): a metric *detects*
+   when its oriented delta is negative at steps 5, 10 and 20 (Banana100, Sec. 4). Printed per
+   start, then as a summary of how many starts each metric detects on, per profile. The
+   rulers were designed from the artifacts' descriptions (rulers.py), never from these
+   verdicts.
+
+    .venv/bin/python bench/rulers.py [--repeats 5] [--steps 20] [--skip-speed] [--skip-detect]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import _setup
+
+from banana_space.analysis import VerdictRow
+from banana_space.backends import simulate
+from banana_space.metrics import POOL, expand_metric_names, to_tensor
+from banana_space.rulers import RULERS
+from banana_space.rundir import load_run
+from banana_space.runs import RunSpec, start_run
+
+FRAME_SIDE = 1024
+STARTS = sorted(path for path in (_setup.REPO / "assets" / "examples").iterdir()
+                if path.suffix in (".png", ".jpg"))
+METRICS = expand_metric_names("rulers,classics")
+
+
+def seconds_per_frame(repeats: int) -> list[list[Any]]:
+    """Each metric's median seconds on one 1024 px frame (a `simulate` step of a photo, so
+    it carries the static a chain adds), one thread."""
+    import torch
+
+    torch.set_num_threads(1)
+    photo = _setup.photo(FRAME_SIDE)
+    frame = to_tensor(simulate.SimulateBackend().edit(photo, "", seed=0, step=1).image)
+    rows = []
+    for name in METRICS:
+        POOL.score(name, frame)  # warm-up: creation, lazy imports, first-touch allocation
+        cpu, wall = [], []
+        for _ in range(repeats):
+            cpu_start, wall_start = time.process_time(), time.perf_counter()
+            POOL.score(name, frame)
+            cpu.append(time.process_time() - cpu_start)
+            wall.append(time.perf_counter() - wall_start)
+        cost = statistics.median(cpu)
+        goal = ("yes" if cost <= 0.1 else "NO") if name in RULERS else ""
+        rows.append([name, "ours" if name in RULERS else "pyiqa", round(cost, 3),
+                     round(min(cpu), 3), round(statistics.median(wall), 3), goal])
+    return rows
+
+
+def profiles() -> list[tuple[str, dict[str, Any]]]:
+    """The simulate backend's profiles: its `PROFILES` table when it has one and takes a
+    `profile` option, else its single model under the name "default"."""
+    table = getattr(simulate, "PROFILES", None)
+    if isinstance(table, dict) and "profile" in simulate.INFO.options:
+        return [(name, {"profile": name}) for name in table]
+    return [("default", {})]
+
+
+def verdicts(start: Path, options: dict[str, Any], steps: int, root: Path) -> list[VerdictRow]:
+    from banana_space.images import load_image
+
+    spec = RunSpec(load_image(start).image, steps, "simulate", options, metrics=METRICS)
+    run_id = f"{start.stem}-{options.get('profile', 'default')}"
+    for _ in start_run(spec, root, run_id=run_id):
+        pass
+    return [row for row in load_run(root / run_id).history.verdict() if row.role == "metric"]
+
+
+def detection(steps: int) -> None:
+    summary: dict[str, dict[str, int]] = {}
+    with tempfile.TemporaryDirectory(prefix="banana-bench-rulers-") as folder:
+        for profile, options in profiles():
+            counts = summary.setdefault(profile, dict.fromkeys(METRICS, 0))
+            for start in STARTS:
+                rows = verdicts(start, options, steps, Path(folder))
+                _setup.print_table(
+                    f"profile {profile}, start {start.name}: oriented deltas (negative = worse)",
+                    ["metric", "family", "Δ5", "Δ10", "Δ20", "detects"],
+                    [[r.metric, "ours" if r.metric in RULERS else "pyiqa", r.delta_5,
+                      r.delta_10, r.delta_20, {True: "yes", False: "no", None: "?"}[r.detects]]
+                     for r in rows])
+                for row in rows:
+                    counts[row.metric] += bool(row.detects)
+    print(f"\n### Detects on how many of the {len(STARTS)} bundled starts ({steps} steps)\n")
+    print("| profile | " + " | ".join(f"{m} (ours)" if m in RULERS else m for m in METRICS)
+          + " |")
+    print("|---|" + "---:|" * len(METRICS))
+    for profile, counts in summary.items():
+        print(f"| {profile} | " + " | ".join(f"{counts[m]}/{len(STARTS)}" for m in METRICS)
+              + " |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--skip-speed", action="store_true")
+    parser.add_argument("--skip-detect", action="store_true")
+    args = parser.parse_args()
+    print(_setup.describe_machine())
+    if not args.skip_speed:
+        _setup.print_table(
+            f"seconds per {FRAME_SIDE} x {FRAME_SIDE} frame, one thread, {args.repeats} calls; "
+            "goal for a ruler: <= 0.1 CPU s",
+            ["metric", "family", "CPU s (median)", "CPU s (best)", "wall s (median)",
+             "ruler within goal"],
+            seconds_per_frame(args.repeats))
+    if not args.skip_detect:
+        detection(args.steps)
+
+
+if __name__ == "__main__":
+    main()
