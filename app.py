@@ -38,6 +38,8 @@ KEEP_RUNS = int(os.environ.get("BANANA_KEEP_RUNS", "200"))  # older run director
 # 1024 px frame; bench/streaming.py). Like allowed_paths, this serves every file under it.
 gr.set_static_paths([RUNS_ROOT])
 INTRO, HELP = (HERE / "assets" / "copy.md").read_text().split("---HELP---")
+# The README's "Licences and terms" section, shown in the page's footer: one text, never two.
+LICENCES = (HERE / "README.md").read_text().split("## Licences and terms\n")[1].split("\n## ")[0]
 EXAMPLES = sorted(str(p) for p in (HERE / "assets" / "examples").glob("*.*") if p.suffix != ".md")
 RECORDED = HERE / "assets" / "recorded"  # finished runs that open instantly (no key, no GPU)
 
@@ -318,6 +320,12 @@ with gr.Blocks(title="Banana Space") as demo:
                     open_button = gr.Button("Open", scale=1)
             with gr.Accordion("What am I looking at?", open=False, elem_id="help"):
                 gr.Markdown(HELP)
+    with gr.Accordion("Licences and terms", open=False, elem_id="licences-and-terms"):
+        gr.Markdown(LICENCES)
+    gr.Markdown("Banana Space · code under Apache-2.0 · **for non-commercial use**, because "
+                "every metric comes from pyiqa (PolyForm Noncommercial) · "
+                "[Licences and terms](#licences-and-terms) · "
+                "[Banana100 paper](https://arxiv.org/abs/2604.03400)", elem_id="footer")
 
     OUTPUTS = [status, frame, strip, plot, verdict, model_text, download, run_dir,
                before_after, compare_step]

@@ -1,8 +1,10 @@
 """The command line: the same engine as the app, with a progress bar.
 
-    python -m banana_space run IMAGE --steps N --backend simulate --out DIR
-    python -m banana_space score FRAMES --out DIR      (a folder, zip or animated GIF/WebP)
-    python -m banana_space resume DIR
+    banana-space run IMAGE --steps N --backend simulate --out DIR
+    banana-space score FRAMES --out DIR      (a folder, zip or animated GIF/WebP)
+    banana-space resume DIR
+
+(`python -m banana_space …` is the same command from a checkout.)
 
 Keys are read from the environment only (GEMINI_API_KEY), never from the command line, where
 they would land in the shell's history.
@@ -31,8 +33,8 @@ BACKEND_FLAGS = {"strength": float, "temperature": float, "resolution": str,
                  "guidance_scale": float, "num_inference_steps": int}
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m banana_space", description=__doc__,
+def _parser(prog: str) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("run", help="run a replication chain on an image")
@@ -113,8 +115,9 @@ def _summary(run_dir: Path) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+def main(argv: list[str] | None = None, prog: str = "banana-space") -> int:
+    """The `banana-space` command (pip's console script) and `python -m banana_space`."""
+    args = _parser(prog).parse_args(argv)
     stop = threading.Event()
     signal.signal(signal.SIGINT, lambda *_: stop.set())  # Ctrl-C: stop cleanly, keep frames
     try:

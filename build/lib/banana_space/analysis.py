@@ -1,0 +1,113 @@
+"""The paper's arithmetic, as pure functions: oriented deltas, normalisation, verdicts.
+
+Banana100 (arXiv 2604.03400), Sec. 4: a metric *detects* degradation when its score change
+against the input, oriented so that negative means worse, is negative at steps 5, 10 and 20.
+With fewer steps, the checkpoints that exist are used (and the last step when none of them
+does). A missing score (NaN) is missing: it never counts as a pass.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .metrics import ScoreInfo
+
+CHECKPOINTS = (5, 10, 20)
+REFERENCE_METRIC = "psnr"  # the fidelity line every metric is rank-correlated with
+
+
+def oriented_deltas(scores: Sequence[float], lower_better: bool) -> list[float]:
+    """delta_i = score_i - score_0, sign flipped for lower-is-better: negative = worse."""
+    if not scores:
+        return []
+    sign = -1.0 if lower_better else 1.0
+    return [sign * (score - scores[0]) + 0.0 for score in scores]  # + 0.0: no "-0.0"
+
+
+def normalised(deltas: Sequence[float]) -> list[float]:
+    """Each curve divided by its largest |delta| so far, so every metric spans -1..1 on one
+    axis; 0 stays "unchanged" and the sign stays "better/worse"."""
+    finite = [abs(d) for d in deltas if math.isfinite(d)]
+    scale = max(finite, default=0.0)
+    return [d / scale if scale > 0 and math.isfinite(d) else (0.0 if d == 0 else math.nan)
+            for d in deltas]
+
+
+def checkpoints(last_step: int) -> tuple[int, ...]:
+    present = tuple(s for s in CHECKPOINTS if s <= last_step)
+    return present or ((last_step,) if last_step >= 1 else ())
+
+
+def detects_degradation(deltas: Sequence[float]) -> bool | None:
+    """True: every checkpoint's delta is negative. False: one is zero or positive.
+    None: not decidable (no step yet, or a checkpoint is missing and none says False)."""
+    steps = checkpoints(len(deltas) - 1)
+    if not steps:
+        return None
+    values = [deltas[s] for s in steps]
+    if any(math.isfinite(v) and v >= 0 for v in values):
+        return False
+    if all(math.isfinite(v) for v in values):
+        return True
+    return None
+
+
+def spearman(a: Sequence[float], b: Sequence[float]) -> float:
+    """Spearman's rank correlation over the steps where both are finite (NaN below 3): the
+    Pearson correlation of their average ranks, as scipy's `spearmanr` defines it, without
+    its per-call overhead (it runs for every metric on every streamed update)."""
+    from scipy.stats import rankdata
+
+    n = min(len(a), len(b))
+    x, y = np.asarray(a[:n], dtype=float), np.asarray(b[:n], dtype=float)
+    both = np.isfinite(x) & np.isfinite(y)
+    x, y = x[both], y[both]
+    if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return math.nan
+    return float(np.corrcoef(rankdata(x), rankdata(y))[0, 1])
+
+
+@dataclass(frozen=True)
+class VerdictRow:
+    metric: str
+    role: str
+    delta_5: float
+    delta_10: float
+    delta_20: float
+    detects: bool | None
+    spearman_vs_psnr: float
+
+
+class History:
+    """All scores of one run so far: column name -> list indexed by step (NaN = missing)."""
+
+    def __init__(self, infos: Sequence[ScoreInfo]) -> None:
+        self.infos = {info.name: info for info in infos}
+        self.scores: dict[str, list[float]] = {info.name: [] for info in infos}
+
+    @property
+    def last_step(self) -> int:
+        return max((len(v) for v in self.scores.values()), default=0) - 1
+
+    def add(self, step: int, scores: Mapping[str, float]) -> None:
+        for name, series in self.scores.items():
+            while len(series) <= step:
+                series.append(math.nan)
+            series[step] = float(scores.get(name, math.nan))
+
+    def deltas(self, name: str) -> list[float]:
+        return oriented_deltas(self.scores[name], self.infos[name].lower_better)
+
+    def verdict(self) -> list[VerdictRow]:
+        reference = self.deltas(REFERENCE_METRIC) if REFERENCE_METRIC in self.scores else []
+        rows = []
+        for name, info in self.infos.items():
+            deltas = self.deltas(name)
+            at = {s: deltas[s] if s < len(deltas) else math.nan for s in CHECKPOINTS}
+            rows.append(VerdictRow(name, info.role, at[5], at[10], at[20],
+                                   detects_degradation(deltas), spearman(deltas, reference)))
+        return rows

@@ -1,0 +1,33 @@
+"""The registry of generator backends: one plain table, name -> how to make one.
+
+Each backend module exports `ENTRIES`; importing a module is cheap (heavy SDKs load lazily inside
+the backend), so listing backends never loads a model or needs a key.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import diffusers_edit, gemini, replay, simulate
+from .base import Backend, BackendInfo, BackendUnavailable, Entry
+
+# Order is the UI's order: offline first, so the default works on any laptop.
+_MODULES = [simulate, replay, gemini, diffusers_edit]
+
+REGISTRY: dict[str, Entry] = {
+    entry.info.name: entry for module in _MODULES for entry in module.ENTRIES}
+
+
+def backend_names() -> list[str]:
+    return list(REGISTRY)
+
+
+def create_backend(name: str, **options: Any) -> Backend:
+    """Make the backend called `name`; a clear error lists the valid names."""
+    if name not in REGISTRY:
+        raise ValueError(f"unknown backend {name!r}; valid backends: {', '.join(REGISTRY)}")
+    return REGISTRY[name].create(**options)
+
+
+__all__ = ["REGISTRY", "Entry", "Backend", "BackendInfo", "BackendUnavailable",
+           "backend_names", "create_backend"]

@@ -1,0 +1,90 @@
+"""The one tiny interface every generator backend implements.
+
+A backend declares what it is (`BackendInfo`) and does one thing: image + prompt + seed -> image
+(`edit`). The chain in `banana_space.chain` feeds each output back in, so a backend never sees
+the loop. Heavy SDKs are imported lazily inside the backend that needs them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from PIL import Image
+
+# A backend may call this while it waits (e.g. "429 from the API, retrying in 2.1 s…").
+# The chain turns each call into a `Notice` event that the UI and CLI show at once.
+Report = Callable[[str], None]
+
+
+def report_nothing(message: str) -> None:
+    """The default `Report`: used where nobody listens (tests, one-off calls)."""
+
+
+class BackendUnavailable(RuntimeError):
+    """Raised when a backend cannot run here (no key, no GPU, missing package).
+
+    The message is shown to the user as is, so it must say what to do, and must never contain
+    a secret.
+    """
+
+
+class GenerationFailed(RuntimeError):
+    """Raised by `edit` when the generator answered but gave no usable image (a safety block,
+    an empty candidate, text only). The chain ends the run as *failed at step k* with this
+    message and keeps every frame made before.
+    """
+
+
+@dataclass(frozen=True)
+class BackendInfo:
+    name: str  # registry and CLI name, e.g. "simulate"
+    label: str  # what the UI shows, e.g. "Simulated (offline)"
+    description: str  # one line for the UI's help text
+    needs_key: bool = False
+    needs_gpu: bool = False
+    # The keyword options the UI and CLI may pass to the constructor (e.g. "strength").
+    options: tuple[str, ...] = ()
+    # True for a backend that plays back a recording: its input is a `source` (folder, zip,
+    # animated image), not an image, and it brings frame 0 itself (`first_frame()`).
+    plays_recording: bool = False
+
+
+@dataclass(frozen=True)
+class Edit:
+    """What one call to a generator gave back."""
+
+    image: Image.Image
+    text: str = ""  # the model's own words (text and thought-summary parts), if any
+    calls: int = 1  # API or pipeline calls this step took (retries included)
+    cost_usd: float | None = None  # estimated spend of this step, where a price is known
+    extra: dict[str, Any] = field(default_factory=dict)  # small JSON-able facts for run.json
+
+
+class Backend(Protocol):
+    info: BackendInfo
+
+    def unavailable_reason(self) -> str | None:
+        """None when the backend can run here; otherwise a one-line how-to for the user."""
+        ...
+
+    def settings(self) -> dict[str, Any]:
+        """The settings that shape the output, for run.json. Never a secret."""
+        ...
+
+    def edit(self, image: Image.Image, prompt: str, *, seed: int, step: int,
+             report: Report = report_nothing) -> Edit:
+        """Produce frame `step` (1-based) from frame `step - 1`."""
+        ...
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One row of the backend registry."""
+
+    info: BackendInfo
+    create: Callable[..., Backend]  # keyword options -> a ready backend
+    # Can it run on this machine before the user types anything? None = yes, else a one-line
+    # how-to ("needs a key: set GEMINI_API_KEY or paste one under Advanced"). Cheap: loads nothing.
+    unavailable_reason: Callable[[], str | None] = lambda: None

@@ -1,0 +1,204 @@
+"""The replication chain of Banana100 (arXiv 2604.03400, Sec. 3): ask the generator for a copy,
+feed the copy back in, and score every frame on the way.
+
+Three kinds of work overlap, each in its own thread: a producer asks the backend for the next
+frame (a network call or a GPU step), a scorer scores the frame before it, and the caller of
+`run_chain` (the run directory, the UI) writes and shows each frame while it is being scored
+(`FrameMade`), then its scores once they are ready (`FrameScored`). So a run goes at the pace
+of its slowest stage, not of their sum, and the user waits for the generator, never for us
+(bench/overlap.py). Each queue between stages holds one item: the producer runs at most one step
+ahead of the scorer, the scorer one frame ahead of the caller, and a stopped or abandoned run
+wastes at most one call.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import queue
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from PIL import Image
+
+from .backends import Backend, BackendUnavailable
+from .backends.base import GenerationFailed
+from .events import Finished, FrameMade, FrameScored, Notice
+from .images import BadImage, load_image
+from .prompts import repeats_for
+from .scoring import Scorer
+
+POLL_SECONDS = 0.1  # how often a waiting side looks at the stop flag
+
+
+@dataclass(frozen=True)
+class Chain:
+    image: Image.Image  # the frame the chain continues from (frame 0 unless resuming)
+    backend: Backend
+    scorer: Scorer
+    steps: int  # the last step to make
+    prompt: str
+    seed: int
+    start: int = 0  # the step `image` is; > 0 when resuming from a run directory
+    reference: Image.Image | None = None  # frame 0, when resuming
+
+
+@dataclass(frozen=True)
+class _Made:
+    step: int
+    image: Image.Image
+    text: str
+    seconds: float
+    calls: int
+    cost_usd: float | None
+
+
+@dataclass(frozen=True)
+class _Failed:
+    step: int
+    reason: str
+
+
+class _Done:
+    pass
+
+
+def run_chain(chain: Chain, stop: threading.Event | None = None
+              ) -> Iterator[FrameMade | FrameScored | Notice | Finished]:
+    """Yield each frame as soon as it exists, then its scores, notices as they happen, then
+    the end."""
+    stop = stop or threading.Event()
+    abandoned = threading.Event()  # set when our consumer goes away (closed generator)
+    made: queue.Queue = queue.Queue(maxsize=1)  # producer -> scorer
+    scored: queue.Queue = queue.Queue(maxsize=1)  # scorer -> us
+    # Both stages work on the caller's behalf (edits and judges may book a ZeroGPU slice for the
+    # visitor whose request started the run), so each keeps the caller's context variables.
+    threading.Thread(target=contextvars.copy_context().run,
+                     args=(_produce, chain, stop, abandoned, made),
+                     name="chain-producer", daemon=True).start()
+    threading.Thread(target=contextvars.copy_context().run,
+                     args=(_score, chain, stop, abandoned, made, scored),
+                     name="chain-scorer", daemon=True).start()
+    try:
+        while True:
+            item = scored.get()
+            if isinstance(item, Exception):  # the scorer's own failure is the caller's
+                raise item
+            yield item
+            if isinstance(item, Finished):
+                return
+    finally:
+        abandoned.set()
+
+
+def _score(chain: Chain, stop: threading.Event, abandoned: threading.Event,
+           made: queue.Queue, outbox: queue.Queue) -> None:
+    """Score each frame the producer makes and pass it on, until the run ends; always ends
+    with a `Finished` (or the exception that stopped it) unless our consumer went away."""
+    def put_all(events: Iterator[object] | list[object]) -> bool:
+        return all(_put(outbox, event, abandoned) for event in events)
+
+    reference = chain.reference or chain.image
+    totals = {"calls": 0, "cost_usd": 0.0}
+    last = chain.start
+    try:
+        if chain.start == 0 and not put_all(_scored(
+                chain.scorer, _Made(0, chain.image, "", 0.0, 0, None), reference)):
+            return
+        while not abandoned.is_set():
+            try:
+                item = made.get(timeout=POLL_SECONDS)
+            except queue.Empty:
+                if stop.is_set():  # don't wait for a call in flight: its frame is dropped
+                    put_all([Finished("stopped", last, "stopped by the user", totals)])
+                    return
+                continue
+            if isinstance(item, _Made):
+                totals["calls"] += item.calls
+                totals["cost_usd"] += item.cost_usd or 0.0
+                if not put_all(_scored(chain.scorer, item, reference)):
+                    return
+                last = item.step
+            elif isinstance(item, Notice):
+                put_all([item])
+            else:
+                put_all([_ending(item, stop, last, totals)])
+                return
+    except Exception as error:  # handed to the caller, raised there as before
+        put_all([error])
+
+
+def _ending(item: _Failed | _Done, stop: threading.Event, last: int,
+            totals: dict[str, Any]) -> Finished:
+    if isinstance(item, _Failed):
+        return Finished("failed", last, f"failed at step {item.step}: {item.reason}", totals)
+    if stop.is_set():
+        return Finished("stopped", last, "stopped by the user", totals)
+    return Finished("completed", last, "", totals)
+
+
+def _put(outbox: queue.Queue, item: object, abandoned: threading.Event) -> bool:
+    """Hand `item` on, waiting while the next stage is busy; False if our consumer left."""
+    while not abandoned.is_set():
+        try:
+            outbox.put(item, timeout=POLL_SECONDS)
+            return True
+        except queue.Full:
+            continue
+    return False
+
+
+def _scored(scorer: Scorer, made: _Made, reference: Image.Image
+            ) -> Iterator[FrameMade | FrameScored | Notice]:
+    yield FrameMade(made.step, made.image)  # our caller writes and shows it while we score
+    started = time.perf_counter()
+    result = scorer.score(made.image, reference)
+    yield FrameScored(made.step, made.image, result.scores, made.text, result.judge_text,
+                      made.seconds, time.perf_counter() - started, made.calls, made.cost_usd)
+    for warning in result.warnings:
+        yield Notice(warning, made.step)
+
+
+def _produce(chain: Chain, stop: threading.Event, abandoned: threading.Event,
+             outbox: queue.Queue) -> None:
+    def put(item: object) -> bool:
+        return _put(outbox, item, abandoned)
+
+    image = chain.image
+    for step in range(chain.start + 1, chain.steps + 1):
+        if stop.is_set() or abandoned.is_set():
+            break
+        try:
+            made = _make_step(chain, image, step, lambda m, s=step: put(Notice(m, s, "info")))
+        except Exception as error:  # any failure ends the run, keeping what was made
+            put(_Failed(step, _describe(error)))
+            return
+        if not put(made):
+            return
+        image = made.image
+    put(_Done())
+
+
+def _make_step(chain: Chain, image: Image.Image, step: int, report) -> _Made:
+    """One chain step: `repeats` calls with the prompt (e.g. "mirror it" twice)."""
+    started = time.perf_counter()
+    texts, calls, cost = [], 0, None
+    for _ in range(repeats_for(chain.prompt)):
+        edit = chain.backend.edit(image, chain.prompt, seed=chain.seed, step=step,
+                                  report=report)
+        loaded = load_image(edit.image)
+        image, calls = loaded.image, calls + edit.calls
+        texts += [t for t in (edit.text, *loaded.notes) if t]
+        if edit.cost_usd is not None:
+            cost = (cost or 0.0) + edit.cost_usd
+    return _Made(step, image, "\n".join(texts), time.perf_counter() - started, calls, cost)
+
+
+def _describe(error: Exception) -> str:
+    """Our own errors are worded for the user; anything else also names its type."""
+    text = str(error).strip()
+    if isinstance(error, (GenerationFailed, BackendUnavailable, BadImage)) and text:
+        return text
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__

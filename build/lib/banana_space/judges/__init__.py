@@ -1,0 +1,30 @@
+"""The registry of reference judges (VLMs that rate a frame 1-5), one plain table like the
+backends' registry. Importing it loads no model."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import gemini_judge, visualquality_r1
+from .base import Entry, Judge, JudgeInfo, Verdict
+
+_MODULES: list[Any] = [gemini_judge, visualquality_r1]
+
+REGISTRY: dict[str, Entry] = {
+    entry.info.name: entry for module in _MODULES for entry in module.ENTRIES}
+
+
+def create_judge(name: str, **options: Any) -> Judge:
+    if name not in REGISTRY:
+        valid = ", ".join(REGISTRY) or "none"
+        raise ValueError(f"unknown judge {name!r}; valid judges: {valid}")
+    return REGISTRY[name].create(**options)
+
+
+def create_judges(names: list[str], options: dict[str, Any]) -> list[Judge]:
+    """Judges for a run: each takes, of the run's judge options, those its info names."""
+    return [create_judge(name, **{k: v for k, v in options.items()
+                                  if k in REGISTRY[name].info.options}) for name in names]
+
+
+__all__ = ["REGISTRY", "Entry", "Judge", "JudgeInfo", "Verdict", "create_judge", "create_judges"]

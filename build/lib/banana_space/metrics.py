@@ -1,0 +1,213 @@
+"""Every score comes from pyiqa (https://github.com/chaofengc/IQA-PyTorch); nothing is
+reimplemented here.
+
+Each metric is created once per process and shared by every run (`POOL`); a per-metric lock
+lets concurrent runs use one module safely. Orientation and ranges come from pyiqa's own table
+(`DEFAULT_CONFIGS`): the engine never special-cases a metric by name. Offline machines seed
+pyiqa's weight cache from `BANANA_WEIGHTS_DIR` (see `seed_weights`). A metric that cannot be
+created (weights unreachable offline, no GPU, missing package) is reported unavailable with the
+reason, once, and never stops a run.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from PIL import Image
+
+Role = Literal["metric", "fidelity", "judge"]
+
+# pyiqa's classic metrics make GB-sized temporaries for each 1024 px frame (ssim's float64
+# convolutions, entropy's one-hot histogram). On 4 KiB pages the kernel spends more CPU time
+# faulting them in than the metrics spend computing; torch backs large tensors with transparent
+# huge pages when this is set before its first allocation (bench/scoring.py). Scores are the
+# same to the bit; THP_MEM_ALLOC_ENABLE=0 turns it off.
+os.environ.setdefault("THP_MEM_ALLOC_ENABLE", "1")
+
+# Full-reference fidelity to frame 0: in a replication chain the input *is* the right answer.
+FIDELITY = ("psnr", "ssim")
+# The no-reference metrics that load on any CPU with no download beyond ../shared/weights.
+CPU_DEFAULTS = ("brisque", "niqe", "piqe", "entropy")
+# Metric presets: one table, name -> pyiqa metric names.
+PRESETS: dict[str, tuple[str, ...]] = {
+    "CPU classics (4)": CPU_DEFAULTS,
+    # The candidates studied in Banana100 (arXiv 2604.03400), Table 2.
+    "Banana100 (21 metrics)": (
+        "brisque", "niqe", "ilniqe", "piqe", "nrqm", "pi", "cnniqa", "dbcnn", "hyperiqa",
+        "musiq", "nima", "paq2piq", "maniqa", "tres", "clipiqa", "clipiqa+", "liqe",
+        "qualiclip", "topiq_nr", "arniqa", "wadiqam_nr"),
+}
+
+
+@dataclass(frozen=True)
+class ScoreInfo:
+    """What a score column is: its name, how to read it, and its role on the plot.
+
+    `family` says whose measure it is: "pyiqa" (every standard metric), "ours" (the rulers in
+    `rulers.py`), or "judge". `score_range` is the metric's nominal (low, high) where its table
+    gives one (pyiqa's `score_range`), for scaling curves by what the metric can move."""
+
+    name: str
+    role: Role
+    lower_better: bool
+    label: str = ""
+    family: str = "pyiqa"
+    score_range: tuple[float, float] | None = None
+    meaning: str = ""
+
+    @property
+    def direction(self) -> str:
+        return "lower is better" if self.lower_better else "higher is better"
+
+
+class MetricUnavailable(RuntimeError):
+    """The metric cannot be created here; the message says why."""
+
+
+def pyiqa_cache() -> Path:
+    """Where pyiqa looks for weights: torch hub's folder (TORCH_HOME) + /pyiqa."""
+    torch_home = os.environ.get("TORCH_HOME") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "torch")
+    return Path(torch_home) / "hub" / "pyiqa"
+
+
+def seed_weights(folder: Path) -> list[str]:
+    """Copy weight files that pyiqa would download into its cache, where missing: how an
+    offline machine (CI, a laptop on a plane) gets BRISQUE and NIQE. Returns what was copied."""
+    cache = pyiqa_cache()
+    cache.mkdir(parents=True, exist_ok=True)
+    copied = []
+    for weights in sorted(Path(folder).glob("*")):
+        target = cache / weights.name
+        if weights.suffix in (".pth", ".mat", ".pt", ".ckpt") and not target.exists():
+            shutil.copyfile(weights, target)
+            copied.append(weights.name)
+    return copied
+
+
+def _pyiqa() -> Any:
+    global _seeded
+    if not _seeded and os.environ.get("BANANA_WEIGHTS_DIR"):
+        seed_weights(Path(os.environ["BANANA_WEIGHTS_DIR"]))
+    _seeded = True
+    import pyiqa  # heavy (torch): imported on first use, never at app start
+
+    return pyiqa
+
+
+_seeded = False
+
+
+def no_reference_names() -> list[str]:
+    return list(_pyiqa().list_models(metric_mode="NR"))
+
+
+def metric_info(name: str) -> ScoreInfo:
+    """Orientation from pyiqa's table; the role from whether it needs a reference."""
+    config = _pyiqa().default_model_configs.DEFAULT_CONFIGS.get(name)
+    if config is None:
+        raise ValueError(f"unknown metric {name!r}; valid no-reference metrics: "
+                         f"{', '.join(no_reference_names())}")
+    role: Role = "fidelity" if config.get("metric_mode") == "FR" else "metric"
+    return ScoreInfo(name, role, bool(config.get("lower_better", False)), name,
+                     score_range=parse_score_range(config.get("score_range")))
+
+
+def parse_score_range(text: str | None) -> tuple[float, float] | None:
+    """pyiqa's `score_range` text -> (low, high): "~0, ~100" -> (0.0, 100.0) ("~" marks an
+    approximate end). None where an end is open ("0, ~") or the text is not a plain pair."""
+    parts = [part.strip().lstrip("~").strip() for part in (text or "").split(",")]
+    try:
+        low, high = (float(part) for part in parts)
+    except ValueError:  # an open end, or a multi-part description
+        return None
+    return (low, high) if high > low else None
+
+
+def build_metric(name: str, device: str) -> Any:
+    """Create the metric called `name`: a callable taking (image[, reference]) tensors from
+    `to_tensor` and returning a score (a number or a one-element tensor)."""
+    return _pyiqa().create_metric(name, device=device)
+
+
+def check_metric_names(names: list[str]) -> None:
+    """A clear error for an unknown or full-reference name, listing what is valid."""
+    valid = set(no_reference_names())
+    unknown = [n for n in names if n not in valid]
+    if unknown:
+        raise ValueError(f"unknown metric(s) {', '.join(unknown)}; valid no-reference "
+                         f"metrics: {', '.join(sorted(valid))}")
+
+
+def to_tensor(image: Image.Image) -> Any:
+    """PIL RGB -> float tensor (1, 3, H, W) in [0, 1], the input every pyiqa metric takes."""
+    import torch
+
+    array = np.asarray(image.convert("RGB"), dtype=np.float32) / 255.0
+    return torch.from_numpy(array).permute(2, 0, 1).unsqueeze(0).contiguous()
+
+
+class MetricPool:
+    """Process-wide cache of pyiqa metrics, created on first use and then reused."""
+
+    def __init__(self, device: str | None = None) -> None:
+        self._device = device
+        self._metrics: dict[str, Any] = {}
+        self._failures: dict[str, str] = {}
+        self._locks: dict[str, threading.Lock] = {}
+        self._create_lock = threading.Lock()
+
+    @property
+    def device(self) -> str:
+        if self._device is None:
+            import torch
+
+            self._device = "cuda" if torch.cuda.is_available() else "cpu"
+        return self._device
+
+    def get(self, name: str) -> Any:
+        with self._create_lock:
+            if name in self._failures:
+                raise MetricUnavailable(self._failures[name])
+            if name not in self._metrics:
+                try:
+                    self._metrics[name] = build_metric(name, self.device)
+                except Exception as error:  # any failure to build means "unavailable here"
+                    self._failures[name] = _reason(error)
+                    raise MetricUnavailable(self._failures[name]) from None
+                self._locks[name] = threading.Lock()
+            return self._metrics[name]
+
+    def unavailable_reason(self, name: str) -> str | None:
+        try:
+            self.get(name)
+        except MetricUnavailable as error:
+            return str(error)
+        return None
+
+    def score(self, name: str, image: Any, reference: Any | None = None) -> float:
+        """One score; `image` and `reference` are tensors from `to_tensor`."""
+        import torch
+
+        metric = self.get(name)
+        with self._locks[name], torch.inference_mode():
+            value = metric(image) if reference is None else metric(image, reference)
+        value = float(value.item() if hasattr(value, "item") else value)
+        return value if math.isfinite(value) else math.nan
+
+
+def _reason(error: Exception) -> str:
+    text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    if "urlopen" in text or "Name or service" in text or "resolve" in text.lower():
+        return f"weights could not be downloaded (offline?): {text[:160]}"
+    return f"{type(error).__name__}: {text[:200]}"
+
+
+POOL = MetricPool()

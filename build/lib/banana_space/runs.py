@@ -1,0 +1,182 @@
+"""Starting, resuming and pruning runs: the engine's front door for the CLI, the app and tests.
+
+`start_run` checks a `RunSpec`, builds the backend, judges and scorer, and returns a generator
+of events that is also being written to a fresh run directory. `resume_run` continues a run
+directory from its last complete frame with the settings it recorded.
+"""
+
+from __future__ import annotations
+
+import shutil
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from PIL import Image
+
+from .backends import REGISTRY as BACKENDS
+from .backends import Backend, BackendUnavailable, create_backend
+from .chain import Chain, run_chain
+from .events import Event, Finished, Notice, Started
+from .judges import REGISTRY as JUDGES
+from .judges import create_judges
+from .metrics import CPU_DEFAULTS, POOL, MetricPool, check_metric_names
+from .prompts import DEFAULT_PROMPT
+from .rundir import RunDir, load_run
+from .scoring import Scorer
+
+MAX_STEPS = 100
+SECRET_OPTIONS = frozenset({"api_key"})  # never written, logged or shown back
+
+# Run directories whose events are being written now, by any thread: prune_runs spares them.
+_WRITING: set[Path] = set()
+_WRITING_LOCK = threading.Lock()
+
+
+@dataclass
+class RunSpec:
+    image: Image.Image | None  # frame 0 (None for a backend that brings its own, e.g. replay)
+    steps: int
+    backend: str = "simulate"
+    backend_options: dict[str, Any] = field(default_factory=dict)
+    prompt: str = DEFAULT_PROMPT
+    seed: int = 0
+    metrics: Sequence[str] = CPU_DEFAULTS
+    judges: Sequence[str] = ()
+    judge_options: dict[str, Any] = field(default_factory=dict)
+    image_notes: list[str] = field(default_factory=list)
+
+
+def check_spec(spec: RunSpec) -> None:
+    """Raise ValueError with a message that lists what is valid."""
+    if not 1 <= spec.steps <= MAX_STEPS:
+        raise ValueError(f"steps must be between 1 and {MAX_STEPS}, got {spec.steps}")
+    if spec.backend not in BACKENDS:
+        raise ValueError(f"unknown backend {spec.backend!r}; valid backends: "
+                         f"{', '.join(BACKENDS)}")
+    unknown = [j for j in spec.judges if j not in JUDGES]
+    if unknown:
+        raise ValueError(f"unknown judge(s) {', '.join(unknown)}; valid judges: "
+                         f"{', '.join(JUDGES) or 'none'}")
+    takes = BACKENDS[spec.backend].info.options
+    extra = sorted(set(spec.backend_options) - set(takes))
+    if extra:
+        raise ValueError(f"backend {spec.backend!r} takes no option(s) {', '.join(extra)}; it "
+                         f"takes: {', '.join(takes) or 'none'}")
+    check_metric_names(list(spec.metrics))
+    if not spec.prompt.strip():
+        raise ValueError("the prompt is empty")
+
+
+def public_options(options: dict[str, Any]) -> dict[str, Any]:
+    """The options that may be recorded: plain values, never a secret."""
+    return {k: v for k, v in options.items()
+            if k not in SECRET_OPTIONS and isinstance(v, (str, int, float, bool, type(None)))}
+
+
+def _ready_backend(name: str, options: dict[str, Any]) -> Backend:
+    """The backend, or `BackendUnavailable` with its how-to before anything is written."""
+    backend = create_backend(name, **options)
+    reason = backend.unavailable_reason()
+    if reason:
+        raise BackendUnavailable(reason)
+    return backend
+
+
+def start_run(spec: RunSpec, root: Path, *, stop: threading.Event | None = None,
+              pool: MetricPool = POOL, run_id: str | None = None) -> Iterator[Event]:
+    """Check, build and start a run. Raises before anything is written if the spec is bad or
+    the backend cannot run here; afterwards every problem is an event."""
+    check_spec(spec)
+    backend = _ready_backend(spec.backend, spec.backend_options)
+    image, notes, steps = spec.image, list(spec.image_notes), spec.steps
+    if backend.info.plays_recording:  # the recording brings its own frame 0
+        loaded = backend.first_frame()
+        image, notes = loaded.image, notes + loaded.notes
+        steps = min(steps, backend.frame_count - 1)
+    if image is None:
+        raise ValueError("no input image")
+    judges = create_judges(list(spec.judges), spec.judge_options)
+    scorer = Scorer(spec.metrics, judges, pool)
+    run = _writing(RunDir.create(root, run_id))
+    settings = {
+        "backend": spec.backend, "backend_options": public_options(spec.backend_options),
+        "backend_settings": backend.settings(), "prompt": spec.prompt, "steps": steps,
+        "seed": spec.seed, "metrics": list(spec.metrics), "judges": list(spec.judges),
+        "judge_options": public_options(spec.judge_options), "input_size": list(image.size),
+        "input_notes": notes}
+    started = Started(run.path, steps, scorer.infos, scorer.unavailable, settings)
+    opening = [started, *(Notice(note, 0, "info") for note in notes),
+               *(Notice(f"{name} is unavailable: {why}", None)
+                 for name, why in scorer.unavailable.items())]
+    chain = Chain(image, backend, scorer, steps, spec.prompt, spec.seed)
+    return _recorded(run, opening, run_chain(chain, stop))
+
+
+def resume_run(path: Path, *, stop: threading.Event | None = None, pool: MetricPool = POOL,
+               api_key: str | None = None) -> Iterator[Event]:
+    """Continue a run directory from its last complete frame, with its recorded settings.
+    Keys are never recorded, so a keyed backend or judge takes `api_key`, or the environment's."""
+    saved = load_run(path)
+    settings = saved.meta["settings"]
+    if saved.last_step < 0:
+        raise ValueError(f"{path} has no complete frame to resume from")
+    secret = {"api_key": api_key} if api_key else {}
+    options = dict(settings.get("backend_options", {}))
+    if "api_key" in BACKENDS[settings["backend"]].info.options:
+        options.update(secret)
+    backend = _ready_backend(settings["backend"], options)
+    judges = create_judges(settings["judges"], {**settings.get("judge_options", {}), **secret})
+    scorer = Scorer(settings["metrics"], judges, pool)
+    run = _writing(RunDir.reopen(saved))
+    started = Started(run.path, settings["steps"], scorer.infos, scorer.unavailable, settings,
+                      first_step=saved.last_step + 1)
+    opening = [started, Notice(f"resumed after step {saved.last_step}", saved.last_step, "info")]
+    chain = Chain(saved.frame(saved.last_step), backend, scorer, settings["steps"],
+                  settings["prompt"], settings["seed"], start=saved.last_step,
+                  reference=saved.frame(0))
+    return _recorded(run, opening, run_chain(chain, stop))
+
+
+def _writing(run: RunDir) -> RunDir:
+    with _WRITING_LOCK:
+        _WRITING.add(run.path.resolve())
+    return run
+
+
+def _recorded(run: RunDir, opening: Iterable[Event], events: Iterator[Event]
+              ) -> Iterator[Event]:
+    """Write every event to the run directory before the caller sees it; the zip is made at
+    the end, whatever the end was. The directory counts as being written from its creation
+    until these events end or are closed."""
+    try:
+        for event in opening:
+            run.record(event)
+            yield event
+        for event in events:
+            run.record(event)
+            if isinstance(event, Finished):
+                run.zip()
+            yield event
+    finally:
+        events.close()
+        with _WRITING_LOCK:
+            _WRITING.discard(run.path.resolve())
+
+
+def prune_runs(root: Path, keep: int, active: Iterable[Path] = ()) -> list[Path]:
+    """Delete the oldest run directories beyond `keep`, never one being written (by any
+    thread of this process) nor one in `active`."""
+    with _WRITING_LOCK:
+        protected = {*_WRITING, *(Path(p).resolve() for p in active)}
+    root = Path(root)
+    runs = sorted((p for p in root.glob("*/run.json")), key=lambda p: p.stat().st_mtime)
+    doomed = [p.parent for p in runs[:max(0, len(runs) - keep)]
+              if p.parent.resolve() not in protected]
+    for directory in doomed:
+        shutil.rmtree(directory, ignore_errors=True)
+    return doomed
+
+

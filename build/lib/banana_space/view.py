@@ -1,0 +1,155 @@
+"""The one adapter from run events to what a screen shows, as plain data (no gradio here).
+
+`RunView.apply(event)` folds an event into the view and returns a `Screen`: the status line,
+the current frame, the strip of frames, the curves, the verdict table, what the model said and
+the zip. The app maps a `Screen` onto its components; tests read it directly.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .analysis import REFERENCE_METRIC, History
+from .events import Event, Finished, FrameMade, FrameScored, Notice, Started
+from .plots import Figure, delta_figure, raw_figure
+from .rundir import ZIP_NAME, SavedRun, frame_name, thumb_path
+
+# The answer first (it must fit a phone's width): does it detect, does it rank like fidelity.
+VERDICT_HEADERS = ["metric", "verdict", "ρ vs PSNR", "Δ now", "Δ5", "Δ10", "Δ20", "better when"]
+VERDICT_COLUMN = VERDICT_HEADERS.index("verdict")
+VERDICT_WORDS = {True: "✅ detects", False: "❌ fooled", None: "… undecided"}
+MAX_NOTICES_SHOWN = 4
+
+
+@dataclass
+class Screen:
+    status: str
+    frame: str | None
+    first_frame: str | None  # frame 0, what every frame is compared with
+    strip: list[tuple[str, str]]  # (thumbnail, frame) paths for each step so far
+    figure: Figure  # a plotly figure spec (plain dict)
+    verdict: list[list[Any]]
+    model_text: str
+    zip_path: str | None
+    run_dir: str | None
+    running: bool
+
+
+@dataclass
+class RunView:
+    raw: bool = False  # small multiples of raw scores instead of the shared delta axis
+    run_dir: Path | None = None
+    steps: int = 0
+    history: History = field(default_factory=lambda: History([]))
+    unavailable: dict[str, str] = field(default_factory=dict)
+    texts: dict[int, str] = field(default_factory=dict)
+    notices: list[str] = field(default_factory=list)
+    last_step: int = -1  # the newest frame made (its scores may still be coming)
+    calls: int = 0
+    cost_usd: float = 0.0
+    ended: Finished | None = None
+
+    def apply(self, event: Event) -> Screen:
+        if isinstance(event, Started):
+            self.run_dir, self.steps = event.run_dir, event.steps
+            self.unavailable = dict(event.unavailable)
+            if not self.history.infos:
+                self.history = History(event.infos)
+        elif isinstance(event, FrameMade):
+            self.last_step = event.step
+        elif isinstance(event, FrameScored):
+            self.history.add(event.step, event.scores)
+            self.calls += event.calls
+            self.cost_usd += event.cost_usd or 0.0
+            self.texts[event.step] = "\n".join(t for t in (event.text, event.judge_text) if t)
+        elif isinstance(event, Notice):
+            where = f"step {event.step}: " if event.step is not None else ""
+            self.notices.append(f"{where}{event.message}")
+        elif isinstance(event, Finished):
+            self.ended = event
+        return self.screen()
+
+    @classmethod
+    def from_saved(cls, saved: SavedRun) -> RunView:
+        """A finished (or killed) run read back from disk, as the screen showed it."""
+        view = cls(run_dir=saved.path, steps=saved.meta.get("steps", saved.last_step),
+                   unavailable=saved.meta.get("unavailable", {}), last_step=saved.last_step)
+        view.history = saved.history
+        view.texts = {step: row[5] for step, row in saved.steps.items() if len(row) > 5}
+        status = saved.meta.get("status", "running")
+        view.ended = Finished(status if status != "running" else "stopped", saved.last_step,
+                              saved.meta.get("reason") or
+                              ("interrupted: resume to continue" if status == "running" else ""))
+        return view
+
+    def frame_path(self, step: int) -> str | None:
+        if self.run_dir is None or step < 0:
+            return None
+        return str(self.run_dir / "frames" / frame_name(step))
+
+    def strip_path(self, step: int) -> str | None:
+        """The strip's small copy of a frame; the frame itself where a run has none."""
+        if self.run_dir is None or step < 0:
+            return None
+        thumb = thumb_path(self.run_dir, step)
+        return str(thumb) if thumb.is_file() else self.frame_path(step)
+
+    def screen(self) -> Screen:
+        strip = [(self.strip_path(s), self.frame_path(s)) for s in range(self.last_step + 1)]
+        zip_path = self.run_dir / ZIP_NAME if self.run_dir else None
+        figure = raw_figure(self.history) if self.raw else delta_figure(self.history)
+        return Screen(
+            status=self.status(), frame=self.frame_path(self.last_step),
+            first_frame=self.frame_path(0) if self.last_step >= 0 else None, strip=strip,
+            figure=figure, verdict=self.verdict_rows(), model_text=self.model_text(),
+            zip_path=str(zip_path) if zip_path and zip_path.is_file() and self.ended else None,
+            run_dir=str(self.run_dir) if self.run_dir else None, running=self.ended is None)
+
+    def status(self) -> str:
+        made = f"step {max(self.last_step, 0)} of {self.steps}"
+        # Calls and spend matter where calls cost money; an offline backend's are noise.
+        money = f" · {self.calls} calls · ≈ ${self.cost_usd:.2f} spent" if self.cost_usd else ""
+        if self.ended is None:
+            scoring = " · scoring it…" if self.history.last_step < self.last_step else ""
+            head = f"⏳ **Running** · {made}{scoring}{money}"
+        elif self.ended.status == "completed":
+            head = f"✅ **Completed** · {made}{money}"
+        elif self.ended.status == "stopped":
+            head = f"⏹ **Stopped** after step {self.ended.last_step}{money}. " \
+                   f"{self.ended.reason}. Frames 0–{self.ended.last_step} are kept."
+        else:
+            head = f"❌ **Failed**: {self.ended.reason}. Frames 0–{self.ended.last_step} and " \
+                   f"their scores are kept{money}."
+        if self.ended is not None and self.run_dir is not None:
+            head += f" · [link to this run](?run={self.run_dir.name})"
+        recent = self.notices[-MAX_NOTICES_SHOWN:]
+        return head + "".join(f"\n\n⚠️ {n}" for n in recent)
+
+    def verdict_rows(self) -> list[list[Any]]:
+        """One row per column of scores; "—" where a checkpoint lies beyond the run so far."""
+        rows = []
+        last = self.history.last_step
+        for row in self.history.verdict():
+            info = self.history.infos[row.metric]
+            label = f"{row.metric} (reference)" if info.role != "metric" else row.metric
+            deltas = self.history.deltas(row.metric)
+            at = [_fmt(v) if step <= last else "—" for step, v in
+                  ((5, row.delta_5), (10, row.delta_10), (20, row.delta_20))]
+            rho = "" if row.metric == REFERENCE_METRIC else _fmt(row.spearman_vs_psnr)
+            rows.append([label, VERDICT_WORDS[row.detects], rho,
+                         _fmt(deltas[-1]) if deltas else "", *at,
+                         info.direction.split(" is ")[0]])
+        rows += [[name, f"unavailable: {why}", "", "", "", "", "", ""]
+                 for name, why in self.unavailable.items()]
+        return rows
+
+    def model_text(self) -> str:
+        said = [f"**step {s}**: {t}" for s, t in sorted(self.texts.items()) if t.strip()]
+        return "\n\n".join(said[-20:]) or "_The generator said nothing (or has no words)._"
+
+
+def _fmt(value: float) -> str:
+    return "" if math.isnan(value) else f"{value:.3g}"

@@ -1,0 +1,115 @@
+"""Shipping: the Space card matches the code's model tables, and `pip install .` gives a working
+`banana-space` command.
+
+The card (README front matter) is what the Hub reads: `models` links the Space to every
+checkpoint it can load, `preload_from_hub` bakes the default editor's and judge's weights into
+the image. Both are checked against the tables in the code, in both directions, so they never
+drift. The install test builds the package from this checkout into a fresh venv with
+`--no-deps` (offline), and lends it this venv's dependencies through a `.pth` file.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sysconfig
+import venv
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import REPO
+from PIL import Image
+
+from banana_space.backends.diffusers_edit import MODELS, VARIANTS
+from banana_space.judges.visualquality_r1 import REPO_ID as JUDGE_REPO
+
+
+def front_matter() -> dict:
+    text = (REPO / "README.md").read_text()
+    assert text.startswith("---\n"), "README.md must open with the Space card's front matter"
+    return yaml.safe_load(text.split("---\n", 2)[1])
+
+
+def code_models() -> set[str]:
+    """Every Hub checkpoint the code can load: the open editors' table and the judge."""
+    return {model.repo_id for model in MODELS.values()} | {JUDGE_REPO}
+
+
+def test_card_lists_exactly_the_models_the_code_loads() -> None:
+    card = front_matter()
+    assert set(card["models"]) == code_models()
+    assert len(card["models"]) == len(set(card["models"])), "a model is listed twice"
+
+
+def test_card_preloads_the_default_open_editor_and_the_judge() -> None:
+    card = front_matter()
+    preload = {entry.split()[0] for entry in card["preload_from_hub"]}
+    default_editor = MODELS[next(iter(VARIANTS["flux2"].values()))].repo_id
+    assert preload == {default_editor, JUDGE_REPO}
+    assert preload <= set(card["models"])
+
+
+def test_card_names_licence_dataset_tags_and_hardware() -> None:
+    card = front_matter()
+    assert card["license"] == "apache-2.0"  # the code's own; the README's table has the rest
+    assert (REPO / "LICENSE").read_text().lstrip().startswith("Apache License")
+    assert card["datasets"] == ["kenantang/Banana100"]
+    assert {"image-quality-assessment", "mcp-server"} <= set(card["tags"])
+    assert card["suggested_hardware"] == "zero-a10g"
+    assert card["app_file"] == "app.py" and card["sdk"] == "gradio"
+
+
+def test_readme_has_the_licences_table_and_the_page_links_to_it() -> None:
+    readme = (REPO / "README.md").read_text()
+    assert "## Licences and terms" in readme
+    for thing in ("PolyForm Noncommercial", "CC BY-NC-SA 4.0", "FLUX.1 [dev] Non-Commercial"):
+        assert thing in readme, thing
+    assert "#licences-and-terms" in (REPO / "app.py").read_text()
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh venv with this checkout installed as a package (no network, no build
+    isolation); its dependencies come from the test venv through a .pth file."""
+    target = tmp_path_factory.mktemp("install") / "venv"
+    venv.create(target, with_pip=False)
+    python = target / "bin" / "python"
+    purelib = subprocess.check_output(
+        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], text=True)
+    Path(purelib.strip(), "lend-deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    build = tmp_path_factory.mktemp("build")
+    subprocess.run([python, "-m", "pip", "install", "--quiet", "--no-deps",
+                    "--no-build-isolation", "--no-index", str(REPO)],
+                   check=True, cwd=build, env={**os.environ, "PIP_NO_INPUT": "1"})
+    return target
+
+
+def test_pip_install_gives_the_banana_space_command(installed: Path, tmp_path: Path) -> None:
+    command = installed / "bin" / "banana-space"
+    assert command.is_file()
+    shown = subprocess.run([command, "--help"], capture_output=True, text=True, cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.startswith("usage: banana-space ")
+    for subcommand in ("run", "score", "resume"):
+        assert subcommand in shown.stdout
+    # The command runs the installed copy, not this checkout.
+    where = subprocess.check_output(
+        [installed / "bin" / "python", "-c", "import banana_space; print(banana_space.__file__)"],
+        text=True, cwd=tmp_path)
+    assert not where.startswith(str(REPO)), where
+
+
+def test_installed_command_scores_a_tiny_chain(installed: Path, tmp_path: Path) -> None:
+    frames = tmp_path / "frames"
+    frames.mkdir()
+    base = Image.linear_gradient("L").resize((64, 64)).convert("RGB")
+    for step in range(3):
+        base.point(lambda v, s=step: min(255, v + 9 * s)).save(frames / f"{step}.png")
+    scored = subprocess.run(
+        [installed / "bin" / "banana-space", "score", str(frames), "--metrics", "piqe",
+         "--out", str(tmp_path / "scored")], capture_output=True, text=True, cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": ""}, timeout=600)
+    assert scored.returncode == 0, scored.stderr[-2000:]
+    assert (tmp_path / "scored" / "verdict.csv").read_text().splitlines()[0].startswith("metric")
+    assert "piqe" in scored.stdout
