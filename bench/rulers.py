@@ -14,7 +14,8 @@
    rulers were designed from the artifacts' descriptions (rulers.py), never from these
    verdicts.
 
-    .venv/bin/python bench/rulers.py [--repeats 5] [--steps 20] [--skip-speed] [--skip-detect]
+    .venv/bin/python bench/rulers.py [--metrics rulers,classics] [--repeats 5] [--steps 20]
+                                     [--skip-speed] [--skip-detect]
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import _setup
 
 from banana_space.analysis import VerdictRow
 from banana_space.backends import simulate
-from banana_space.metrics import POOL, expand_metric_names, to_tensor
+from banana_space.metrics import POOL, check_metric_names, expand_metric_names, to_tensor
 from banana_space.rulers import RULERS
 from banana_space.rundir import load_run
 from banana_space.runs import RunSpec, start_run
@@ -38,10 +39,9 @@ from banana_space.runs import RunSpec, start_run
 FRAME_SIDE = 1024
 STARTS = sorted(path for path in (_setup.REPO / "assets" / "examples").iterdir()
                 if path.suffix in (".png", ".jpg"))
-METRICS = expand_metric_names("rulers,classics")
 
 
-def seconds_per_frame(repeats: int) -> list[list[Any]]:
+def seconds_per_frame(metrics: list[str], repeats: int) -> list[list[Any]]:
     """Each metric's median seconds on one 1024 px frame (a `simulate` step of a photo, so
     it carries the static a chain adds), one thread."""
     import torch
@@ -50,7 +50,7 @@ def seconds_per_frame(repeats: int) -> list[list[Any]]:
     photo = _setup.photo(FRAME_SIDE)
     frame = to_tensor(simulate.SimulateBackend().edit(photo, "", seed=0, step=1).image)
     rows = []
-    for name in METRICS:
+    for name in metrics:
         POOL.score(name, frame)  # warm-up: creation, lazy imports, first-touch allocation
         cpu, wall = [], []
         for _ in range(repeats):
@@ -74,23 +74,24 @@ def profiles() -> list[tuple[str, dict[str, Any]]]:
     return [("default", {})]
 
 
-def verdicts(start: Path, options: dict[str, Any], steps: int, root: Path) -> list[VerdictRow]:
+def verdicts(start: Path, options: dict[str, Any], steps: int, metrics: list[str],
+             root: Path) -> list[VerdictRow]:
     from banana_space.images import load_image
 
-    spec = RunSpec(load_image(start).image, steps, "simulate", options, metrics=METRICS)
+    spec = RunSpec(load_image(start).image, steps, "simulate", options, metrics=metrics)
     run_id = f"{start.stem}-{options.get('profile', 'default')}"
     for _ in start_run(spec, root, run_id=run_id):
         pass
     return [row for row in load_run(root / run_id).history.verdict() if row.role == "metric"]
 
 
-def detection(steps: int) -> None:
+def detection(metrics: list[str], steps: int) -> None:
     summary: dict[str, dict[str, int]] = {}
     with tempfile.TemporaryDirectory(prefix="banana-bench-rulers-") as folder:
         for profile, options in profiles():
-            counts = summary.setdefault(profile, dict.fromkeys(METRICS, 0))
+            counts = summary.setdefault(profile, dict.fromkeys(metrics, 0))
             for start in STARTS:
-                rows = verdicts(start, options, steps, Path(folder))
+                rows = verdicts(start, options, steps, metrics, Path(folder))
                 _setup.print_table(
                     f"profile {profile}, start {start.name}: oriented deltas (negative = worse)",
                     ["metric", "family", "Δ5", "Δ10", "Δ20", "detects"],
@@ -100,21 +101,25 @@ def detection(steps: int) -> None:
                 for row in rows:
                     counts[row.metric] += bool(row.detects)
     print(f"\n### Detects on how many of the {len(STARTS)} bundled starts ({steps} steps)\n")
-    print("| profile | " + " | ".join(f"{m} (ours)" if m in RULERS else m for m in METRICS)
+    print("| profile | " + " | ".join(f"{m} (ours)" if m in RULERS else m for m in metrics)
           + " |")
-    print("|---|" + "---:|" * len(METRICS))
+    print("|---|" + "---:|" * len(metrics))
     for profile, counts in summary.items():
-        print(f"| {profile} | " + " | ".join(f"{counts[m]}/{len(STARTS)}" for m in METRICS)
+        print(f"| {profile} | " + " | ".join(f"{counts[m]}/{len(STARTS)}" for m in metrics)
               + " |")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--metrics", default="rulers,classics",
+                        help="metric names or presets, as the CLI takes them")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--skip-speed", action="store_true")
     parser.add_argument("--skip-detect", action="store_true")
     args = parser.parse_args()
+    metrics = expand_metric_names(args.metrics)
+    check_metric_names(metrics)
     print(_setup.describe_machine())
     if not args.skip_speed:
         _setup.print_table(
@@ -122,9 +127,9 @@ def main() -> None:
             "goal for a ruler: <= 0.1 CPU s",
             ["metric", "family", "CPU s (median)", "CPU s (best)", "wall s (median)",
              "ruler within goal"],
-            seconds_per_frame(args.repeats))
+            seconds_per_frame(metrics, args.repeats))
     if not args.skip_detect:
-        detection(args.steps)
+        detection(metrics, args.steps)
 
 
 if __name__ == "__main__":
