@@ -7,9 +7,10 @@
    which a busy shared machine inflates less than wall time; both are printed. Goal: each
    ruler <= 0.1 s.
 2. Detection: every ruler and the four classics on every `simulate` profile (read from the
-   backend's table when it has one, else its single model) from every bundled start, through
-   the engine (`start_run`, a temporary run directory, `History.verdict`): a metric *detects*
-   when its oriented delta is negative at steps 5, 10 and 20 (Banana100, Sec. 4). Printed per
+   backend's table when it has one, else its single model) from every bundled start, scored
+   through the shared metric pool and judged by `analysis` (oriented deltas, the verdict): a
+   metric *detects* when its oriented delta is negative at steps 5, 10 and 20 (Banana100,
+   Sec. 4). Printed per
    start, then as a summary of how many starts each metric detects on, per profile. The
    rulers were designed from the artifacts' descriptions (rulers.py), never from these
    verdicts.
@@ -22,19 +23,23 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import _setup
 
-from banana_space.analysis import VerdictRow
-from banana_space.backends import simulate
-from banana_space.metrics import POOL, check_metric_names, expand_metric_names, to_tensor
+from banana_space.analysis import CHECKPOINTS, detects_degradation, oriented_deltas
+from banana_space.backends import create_backend, simulate
+from banana_space.metrics import (
+    POOL,
+    check_metric_names,
+    expand_metric_names,
+    metric_info,
+    to_tensor,
+)
+from banana_space.prompts import DEFAULT_PROMPT
 from banana_space.rulers import RULERS
-from banana_space.rundir import load_run
-from banana_space.runs import RunSpec, start_run
 
 FRAME_SIDE = 1024
 STARTS = sorted(path for path in (_setup.REPO / "assets" / "examples").iterdir()
@@ -74,32 +79,45 @@ def profiles() -> list[tuple[str, dict[str, Any]]]:
     return [("default", {})]
 
 
-def verdicts(start: Path, options: dict[str, Any], steps: int, metrics: list[str],
-             root: Path) -> list[VerdictRow]:
+def verdicts(start: Path, options: dict[str, Any], steps: int,
+             metrics: list[str]) -> list[tuple[str, list[float], bool | None]]:
+    """One chain from `start`, each frame scored as a run scores it (the shared `POOL`, on a
+    tensor), each metric oriented by its own table and judged by the paper's rule. No run
+    directory and no fidelity: on a busy 2-core machine those (PNG writes, ssim) would make
+    every profile and start take hours."""
     from banana_space.images import load_image
 
-    spec = RunSpec(load_image(start).image, steps, "simulate", options, metrics=metrics)
-    run_id = f"{start.stem}-{options.get('profile', 'default')}"
-    for _ in start_run(spec, root, run_id=run_id):
-        pass
-    return [row for row in load_run(root / run_id).history.verdict() if row.role == "metric"]
+    backend = create_backend("simulate", **options)
+    frame = load_image(start).image
+    scores: dict[str, list[float]] = {name: [] for name in metrics}
+    for step in range(steps + 1):
+        if step:
+            frame = backend.edit(frame, DEFAULT_PROMPT, seed=0, step=step).image
+        tensor = to_tensor(frame)
+        for name in metrics:
+            scores[name].append(POOL.score(name, tensor))
+    rows = []
+    for name in metrics:
+        deltas = oriented_deltas(scores[name], metric_info(name).lower_better)
+        rows.append((name, [deltas[s] for s in CHECKPOINTS if s <= steps],
+                     detects_degradation(deltas)))
+    return rows
 
 
 def detection(metrics: list[str], steps: int) -> None:
     summary: dict[str, dict[str, int]] = {}
-    with tempfile.TemporaryDirectory(prefix="banana-bench-rulers-") as folder:
-        for profile, options in profiles():
-            counts = summary.setdefault(profile, dict.fromkeys(metrics, 0))
-            for start in STARTS:
-                rows = verdicts(start, options, steps, metrics, Path(folder))
-                _setup.print_table(
-                    f"profile {profile}, start {start.name}: oriented deltas (negative = worse)",
-                    ["metric", "family", "Δ5", "Δ10", "Δ20", "detects"],
-                    [[r.metric, "ours" if r.metric in RULERS else "pyiqa", r.delta_5,
-                      r.delta_10, r.delta_20, {True: "yes", False: "no", None: "?"}[r.detects]]
-                     for r in rows])
-                for row in rows:
-                    counts[row.metric] += bool(row.detects)
+    for profile, options in profiles():
+        counts = summary.setdefault(profile, dict.fromkeys(metrics, 0))
+        for start in STARTS:
+            rows = verdicts(start, options, steps, metrics)
+            _setup.print_table(
+                f"profile {profile}, start {start.name}: oriented deltas (negative = worse)",
+                ["metric", "family", *(f"Δ{s}" for s in CHECKPOINTS if s <= steps), "detects"],
+                [[name, "ours" if name in RULERS else "pyiqa", *deltas,
+                  {True: "yes", False: "no", None: "?"}[detects]]
+                 for name, deltas, detects in rows])
+            for name, _, detects in rows:
+                counts[name] += bool(detects)
     print(f"\n### Detects on how many of the {len(STARTS)} bundled starts ({steps} steps)\n")
     print("| profile | " + " | ".join(f"{m} (ours)" if m in RULERS else m for m in metrics)
           + " |")
