@@ -22,6 +22,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import statistics
 import time
 from pathlib import Path
@@ -105,9 +106,12 @@ def verdicts(start: Path, options: dict[str, Any], steps: int,
 
 
 def detection(metrics: list[str], steps: int) -> None:
-    summary: dict[str, dict[str, int]] = {}
+    """Per start, each metric's oriented deltas; then, per profile, on how many starts each
+    metric detects and the median of its last delta, since the paper's rule counts any
+    negative delta, however small (a ruler moving by 1e-9 "detects")."""
+    results: dict[str, dict[str, list[tuple[bool | None, float]]]] = {}
     for profile, options in profiles():
-        counts = summary.setdefault(profile, dict.fromkeys(metrics, 0))
+        by_metric = results.setdefault(profile, {name: [] for name in metrics})
         for start in STARTS:
             rows = verdicts(start, options, steps, metrics)
             _setup.print_table(
@@ -116,15 +120,22 @@ def detection(metrics: list[str], steps: int) -> None:
                 [[name, "ours" if name in RULERS else "pyiqa", *deltas,
                   {True: "yes", False: "no", None: "?"}[detects]]
                  for name, deltas, detects in rows])
-            for name, _, detects in rows:
-                counts[name] += bool(detects)
-    print(f"\n### Detects on how many of the {len(STARTS)} bundled starts ({steps} steps)\n")
+            for name, deltas, detects in rows:
+                by_metric[name].append((detects, deltas[-1] if deltas else math.nan))
+    print(f"\nDetects on how many of the {len(STARTS)} bundled starts ({steps} steps), and the "
+          "median last oriented delta (negative = worse):\n")
     print("| profile | " + " | ".join(f"{m} (ours)" if m in RULERS else m for m in metrics)
           + " |")
     print("|---|" + "---:|" * len(metrics))
-    for profile, counts in summary.items():
-        print(f"| {profile} | " + " | ".join(f"{counts[m]}/{len(STARTS)}" for m in metrics)
-              + " |")
+    for profile, by_metric in results.items():
+        print(f"| {profile} | " + " | ".join(_cell(by_metric[m]) for m in metrics) + " |")
+
+
+def _cell(outcomes: list[tuple[bool | None, float]]) -> str:
+    detected = sum(bool(detects) for detects, _ in outcomes)
+    last = [delta for _, delta in outcomes if math.isfinite(delta)]
+    median = f"{statistics.median(last):.2g}" if last else "n/a"
+    return f"{detected}/{len(outcomes)} ({median})"
 
 
 def main() -> None:
