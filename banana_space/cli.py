@@ -26,7 +26,7 @@ from typing import Any
 
 from .events import Event, Finished, FrameScored, Notice, Started
 from .images import BadImage, load_image
-from .metrics import CPU_DEFAULTS, check_metric_names, expand_metric_names
+from .metrics import CPU_DEFAULTS, PRESET_KEYS, check_metric_names, expand_metric_names
 from .prompts import DEFAULT_PROMPT
 
 EXIT_CODES = {"completed": 0, "failed": 1, "stopped": 130}
@@ -60,7 +60,8 @@ def _parser(prog: str) -> argparse.ArgumentParser:
                        help="score on Ray: alone, a local Ray; or a cluster's ADDRESS (auto)")
     for command in (run, score, table):
         command.add_argument("--metrics", default=",".join(CPU_DEFAULTS),
-                             help="comma-separated metric names and presets (e.g. banana100)")
+                             help="comma-separated no-reference metric names or presets ("
+                                  f"{', '.join(PRESET_KEYS)}), e.g. rulers,brisque")
     table.add_argument("--out", type=Path, required=True, help="the table's folder")
     for command in (run, score):
         command.add_argument("--judges", default="", help="comma-separated judge names")
