@@ -116,10 +116,20 @@ def metric_info(name: str) -> ScoreInfo:
         raise ValueError(f"unknown metric {name!r}; valid no-reference metrics: "
                          f"{', '.join(no_reference_names())}")
     role: Role = "fidelity" if config.get("metric_mode") == "FR" else "metric"
-    low_high = config.get("score_range")
-    score_range = (float(low_high[0]), float(low_high[1])) if low_high else None
     return ScoreInfo(name, role, bool(config.get("lower_better", False)), name,
-                     score_range=score_range)
+                     score_range=parse_score_range(config.get("score_range")))
+
+
+def parse_score_range(text: str | None) -> tuple[float, float] | None:
+    """pyiqa writes ranges as text: "0, 1", "~0, ~150" (about), "0, ~" (no upper bound).
+    (low, high) when both ends are numbers ("about" is close enough to scale a curve by),
+    else None: an open or odd range ("quality: 0, 1; rank: 0, 2") scales nothing."""
+    ends = [end.strip().lstrip("~") for end in str(text or "").split(",")]
+    try:
+        low, high = (float(end) for end in ends)
+    except ValueError:  # not two numbers
+        return None
+    return (low, high) if high > low else None
 
 
 def build_metric(name: str, device: str) -> Any:
