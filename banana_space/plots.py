@@ -29,7 +29,7 @@ from .metrics import ScoreInfo
 Figure = dict[str, Any]  # {"data": [trace, ...], "layout": {...}}, as plotly.js takes it
 
 TEMPLATE = "plotly_white"
-DELTA_TITLE = "Change since the input, as a share of each score's range (below 0 = worse)"
+DELTA_TITLE = "Change vs the input, as a share of each score's range"
 RAW_TITLE = "Raw scores, one chart per score (as each metric reports it)"
 REFERENCE_COLOURS = {"fidelity": ["#111111", "#555555"], "judge": ["#6a1b9a", "#4527a0"]}
 DETECTS_COLOURS = ["#1b7f3b", "#00695c", "#33691e", "#1b5e20", "#2f7d6d", "#00796b"]
