@@ -376,9 +376,12 @@ PAGE_JS = """() => {
     {subtree: true, childList: true, attributes: true, attributeFilter: ['src', 'value']});
   document.addEventListener('input', describe);
 }"""
-# Gradio's Soft theme writes help text at 2.5:1 on white; these read at >= 4.5:1.
+# Gradio's Soft theme writes help text at 2.5:1 on white and labels in indigo at 3.6:1 on
+# their pale chips; these read at >= 4.5:1.
 THEME = gr.themes.Soft().set(block_info_text_color="#4b5563",
-                             block_info_text_color_dark="#d1d5db")
+                             block_info_text_color_dark="#d1d5db",
+                             block_title_text_color="*primary_700",
+                             block_label_text_color="*primary_700")
 
 with gr.Blocks(title="Banana Space") as demo:
     gr.Markdown(INTRO)
