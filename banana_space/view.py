@@ -145,7 +145,7 @@ class RunView:
             label = display_name(info) + (" (reference)" if info.role != "metric" else "")
             if info.role == "fidelity":  # by its value: "= 27.8 dB" (a Δ from 80 dB is noise)
                 series = self.history.scores[row.metric]
-                at = [f"= {value_text(row.metric, series[s])}" if s <= last else "—"
+                at = [f"= {value_text(row.metric, series[s])}" if 0 <= s <= last else "—"
                       for s in (*CHECKPOINTS, last)]
             else:
                 deltas = self.history.deltas(row.metric)

@@ -58,6 +58,9 @@ def test_fidelity_is_shown_by_its_value_and_early_verdicts_say_so_far() -> None:
     assert rows["niqe"][VERDICT_COLUMN] == "✅ detects so far"
     view.history = history(20)
     assert rows_of(view)["niqe"][VERDICT_COLUMN] == "✅ detects"
+    # Before frame 0 is scored, the table lists the columns with nothing in them yet.
+    empty = rows_of(RunView(steps=20, history=History(INFOS)))
+    assert empty["psnr (reference)"][now] == "—" and empty["brisque"][now] == ""
 
 
 def test_the_status_says_why_a_run_stopped_once_and_marks_notices_by_level() -> None:
