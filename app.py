@@ -32,6 +32,15 @@ from banana_space.prompts import PRESETS as PROMPTS
 from banana_space.rundir import ZIP_NAME, RunDir, load_run
 from banana_space.runs import MAX_STEPS, RunSpec, prune_runs, resume_run, start_run
 from banana_space.view import VERDICT_HEADERS, RunView, Screen
+from page_style import (
+    PAGE_CSS,
+    PAGE_JS,
+    SCROLL_TO_RESULT_JS,
+    SHARE_CSS,
+    SHARE_HTML,
+    SHARE_JS,
+    THEME,
+)
 
 HERE = Path(__file__).parent
 RUNS_ROOT = Path(os.environ.get("BANANA_RUNS_DIR", HERE / "runs")).resolve()
@@ -71,7 +80,7 @@ def outputs_of(screen: Screen) -> tuple[Any, ...]:
     zoomed = gr.skip() if screen.running else magnify(screen.run_dir, newest)
     return (screen.status, screen.frame, strip_html(screen.strip), plot, screen.verdict,
             screen.model_text, download, screen.run_dir,
-            (screen.first_frame, screen.frame) if screen.first_frame else None,
+            compared((screen.first_frame, screen.frame) if screen.first_frame else None, newest),
             gr.update(maximum=max(1, newest), value=newest), screen.summary,
             share_link(screen.run_dir, newest), zoomed)
 
@@ -238,8 +247,14 @@ def compare(run_dir: str | None, step: int) -> tuple[Any, Any, Any]:
     chosen = frames / f"step_{int(step):03d}.png"
     if not chosen.is_file():
         return gr.skip(), gr.skip(), gr.skip()
-    return ((str(frames / "step_000.png"), str(chosen)), magnify(run_dir, int(step)),
-            share_link(run_dir, int(step)))
+    return (compared((str(frames / "step_000.png"), str(chosen)), int(step)),
+            magnify(run_dir, int(step)), share_link(run_dir, int(step)))
+
+
+def compared(pair: tuple[str, str] | None, step: int) -> Any:
+    """The compare slider's pictures, its label naming its sides."""
+    side = f"◀ input · step {step} ▶" if pair else "Input vs frame i"
+    return gr.update(value=pair, label=f"{side} (drag the handle)")
 
 
 # ---- Sharing, the magnifier and the examples' thumbnails (layout helpers, no run logic) ----
@@ -315,74 +330,6 @@ watch('value', () => {
   if (s) s.scrollLeft = left ?? s.scrollWidth;
 });"""
 
-# ---- Sharing: one control that copies the link to this view (run + compared frame) ----
-SHARE_HTML = """<div class="share">${value ? `<button type="button">🔗 Copy a link to this view
-</button> <a href="${value}" rel="noopener">${value}</a> <span role="status"></span>` :
-'<span class="none">A link to share appears here once a run has frames.</span>'}</div>"""
-SHARE_CSS = """.share {display: flex; flex-wrap: wrap; gap: 8px; align-items: center}
-.share button {padding: 6px 12px; border-radius: 6px; border: 1px solid #6b7280;
-               background: white; color: #111827; cursor: pointer}
-.share a {color: #1d4ed8; word-break: break-all; font-size: 13px}
-.share .none, .share span {color: #4b5563; font-size: 13px}"""
-# The clipboard needs a secure page (https or localhost); elsewhere the link is selected, so
-# Ctrl+C copies it.
-SHARE_JS = """element.addEventListener('click', async (event) => {
-  if (!event.target.closest('button')) return;
-  const link = element.querySelector('a');
-  const said = element.querySelector('[role=status]');
-  const url = new URL(link.getAttribute('href'), window.location.href).href;
-  try {
-    await navigator.clipboard.writeText(url);
-    said.textContent = 'Copied ✓';
-  } catch (error) {
-    window.getSelection().selectAllChildren(link);
-    said.textContent = 'Selected: press Ctrl+C (or ⌘C) to copy';
-  }
-});"""
-# Opened from a shared link, the page scrolls to the result, which otherwise starts a screen
-# and a half down on a phone.
-SCROLL_TO_RESULT_JS = """() => {
-  if (!new URLSearchParams(window.location.search).has('run')) return;
-  const summary = document.querySelector('#summary');
-  if (summary) setTimeout(() => summary.scrollIntoView({block: 'start'}), 50);
-}"""
-
-# ---- Page-wide CSS and JS: the compare slider's side labels, alt text, readable help ----
-PAGE_CSS = """#summary {font-size: 1.15em; line-height: 1.45; scroll-margin-top: 8px}
-#summary p {margin: 4px 0}
-#compare {position: relative}
-#compare::before, #compare::after {position: absolute; bottom: 34px; z-index: 5;
-  padding: 2px 8px; border-radius: 4px; background: rgba(17, 24, 39, .78); color: white;
-  font-size: 13px; pointer-events: none}
-#compare::before {content: "◀ input"; left: 10px}
-#compare::after {content: attr(data-step) " ▶"; right: 10px}
-#compare:not([data-step])::before, #compare:not([data-step])::after {display: none}
-#plot {min-height: 380px}"""
-PAGE_JS = """() => {
-  // The compare slider names its sides, and every picture says what it shows to a reader
-  // that cannot see it (gr.ImageSlider has no alt text of its own).
-  const describe = () => {
-    const compare = document.querySelector('#compare');
-    const step = document.querySelector('#compare-step input[type=range]')?.value;
-    if (!compare) return;
-    const images = compare.querySelectorAll('img');
-    if (images.length >= 2 && step !== undefined) {
-      compare.setAttribute('data-step', `step ${step}`);
-      images[0].alt = 'the input, step 0 (left of the slider)';
-      images[1].alt = `frame ${step} of the chain (right of the slider)`;
-    } else compare.removeAttribute('data-step');
-  };
-  new MutationObserver(describe).observe(document.body,
-    {subtree: true, childList: true, attributes: true, attributeFilter: ['src', 'value']});
-  document.addEventListener('input', describe);
-}"""
-# Gradio's Soft theme writes help text at 2.5:1 on white and labels in indigo at 3.6:1 on
-# their pale chips; these read at >= 4.5:1.
-THEME = gr.themes.Soft().set(block_info_text_color="#4b5563",
-                             block_info_text_color_dark="#d1d5db",
-                             block_title_text_color="*primary_700",
-                             block_label_text_color="*primary_700")
-
 with gr.Blocks(title="Banana Space") as demo:
     gr.Markdown(INTRO)
     with gr.Row():
@@ -441,7 +388,7 @@ with gr.Blocks(title="Banana Space") as demo:
             summary = gr.Markdown(elem_id="summary")
             with gr.Row(equal_height=False):
                 with gr.Column(min_width=320):
-                    before_after = gr.ImageSlider(label="Input vs frame i (drag the handle)",
+                    before_after = gr.ImageSlider(label=compared(None, 0)["label"],
                                                   type="filepath", height=300,
                                                   elem_id="compare")
                     compare_step = gr.Slider(0, 1, value=1, step=1, label="Compare frame i",
