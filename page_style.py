@@ -41,10 +41,11 @@ SCROLL_TO_RESULT_JS = """() => {
   if (summary) setTimeout(() => summary.scrollIntoView({block: 'start'}), 50);
 }"""
 
-# ---- Page-wide CSS and JS: the summary's type, alt text, a narrower table on phones ----
+# ---- Page-wide CSS and JS: the summary's type, alt text, grids that fit a phone ----
 PAGE_CSS = """#summary {font-size: 1.15em; line-height: 1.45; scroll-margin-top: 8px}
 #summary p {margin: 4px 0}
 #plot {min-height: 380px}
+#examples .grid-container {grid-template-columns: repeat(auto-fill, minmax(76px, 1fr))}
 @media (max-width: 640px) {#verdict {font-size: 12px}}"""
 PAGE_JS = r"""() => {
   // Every picture says what it shows to a reader that cannot see it (gr.ImageSlider has no

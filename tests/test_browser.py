@@ -41,6 +41,7 @@ from banana_space.view import VERDICT_COLUMN
 pytestmark = [pytest.mark.browser, pytest.mark.app]
 
 CHROMIUM = Path("/usr/bin/chromium")
+EXAMPLES = Path(__file__).parents[1] / "assets" / "examples"
 LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 SCREENSHOTS = Path(os.environ.get("BANANA_SCREENSHOTS") or tempfile.mkdtemp(prefix="shots-"))
@@ -327,6 +328,7 @@ def test_a_run_streams_in_frame_by_frame_and_downloads(page: Page, visitors: Vis
     phone = visitors.open(PHONE, url=link)
     wait_for_status(phone, "Completed", timeout_s=30)
     phone.wait_for_function(f"({COMPARE_JS})().label.startsWith('◀ input · step 3 ▶')")
+    phone.wait_for_function(f"({SNAPSHOT_JS})().points === {final.points}")  # plot drawn
     shared = look(phone)
     assert shared.frames == steps + 1 and shared.points == final.points
     assert shared.summary == final.summary
@@ -432,8 +434,18 @@ def test_the_result_reads_at_every_size(visitors: Visitors, viewport: dict[str, 
     """A recorded chain at each width: no console error (the fixture), help text readable,
     and at 1280x720 the finding, the frames and the curves on one screen."""
     page = visitors.open(viewport)
-    thumbnails = page.evaluate("[...document.querySelectorAll('#examples img')].length")
-    assert thumbnails >= 4  # the example pictures are pictures, not file names
+    # The example pictures are pictures (not file names), all in view without scrolling
+    # sideways, and a click on one makes it the upload.
+    page.locator("#examples img").first.wait_for()
+    gallery = page.evaluate("""() => {
+      const grid = document.querySelector('#examples .grid-container');
+      return {shown: grid.querySelectorAll('img').length,
+              overflow: grid.scrollWidth - grid.clientWidth};
+    }""")
+    assert gallery["shown"] >= 4 and gallery["overflow"] <= 1, gallery
+    first = min(p for p in EXAMPLES.glob("*.*") if p.suffix != ".md").stem
+    page.locator("#examples img").first.click()
+    page.locator("#upload").get_by_text(first).wait_for()
     texts = page.evaluate(COLOURS_JS, "#backend .info-text, #backend [data-testid=block-info]")
     assert texts and all(contrast(c, b) >= 4.5 for _, c, b in texts), texts
     open_recorded(page)
