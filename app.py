@@ -153,6 +153,7 @@ def resume(run_dir: str | None, api_key: str, raw: bool, request: gr.Request) ->
     if saved.meta.get("status") == "completed" and saved.last_step >= saved.meta.get("steps", 0):
         gr.Info(f"This run is complete: all {saved.last_step} steps are made. Resume goes on "
                 "with a stopped or interrupted run; press Run for a longer chain.")
+        yield [gr.skip()] * len(OUTPUTS)  # the run stays on screen as it is
         return
     stop = threading.Event()
     try:

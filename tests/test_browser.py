@@ -375,6 +375,11 @@ def test_a_recorded_chain_opens_at_once(page: Page) -> None:
     assert all(decided(verdicts[m], provisional=False) for m in METRICS), verdicts
     assert "After 20 steps, PSNR to the input fell" in first.summary, first.summary
     wait_for_status(page, "Completed", timeout_s=30)
+    # Resume on a complete run says so, and leaves the run on screen as it was.
+    page.click("#resume-button")
+    page.get_by_text("This run is complete: all 20 steps are made.").wait_for()
+    after = look(page)
+    assert "Completed · step 20 of 20" in after.status and after.frames == 21, after.status
 
 
 def magnifier_label(page: Page) -> str:
