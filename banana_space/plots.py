@@ -29,7 +29,7 @@ from .metrics import ScoreInfo
 Figure = dict[str, Any]  # {"data": [trace, ...], "layout": {...}}, as plotly.js takes it
 
 TEMPLATE = "plotly_white"
-DELTA_TITLE = "Change vs the input, as a share of each score's range"
+DELTA_TITLE = "Change vs the input (below 0 = worse)"
 RAW_TITLE = "Raw scores, one chart per score (as each metric reports it)"
 REFERENCE_COLOURS = {"fidelity": ["#111111", "#555555"], "judge": ["#6a1b9a", "#4527a0"]}
 DETECTS_COLOURS = ["#1b7f3b", "#00695c", "#33691e", "#1b5e20", "#2f7d6d", "#00796b"]
@@ -119,7 +119,7 @@ def delta_figure(history: History, title: str = DELTA_TITLE) -> Figure:
         "height": 380, "margin": {"l": 50, "r": 10, "t": 36 if title else 10, "b": 40},
         "xaxis": {"title": {"text": "step"}, "rangemode": "tozero", "tick0": 0,
                   "dtick": max(1, math.ceil(history.last_step / 10))},  # whole steps only
-        "yaxis": {"title": {"text": "Δ / range (negative = worse)"}, "range": [-half, half],
+        "yaxis": {"title": {"text": "Δ as a share of the score's range"}, "range": [-half, half],
                   "tickformat": ".0%"},
         "legend": {"orientation": "h", "y": -0.2, "font": {"size": 11}},
         "hovermode": "closest"}
