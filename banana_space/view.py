@@ -182,21 +182,11 @@ def summarise(history: History, steps: int, running: bool) -> str:
     if last < 1:
         return "" if last < 0 else "Step 0 is your input; the first copy is on its way…"
     when = f"So far, after {last} of {steps} steps" if running else f"After {last} steps"
-    moves = []
-    for name, info in history.infos.items():
-        first, now = history.scores[name][1], history.scores[name][last]
-        if info.role == "metric" or not (math.isfinite(first) and math.isfinite(now)):
-            continue
-        what = f"{name.upper()} to the input" if info.role == "fidelity" else display_name(info)
-        if last == 1 or first == now:
-            moves.append(f"{what} is {value_text(name, now)}")
-        else:
-            verb = "fell" if (now < first) != info.lower_better else "rose"
-            moves.append(f"{what} {verb} {first:.3g} → {value_text(name, now)}")
+    moves = _reference_moves(history, last)
     metrics = [n for n, i in history.infos.items() if i.role == "metric"]
-    now = {n: history.deltas(n)[last] for n in metrics}
-    better = [n for n in metrics if math.isfinite(now[n]) and now[n] > 0]
-    worse = [n for n in metrics if math.isfinite(now[n]) and now[n] < 0]
+    delta_now = {n: history.deltas(n)[last] for n in metrics}
+    better = [n for n in metrics if math.isfinite(delta_now[n]) and delta_now[n] > 0]
+    worse = [n for n in metrics if math.isfinite(delta_now[n]) and delta_now[n] < 0]
     parts = [f"**{when}**, " + (" and ".join(moves) if moves else "no reference is scored")]
     if metrics:
         parts.append(f"**{len(better)} of {len(metrics)} quality metrics call it better**"
@@ -210,3 +200,19 @@ def summarise(history: History, steps: int, running: bool) -> str:
                      f"the damage and {verdicts.count(False)} "
                      f"{'is' if verdicts.count(False) == 1 else 'are'} fooled{tail}")
     return "; ".join(parts) + "."
+
+
+def _reference_moves(history: History, last: int) -> list[str]:
+    """How each reference moved from step 1 to `last`: "PSNR to the input fell 41 → 27 dB"."""
+    moves = []
+    for name, info in history.infos.items():
+        first, now = history.scores[name][1], history.scores[name][last]
+        if info.role == "metric" or not (math.isfinite(first) and math.isfinite(now)):
+            continue
+        what = f"{name.upper()} to the input" if info.role == "fidelity" else display_name(info)
+        if last == 1 or first == now:
+            moves.append(f"{what} is {value_text(name, now)}")
+        else:
+            verb = "fell" if (now < first) != info.lower_better else "rose"
+            moves.append(f"{what} {verb} {first:.3g} → {value_text(name, now)}")
+    return moves
