@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import tempfile
 import threading
 from functools import partial
 from pathlib import Path
@@ -17,18 +18,29 @@ from typing import Any
 
 import gradio as gr
 from gradio_client.utils import encode_file_path
+from PIL import Image
 
 import zerogpu  # noqa: F401  (first: installs the spaces.GPU runner; a plain call off ZeroGPU)
 from banana_space.backends import REGISTRY as BACKENDS
 from banana_space.backends import BackendUnavailable
 from banana_space.images import BadImage, load_image
 from banana_space.judges import REGISTRY as JUDGES
+from banana_space.magnifier import ZOOM, box_around, largest_difference_box, side_by_side
 from banana_space.metrics import CPU_DEFAULTS, FIDELITY, POOL, PRESETS
 from banana_space.prompts import DEFAULT_PROMPT
 from banana_space.prompts import PRESETS as PROMPTS
 from banana_space.rundir import ZIP_NAME, RunDir, load_run
 from banana_space.runs import MAX_STEPS, RunSpec, prune_runs, resume_run, start_run
 from banana_space.view import VERDICT_HEADERS, RunView, Screen
+from page_style import (
+    PAGE_CSS,
+    PAGE_JS,
+    SCROLL_TO_RESULT_JS,
+    SHARE_CSS,
+    SHARE_HTML,
+    SHARE_JS,
+    THEME,
+)
 
 HERE = Path(__file__).parent
 RUNS_ROOT = Path(os.environ.get("BANANA_RUNS_DIR", HERE / "runs")).resolve()
@@ -64,10 +76,15 @@ def outputs_of(screen: Screen) -> tuple[Any, ...]:
     its postprocess would make of a plotly Figure, without building one (bench/streaming.py)."""
     plot = gr.components.plot.PlotData(type="plotly", plot=json.dumps(screen.figure))
     download = gr.update(value=screen.zip_path, visible=screen.zip_path is not None)
+    newest = len(screen.strip) - 1
+    # The magnifier costs ~0.2 s a 1024 px frame, so a running chain leaves it to the compare
+    # slider (whose .change follows each new frame) instead of redoing it on every update.
+    zoomed = gr.skip() if screen.running else magnify(screen.run_dir, newest)
     return (screen.status, screen.frame, strip_html(screen.strip), plot, screen.verdict,
             screen.model_text, download, screen.run_dir,
-            (screen.first_frame, screen.frame) if screen.first_frame else None,
-            gr.update(maximum=max(1, len(screen.strip) - 1), value=len(screen.strip) - 1))
+            compared((screen.first_frame, screen.frame) if screen.first_frame else None, newest),
+            gr.update(maximum=max(1, newest), value=newest), screen.summary,
+            share_link(screen.run_dir, newest), zoomed)
 
 
 def strip_html(strip: list[tuple[str, str]]) -> str:
@@ -156,6 +173,11 @@ def resume(run_dir: str | None, api_key: str, raw: bool, request: gr.Request) ->
     if not run_dir:
         raise gr.Error("Open or start a run first.")
     saved = load_run(Path(run_dir))
+    if saved.meta.get("status") == "completed" and saved.last_step >= saved.meta.get("steps", 0):
+        gr.Info(f"This run is complete: all {saved.last_step} steps are made. Resume goes on "
+                "with a stopped or interrupted run; press Run for a longer chain.")
+        yield [gr.skip()] * len(OUTPUTS)  # the run stays on screen as it is
+        return
     stop = threading.Event()
     try:
         events = resume_run(Path(run_dir), stop=stop, api_key=api_key or None)
@@ -214,9 +236,20 @@ def warm_up_metrics() -> None:
 
 
 def on_load(request: gr.Request) -> Any:
-    """`?run=<id>` reopens that run: the link a user shares."""
+    """`?run=<id>&frame=<i>` reopens that run, comparing frame i: the link a user shares."""
     run_id = request.query_params.get("run")
-    return reopen(run_id, False) if run_id else [gr.skip()] * len(OUTPUTS)
+    if not run_id:
+        return [gr.skip()] * len(OUTPUTS)
+    shown = list(reopen(run_id, False))
+    frame = request.query_params.get("frame", "")
+    if frame.isdigit():
+        step = min(int(frame), shown[OUTPUTS.index(compare_step)]["value"])
+        slider, zoomed, link = compare(shown[OUTPUTS.index(run_dir)], step)
+        shown[OUTPUTS.index(before_after)] = slider
+        shown[OUTPUTS.index(compare_step)] = {**shown[OUTPUTS.index(compare_step)],
+                                              "value": step}
+        shown[OUTPUTS.index(magnifier)], shown[OUTPUTS.index(share)] = zoomed, link
+    return shown
 
 
 def preview(upload: str | None) -> tuple[Any, str]:
@@ -230,12 +263,73 @@ def preview(upload: str | None) -> tuple[Any, str]:
     return loaded.image, f"{w} × {h}" + "".join(f" · {n}" for n in loaded.notes)
 
 
-def compare(run_dir: str | None, step: int) -> Any:
+def compare(run_dir: str | None, step: int) -> tuple[Any, Any, Any]:
+    """Input vs frame `step`: the slider, the magnifier and the share link follow the choice."""
     if not run_dir:
-        return None
+        return None, gr.skip(), gr.skip()
     frames = Path(run_dir) / "frames"
     chosen = frames / f"step_{int(step):03d}.png"
-    return (str(frames / "step_000.png"), str(chosen)) if chosen.is_file() else gr.skip()
+    if not chosen.is_file():
+        return gr.skip(), gr.skip(), gr.skip()
+    return (compared((str(frames / "step_000.png"), str(chosen)), int(step)),
+            magnify(run_dir, int(step)), share_link(run_dir, int(step)))
+
+
+def compared(pair: tuple[str, str] | None, step: int) -> Any:
+    """The compare slider's pictures, its label naming its sides."""
+    side = f"◀ input · step {step} ▶" if pair else "Input vs frame i"
+    return gr.update(value=pair, label=f"{side} (drag the handle)")
+
+
+# ---- Sharing, the magnifier and the examples' thumbnails (layout helpers, no run logic) ----
+
+def share_link(run_dir: str | None, step: int) -> str:
+    """The link that reopens this view: the run and the frame being compared."""
+    return f"?run={Path(run_dir).name}&frame={max(step, 0)}" if run_dir else ""
+
+
+def magnify(run_dir: str | None, step: int, point: tuple[float, float] | None = None) -> Any:
+    """Input and frame `step` cropped alike and enlarged, where they differ most (or around
+    `point`, in the input's pixels), with a label saying which side is which."""
+    frames = Path(run_dir) / "frames" if run_dir else None
+    if frames is None or step < 1 or not (frames / f"step_{step:03d}.png").is_file():
+        return gr.update(value=None, label="Magnifier (from step 1 on)")
+    with Image.open(frames / "step_000.png") as first, \
+            Image.open(frames / f"step_{step:03d}.png") as chosen:
+        box = box_around(point, first.size) if point else largest_difference_box(first, chosen)
+        image = side_by_side(first, chosen, box)
+    where = "where you clicked" if point else "where they differ most"
+    return gr.update(value=image, label=f"Magnifier {ZOOM}×: input | step {step}, {where}")
+
+
+def zoom_at(run_dir: str | None, step: int, event: gr.SelectData) -> Any:
+    """A click on the newest frame moves the magnifier there (in the input's pixels)."""
+    if not run_dir or not event.index:
+        return gr.skip()
+    frames = Path(run_dir) / "frames"
+    newest = sorted(frames.glob("step_*.png"))[-1]
+    with Image.open(frames / "step_000.png") as first, Image.open(newest) as clicked:
+        scale = (first.width / clicked.width, first.height / clicked.height)
+    x, y = event.index[0] * scale[0], event.index[1] * scale[1]
+    return magnify(run_dir, max(int(step), 1), (x, y))
+
+
+def example_thumbnails() -> list[tuple[str, str]]:
+    """(thumbnail, caption) per example picture, made once at start-up: a 2K start is ~2 MB,
+    and a phone opening the page needs 200 px of it."""
+    folder = Path(tempfile.mkdtemp(prefix="banana-examples-"))
+    shown = []
+    for path in map(Path, EXAMPLES):
+        with Image.open(path) as image:
+            thumb = image.convert("RGB")
+        thumb.thumbnail((240, 240))
+        thumb.save(folder / f"{path.stem}.jpg", quality=85)
+        shown.append((str(folder / f"{path.stem}.jpg"), path.stem))
+    return shown
+
+
+def pick_example(event: gr.SelectData) -> str:
+    return EXAMPLES[event.index]
 
 
 BACKEND_CHOICES, BACKEND_HOWTOS = choices(BACKENDS)
@@ -243,7 +337,7 @@ JUDGE_CHOICES, JUDGE_HOWTOS = choices(JUDGES)
 # The frame strip: fixed-size thumbnails in one row that scrolls sideways as frames arrive,
 # keeping the newest in view unless the visitor has scrolled back to look at an older one.
 STRIP_CSS = """.strip {display: flex; gap: 6px; overflow-x: auto; min-height: 92px; padding: 2px 0}
-.strip:empty::before {content: "Each frame appears here as soon as it is made."; opacity: .6;
+.strip:empty::before {content: "Each frame appears here as soon as it is made."; color: #4b5563;
                       align-self: center}
 .strip a {position: relative; flex: 0 0 auto; margin: 0}
 .strip img {width: 88px; height: 88px; margin: 0; object-fit: cover; border-radius: 6px;
@@ -264,18 +358,20 @@ with gr.Blocks(title="Banana Space") as demo:
     gr.Markdown(INTRO)
     with gr.Row():
         with gr.Column(scale=1, min_width=300):
-            upload = gr.File(label="Image (or, for Replay, a zip / animated GIF / WebP)",
-                             file_types=["image", ".zip"], type="filepath", elem_id="upload",
-                             height=110)
+            gr.Markdown("**Your picture** (or, for *Replay*, a zip / animated GIF / WebP)")
+            upload = gr.File(label="Image", show_label=False, file_types=["image", ".zip"],
+                             type="filepath", elem_id="upload", height=130)
             with gr.Row():
                 hub_source = gr.Textbox(label="…or, for Replay, a chain on the Hugging Face hub",
                                         placeholder="hf://datasets/kenantang/Banana100/…",
                                         elem_id="hub-source", scale=3)
                 hub_button = gr.Button("Replay it", size="sm", scale=1)
             input_preview = gr.Image(label="Input", interactive=False, height=120,
-                                     show_label=False)
+                                     show_label=False, alt_text="The picture you uploaded")
             input_note = gr.Markdown()
-            gr.Examples(EXAMPLES, inputs=upload, label="Example photos")
+            examples = gr.Gallery(example_thumbnails(), label="Example pictures (click one)",
+                                  columns=4, height="auto", allow_preview=False,
+                                  object_fit="cover", elem_id="examples", buttons=[])
             gr.Markdown("**Recorded chains** — open instantly, no key or GPU:")
             with gr.Row():
                 recorded = {name: gr.Button(recorded_label(name), size="sm",
@@ -317,28 +413,39 @@ with gr.Blocks(title="Banana Space") as demo:
         with gr.Column(scale=2):
             status = gr.Markdown("Upload an image or pick an example, then press **Run**.",
                                  elem_id="status")
-            with gr.Row():
-                frame = gr.Image(label="Current frame", interactive=False, height=320,
-                                 elem_id="frame")
-                before_after = gr.ImageSlider(label="Input vs frame i", type="filepath",
-                                              height=320)
-            compare_step = gr.Slider(0, 1, value=1, step=1, label="Compare frame i")
+            # ---- The result on one screen: the finding, then frames beside the curves ----
+            summary = gr.Markdown(elem_id="summary")
+            with gr.Row(equal_height=False):
+                with gr.Column(min_width=320):
+                    before_after = gr.ImageSlider(label=compared(None, 0)["label"],
+                                                  type="filepath", height=300,
+                                                  elem_id="compare")
+                    compare_step = gr.Slider(0, 1, value=1, step=1, label="Compare frame i",
+                                             elem_id="compare-step")
+                with gr.Column(min_width=320):
+                    plot = gr.Plot(show_label=False, elem_id="plot")
+                    raw = gr.Checkbox(False, label="Raw scores (one chart per metric)")
+            with gr.Row(equal_height=False):
+                magnifier = gr.Image(label="Magnifier", interactive=False, height=220,
+                                     elem_id="magnifier", buttons=["fullscreen"],
+                                     alt_text="The same crop of the input and of frame i, "
+                                              "enlarged side by side")
+                frame = gr.Image(label="Newest frame (click it to magnify that spot)",
+                                 interactive=False, height=220, elem_id="frame",
+                                 alt_text="The newest frame of the chain")
             strip = gr.HTML("", label="All frames (click one for the full frame)",
                             show_label=True, container=True, padding=True, elem_id="strip",
                             html_template='<div class="strip">${value}</div>',
                             css_template=STRIP_CSS, js_on_load=STRIP_JS)
-            raw = gr.Checkbox(False, label="Raw scores (one chart per metric)")
-            plot = gr.Plot(label="Oriented, normalised Δ per metric (negative = worse)",
-                           elem_id="plot")
+            share = gr.HTML("", elem_id="share", html_template=SHARE_HTML,
+                            css_template=SHARE_CSS, js_on_load=SHARE_JS)
             verdict = gr.Dataframe(headers=VERDICT_HEADERS, label="Does each metric detect it?",
                                    interactive=False, wrap=True, elem_id="verdict")
             with gr.Accordion("What the model said", open=False):
                 model_text = gr.Markdown()
             download = gr.File(label="Download the run (frames + scores + verdict)",
                                elem_id="download", height=60, visible=False)
-            with gr.Row():
-                run_dir = gr.Textbox(visible=False)
-                share = gr.DeepLinkButton(value="Copy a link to this view", size="sm")
+            run_dir = gr.Textbox(visible=False)
             with gr.Accordion("Past runs", open=False):
                 with gr.Row():
                     run_picker = gr.Dropdown([], label="Run", scale=3, allow_custom_value=True)
@@ -354,8 +461,9 @@ with gr.Blocks(title="Banana Space") as demo:
                 "[Banana100 paper](https://arxiv.org/abs/2604.03400)", elem_id="footer")
 
     OUTPUTS = [status, frame, strip, plot, verdict, model_text, download, run_dir,
-               before_after, compare_step]
+               before_after, compare_step, summary, share, magnifier]
     upload.change(preview, upload, [input_preview, input_note])
+    examples.select(pick_example, None, upload, api_name=False)
     prompt_preset.change(lambda key: PROMPTS[key].text, prompt_preset, prompt)
     metric_preset.change(lambda name: list(PRESETS[name]), metric_preset, metrics)
     # Scoring is CPU-bound and a small Space has 2 cores: 4 runs at once share them (each
@@ -374,16 +482,19 @@ with gr.Blocks(title="Banana Space") as demo:
                         concurrency_id="runs", show_progress="hidden")
     for name, button in recorded.items():
         button.click(partial(open_recorded, name), raw, OUTPUTS, api_name=False)
-    compare_step.release(compare, [run_dir, compare_step], before_after, api_name=False)
+    # .change, not .release: arrow keys move the slider too, and the picture must follow.
+    compare_step.change(compare, [run_dir, compare_step], [before_after, magnifier, share],
+                        api_name=False, show_progress="hidden")
+    frame.select(zoom_at, [run_dir, compare_step], magnifier, api_name=False)
     raw.change(redraw, [run_dir, raw], OUTPUTS, api_name=False)
     refresh.click(past_runs, None, run_picker, api_name=False)
     open_button.click(reopen, [run_picker, raw], OUTPUTS, api_name="open")
     demo.load(past_runs, None, run_picker, api_name=False)
-    demo.load(on_load, None, OUTPUTS, api_name=False)
+    demo.load(on_load, None, OUTPUTS, api_name=False).then(None, js=SCROLL_TO_RESULT_JS)
     demo.load(warm_up_metrics, None, None, api_name=False)
 
 
 if __name__ == "__main__":
     RUNS_ROOT.mkdir(parents=True, exist_ok=True)
     demo.queue(max_size=64, default_concurrency_limit=8).launch(
-        allowed_paths=[str(RUNS_ROOT)], theme=gr.themes.Soft())
+        allowed_paths=[str(RUNS_ROOT)], theme=THEME, css=PAGE_CSS, js=PAGE_JS)
