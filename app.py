@@ -7,41 +7,48 @@ BANANA_RUNS_DIR (default ./runs).
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
 import threading
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import gradio as gr
-from gradio_client.utils import encode_file_path
 
+import mcp_tools
 import zerogpu  # noqa: F401  (first: installs the spaces.GPU runner; a plain call off ZeroGPU)
 from banana_space.backends import REGISTRY as BACKENDS
-from banana_space.backends import BackendUnavailable
-from banana_space.images import BadImage, load_image
 from banana_space.judges import REGISTRY as JUDGES
 from banana_space.metrics import CPU_DEFAULTS, FIDELITY, POOL, PRESETS
 from banana_space.prompts import DEFAULT_PROMPT
 from banana_space.prompts import PRESETS as PROMPTS
-from banana_space.rundir import ZIP_NAME, RunDir, load_run
-from banana_space.runs import MAX_STEPS, RunSpec, prune_runs, resume_run, start_run
-from banana_space.view import VERDICT_HEADERS, RunView, Screen
+from banana_space.runs import MAX_STEPS
+from banana_space.view import VERDICT_HEADERS
+from handlers import (
+    HERE,
+    OUTPUT_COUNT,
+    RECORDED,
+    RUNS_ROOT,
+    compare,
+    on_load,
+    open_recorded,
+    past_runs,
+    preview,
+    redraw,
+    reopen,
+    resume,
+    run,
+    stop_run,
+)
 
-HERE = Path(__file__).parent
-RUNS_ROOT = Path(os.environ.get("BANANA_RUNS_DIR", HERE / "runs")).resolve()
-KEEP_RUNS = int(os.environ.get("BANANA_KEEP_RUNS", "200"))  # older run directories are deleted
 # Frames are written once and never change, so gradio serves them where they lie instead of
 # hashing and copying the current frame into its cache on every streamed update (~8 ms per
 # 1024 px frame; bench/streaming.py). Like allowed_paths, this serves every file under it.
 gr.set_static_paths([RUNS_ROOT])
 INTRO, HELP = (HERE / "assets" / "copy.md").read_text().split("---HELP---")
 EXAMPLES = sorted(str(p) for p in (HERE / "assets" / "examples").glob("*.*") if p.suffix != ".md")
-RECORDED = HERE / "assets" / "recorded"  # finished runs that open instantly (no key, no GPU)
-
-STOPS: dict[str, threading.Event] = {}  # session -> the stop flag of its current run
+MAX_UPLOAD = "50mb"  # a 64-megapixel PNG is rarely more; gradio refuses larger uploads
+# Uploads stay in gradio's cache only as long as a visitor needs them: checked hourly, deleted
+# after a day (and all of them when the server restarts).
+DELETE_CACHE = (3600, 86400)
 WARMED = threading.Event()  # the metric pool's warm-up has been started
 
 
@@ -57,128 +64,10 @@ def choices(registry: dict[str, Any]) -> tuple[list[tuple[str, str]], str]:
     return labels, " · ".join(why for short, why in howtos.items() if short)
 
 
-def outputs_of(screen: Screen) -> tuple[Any, ...]:
-    """A `Screen` in the order of OUTPUTS below. The figure goes to gr.Plot as the JSON that
-    its postprocess would make of a plotly Figure, without building one (bench/streaming.py)."""
-    plot = gr.components.plot.PlotData(type="plotly", plot=json.dumps(screen.figure))
-    download = gr.update(value=screen.zip_path, visible=screen.zip_path is not None)
-    return (screen.status, screen.frame, strip_html(screen.strip), plot, screen.verdict,
-            screen.model_text, download, screen.run_dir,
-            (screen.first_frame, screen.frame) if screen.first_frame else None,
-            gr.update(maximum=max(1, len(screen.strip) - 1), value=len(screen.strip) - 1))
-
-
-def strip_html(strip: list[tuple[str, str]]) -> str:
-    """The frame strip: a thumbnail per step, each a link to its full frame, both served from
-    the runs folder as they lie. Plain HTML, so an update costs a string where a gr.Gallery
-    hashed every frame's file on every update (bench/streaming.py); it only ever grows at the
-    end, so gradio streams just the new link."""
-    return "".join(f'<a href="{file_url(frame)}" target="_blank" rel="noopener" title="step '
-                   f'{step}: open the full frame"><img src="{file_url(thumb)}" alt="step {step}">'
-                   f"<span>{step}</span></a>" for step, (thumb, frame) in enumerate(strip))
-
-
-def file_url(path: str) -> str:
-    """gradio's URL for a file on the server, relative to the page (works under any root)."""
-    return "gradio_api/file=" + encode_file_path(path)
-
-
-def stream(view: RunView, events: Any, session: str, stop: threading.Event) -> Any:
-    """Fold engine events into the view and send each screen as it changes."""
-    STOPS[session] = stop
-    try:
-        for event in events:
-            yield outputs_of(view.apply(event))
-    finally:
-        STOPS.pop(session, None)
-
-
-def run(upload: str | None, steps: int, prompt: str, backend: str, metrics: list[str],
-        judges: list[str], seed: int, strength: float, api_key: str, temperature: float,
-        resolution: str | None, guidance_scale: float | None, inference_steps: int | None,
-        raw: bool, request: gr.Request) -> Any:
-    if not upload:
-        raise gr.Error("Upload an image first (or click an example).")
-    entry = BACKENDS.get(backend)
-    try:
-        if entry and entry.info.plays_recording:
-            image, notes, options = None, [], {"source": upload}
-        else:
-            loaded = load_image(upload)
-            image, notes, options = loaded.image, loaded.notes, {}
-        advanced = {"strength": strength, "temperature": temperature, "api_key": api_key,
-                    "resolution": resolution, "guidance_scale": guidance_scale,
-                    "num_inference_steps": inference_steps}
-        options.update({k: v for k, v in advanced.items()
-                        if entry and k in entry.info.options and v not in (None, "")})
-        spec = RunSpec(image, int(steps), backend, options, prompt, int(seed), metrics or [],
-                       judges or [], {"api_key": api_key} if api_key else {}, notes)
-        stop = threading.Event()
-        events = start_run(spec, RUNS_ROOT, stop=stop)
-    except (BadImage, ValueError, BackendUnavailable, FileExistsError) as error:
-        raise gr.Error(str(error)) from None
-    prune_runs(RUNS_ROOT, KEEP_RUNS)  # never a run being written, this one included
-    yield from stream(RunView(raw=raw), events, request.session_hash, stop)
-
-
-def stop_run(request: gr.Request) -> str:
-    flag = STOPS.get(request.session_hash)
-    if flag is None:
-        return "Nothing is running."
-    flag.set()
-    return "⏹ Stopping… (the frames made so far are kept)"
-
-
-def resume(run_dir: str | None, api_key: str, raw: bool, request: gr.Request) -> Any:
-    if not run_dir:
-        raise gr.Error("Open or start a run first.")
-    saved = load_run(Path(run_dir))
-    stop = threading.Event()
-    try:
-        events = resume_run(Path(run_dir), stop=stop, api_key=api_key or None)
-    except (ValueError, BackendUnavailable, FileNotFoundError) as error:
-        raise gr.Error(str(error)) from None
-    yield from stream(RunView.from_saved(saved), events, request.session_hash, stop)
-
-
-def show_saved(path: Path, raw: bool) -> tuple[Any, ...]:
-    if not (path / ZIP_NAME).is_file():  # a killed run, or a recorded example: zip it now
-        RunDir(path).zip()
-    view = RunView.from_saved(load_run(path))
-    view.raw = raw
-    return outputs_of(view.screen())
-
-
-def reopen(run_id: str | None, raw: bool) -> Any:
-    if not run_id:
-        raise gr.Error("Pick a run.")
-    path = (RUNS_ROOT / run_id).resolve()
-    if path.parent != RUNS_ROOT or not (path / "run.json").is_file():
-        raise gr.Error(f"No run called {run_id!r}.")
-    return show_saved(path, raw)
-
-
 def recorded_label(name: str) -> str:
     """"chelsea-simulated-20" -> "Chelsea · simulated · 20 steps"."""
     photo, backend, steps = name.rsplit("-", 2)
     return f"{photo.capitalize()} · {backend} · {steps} steps"
-
-
-def open_recorded(name: str, raw: bool) -> Any:
-    """Copy a bundled recorded run into the runs folder (once), then show it."""
-    target = RUNS_ROOT / name
-    if not (target / "run.json").is_file():
-        shutil.copytree(RECORDED / name, target, dirs_exist_ok=True)
-    return show_saved(target, raw)
-
-
-def redraw(run_dir: str | None, raw: bool) -> Any:
-    return show_saved(Path(run_dir), raw) if run_dir else [gr.skip()] * len(OUTPUTS)
-
-
-def past_runs() -> Any:
-    runs = sorted((p.parent.name for p in RUNS_ROOT.glob("*/run.json")), reverse=True)
-    return gr.update(choices=runs, value=runs[0] if runs else None)
 
 
 def warm_up_metrics() -> None:
@@ -188,31 +77,6 @@ def warm_up_metrics() -> None:
         WARMED.set()
         threading.Thread(target=lambda: [POOL.unavailable_reason(name) for name in
                                          (*CPU_DEFAULTS, *FIDELITY)], daemon=True).start()
-
-
-def on_load(request: gr.Request) -> Any:
-    """`?run=<id>` reopens that run: the link a user shares."""
-    run_id = request.query_params.get("run")
-    return reopen(run_id, False) if run_id else [gr.skip()] * len(OUTPUTS)
-
-
-def preview(upload: str | None) -> tuple[Any, str]:
-    if not upload or Path(upload).suffix.lower() == ".zip":
-        return None, ""
-    try:
-        loaded = load_image(upload)
-    except BadImage as error:
-        return None, f"⚠️ {error}"
-    w, h = loaded.image.size
-    return loaded.image, f"{w} × {h}" + "".join(f" · {n}" for n in loaded.notes)
-
-
-def compare(run_dir: str | None, step: int) -> Any:
-    if not run_dir:
-        return None
-    frames = Path(run_dir) / "frames"
-    chosen = frames / f"step_{int(step):03d}.png"
-    return (str(frames / "step_000.png"), str(chosen)) if chosen.is_file() else gr.skip()
 
 
 BACKEND_CHOICES, BACKEND_HOWTOS = choices(BACKENDS)
@@ -237,7 +101,7 @@ watch('value', () => {
   if (s) s.scrollLeft = left ?? s.scrollWidth;
 });"""
 
-with gr.Blocks(title="Banana Space") as demo:
+with gr.Blocks(title="Banana Space", delete_cache=DELETE_CACHE) as demo:
     gr.Markdown(INTRO)
     with gr.Row():
         with gr.Column(scale=1, min_width=300):
@@ -247,7 +111,8 @@ with gr.Blocks(title="Banana Space") as demo:
             input_preview = gr.Image(label="Input", interactive=False, height=120,
                                      show_label=False)
             input_note = gr.Markdown()
-            gr.Examples(EXAMPLES, inputs=upload, label="Example photos")
+            gr.Examples(EXAMPLES, inputs=upload, label="Example photos",
+                        api_visibility="private")
             gr.Markdown("**Recorded chains** — open instantly, no key or GPU:")
             with gr.Row():
                 recorded = {name: gr.Button(recorded_label(name), size="sm",
@@ -319,33 +184,67 @@ with gr.Blocks(title="Banana Space") as demo:
             with gr.Accordion("What am I looking at?", open=False, elem_id="help"):
                 gr.Markdown(HELP)
 
+        # The API's and MCP tools' own inputs and answer (mcp_tools.py): never shown.
+        with gr.Column(visible=False):
+            api_image = gr.File(label="image", type="filepath")
+            api_frames = gr.File(label="frames", type="filepath", file_count="multiple")
+            api_steps = gr.Number(10, precision=0, label="steps")
+            api_generator = gr.Textbox("simulate", label="generator")
+            api_metrics = gr.Textbox("", label="metrics")
+            api_seed = gr.Number(0, precision=0, label="seed")
+            api_profile = gr.Textbox("", label="profile")
+            api_run_id = gr.Textbox("", label="run_id")
+            api_key_field = gr.Textbox("", label="api_key", type="password")
+            api_answer = gr.JSON(label="answer")
+            api_only = gr.Button("API")
+
     OUTPUTS = [status, frame, strip, plot, verdict, model_text, download, run_dir,
                before_after, compare_step]
-    upload.change(preview, upload, [input_preview, input_note])
-    prompt_preset.change(lambda key: PROMPTS[key].text, prompt_preset, prompt)
-    metric_preset.change(lambda name: list(PRESETS[name]), metric_preset, metrics)
+    assert len(OUTPUTS) == OUTPUT_COUNT
+    # The page's plumbing is private: reachable only by what the page posts (and confined
+    # there like everything else), never listed or offered to API clients or agents.
+    plumbing = {"api_visibility": "private"}
+    upload.change(preview, upload, [input_preview, input_note], **plumbing)
+    prompt_preset.change(lambda key: PROMPTS[key].text, prompt_preset, prompt, **plumbing)
+    metric_preset.change(lambda name: list(PRESETS[name]), metric_preset, metrics, **plumbing)
     # Scoring is CPU-bound and a small Space has 2 cores: 4 runs at once share them (each
     # waits mostly on its generator anyway); up to 64 more wait in the queue, then visitors are
     # told the queue is full rather than left hanging. All runs share one metric pool.
+    # The page's streaming events stay callable by name (`/run`, `/resume`, `/open`) but are
+    # not documented: their answers are widgets; the documented API answers in JSON.
+    streaming = {"api_visibility": "undocumented", "concurrency_id": "runs",
+                 "show_progress": "hidden"}  # the status line says what is happening
     run_button.click(run, [upload, steps, prompt, backend, metrics, judges, seed, strength,
                            api_key, temperature, resolution, guidance, inference_steps, raw],
-                     OUTPUTS, api_name="run", concurrency_limit=4, concurrency_id="runs",
-                     show_progress="hidden")  # the status line says what is happening
+                     OUTPUTS, api_name="run", concurrency_limit=4, **streaming)
     stop_button.click(stop_run, None, status, api_name="stop", concurrency_limit=None)
     resume_button.click(resume, [run_dir, api_key, raw], OUTPUTS, api_name="resume",
-                        concurrency_id="runs", show_progress="hidden")
+                        **streaming)
+    open_button.click(reopen, [run_picker, raw], OUTPUTS, api_name="open",
+                      api_visibility="undocumented")
     for name, button in recorded.items():
-        button.click(partial(open_recorded, name), raw, OUTPUTS, api_name=False)
-    compare_step.release(compare, [run_dir, compare_step], before_after, api_name=False)
-    raw.change(redraw, [run_dir, raw], OUTPUTS, api_name=False)
-    refresh.click(past_runs, None, run_picker, api_name=False)
-    open_button.click(reopen, [run_picker, raw], OUTPUTS, api_name="open")
-    demo.load(past_runs, None, run_picker, api_name=False)
-    demo.load(on_load, None, OUTPUTS, api_name=False)
-    demo.load(warm_up_metrics, None, None, api_name=False)
+        button.click(partial(open_recorded, name), raw, OUTPUTS, **plumbing)
+    compare_step.release(compare, [run_dir, compare_step], before_after, **plumbing)
+    raw.change(redraw, [run_dir, raw], OUTPUTS, **plumbing)
+    refresh.click(past_runs, None, run_picker, **plumbing)
+    demo.load(past_runs, None, run_picker, **plumbing)
+    demo.load(on_load, None, OUTPUTS, **plumbing)
+    demo.load(warm_up_metrics, None, None, **plumbing)
+    # The documented API, which is also the MCP server's list of tools.
+    chains = {"concurrency_id": "runs", "show_progress": "hidden"}
+    api_only.click(mcp_tools.run_chain, [api_image, api_steps, api_generator, api_metrics,
+                                         api_seed, api_profile], api_answer,
+                   api_name="run_chain", **chains)
+    api_only.click(mcp_tools.score_chain, [api_frames, api_metrics], api_answer,
+                   api_name="score_chain", **chains)
+    api_only.click(mcp_tools.resume_chain, [api_run_id, api_key_field], api_answer,
+                   api_name="resume_chain", **chains)
+    api_only.click(mcp_tools.open_run, api_run_id, api_answer, api_name="open_run")
+    api_only.click(mcp_tools.list_options, None, api_answer, api_name="list_options")
 
 
 if __name__ == "__main__":
     RUNS_ROOT.mkdir(parents=True, exist_ok=True)
     demo.queue(max_size=64, default_concurrency_limit=8).launch(
-        allowed_paths=[str(RUNS_ROOT)], theme=gr.themes.Soft())
+        allowed_paths=[str(RUNS_ROOT)], theme=gr.themes.Soft(), max_file_size=MAX_UPLOAD,
+        mcp_server=True)

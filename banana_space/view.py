@@ -14,8 +14,9 @@ from typing import Any
 
 from .analysis import REFERENCE_METRIC, History
 from .events import Event, Finished, FrameMade, FrameScored, Notice, Started
+from .markup import plain
 from .plots import Figure, delta_figure, raw_figure
-from .rundir import ZIP_NAME, SavedRun, frame_name, thumb_path
+from .rundir import SavedRun, frame_name, thumb_path, zip_path
 
 # The answer first (it must fit a phone's width): does it detect, does it rank like fidelity.
 VERDICT_HEADERS = ["metric", "verdict", "ρ vs PSNR", "Δ now", "Δ5", "Δ10", "Δ20", "better when"]
@@ -99,13 +100,13 @@ class RunView:
 
     def screen(self) -> Screen:
         strip = [(self.strip_path(s), self.frame_path(s)) for s in range(self.last_step + 1)]
-        zip_path = self.run_dir / ZIP_NAME if self.run_dir else None
+        download = zip_path(self.run_dir) if self.run_dir else None
         figure = raw_figure(self.history) if self.raw else delta_figure(self.history)
         return Screen(
             status=self.status(), frame=self.frame_path(self.last_step),
             first_frame=self.frame_path(0) if self.last_step >= 0 else None, strip=strip,
             figure=figure, verdict=self.verdict_rows(), model_text=self.model_text(),
-            zip_path=str(zip_path) if zip_path and zip_path.is_file() and self.ended else None,
+            zip_path=str(download) if download and download.is_file() and self.ended else None,
             run_dir=str(self.run_dir) if self.run_dir else None, running=self.ended is None)
 
     def status(self) -> str:
@@ -119,14 +120,14 @@ class RunView:
             head = f"✅ **Completed** · {made}{money}"
         elif self.ended.status == "stopped":
             head = f"⏹ **Stopped** after step {self.ended.last_step}{money}. " \
-                   f"{self.ended.reason}. Frames 0–{self.ended.last_step} are kept."
+                   f"{plain(self.ended.reason)}. Frames 0–{self.ended.last_step} are kept."
         else:
-            head = f"❌ **Failed**: {self.ended.reason}. Frames 0–{self.ended.last_step} and " \
-                   f"their scores are kept{money}."
+            head = f"❌ **Failed**: {plain(self.ended.reason)}. Frames " \
+                   f"0–{self.ended.last_step} and their scores are kept{money}."
         if self.ended is not None and self.run_dir is not None:
             head += f" · [link to this run](?run={self.run_dir.name})"
         recent = self.notices[-MAX_NOTICES_SHOWN:]
-        return head + "".join(f"\n\n⚠️ {n}" for n in recent)
+        return head + "".join(f"\n\n⚠️ {plain(n)}" for n in recent)
 
     def verdict_rows(self) -> list[list[Any]]:
         """One row per column of scores; "—" where a checkpoint lies beyond the run so far."""
@@ -147,7 +148,7 @@ class RunView:
         return rows
 
     def model_text(self) -> str:
-        said = [f"**step {s}**: {t}" for s, t in sorted(self.texts.items()) if t.strip()]
+        said = [f"**step {s}**: {plain(t)}" for s, t in sorted(self.texts.items()) if t.strip()]
         return "\n\n".join(said[-20:]) or "_The generator said nothing (or has no words)._"
 
 
