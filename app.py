@@ -187,7 +187,7 @@ with gr.Blocks(title="Banana Space", delete_cache=DELETE_CACHE) as demo:
         # The API's and MCP tools' own inputs and answer (mcp_tools.py): never shown.
         with gr.Column(visible=False):
             api_image = gr.File(label="image", type="filepath")
-            api_frames = gr.File(label="frames", type="filepath", file_count="multiple")
+            api_frames = gr.File(label="frames", type="filepath")
             api_steps = gr.Number(10, precision=0, label="steps")
             api_generator = gr.Textbox("simulate", label="generator")
             api_metrics = gr.Textbox("", label="metrics")
@@ -195,7 +195,7 @@ with gr.Blocks(title="Banana Space", delete_cache=DELETE_CACHE) as demo:
             api_profile = gr.Textbox("", label="profile")
             api_run_id = gr.Textbox("", label="run_id")
             api_key_field = gr.Textbox("", label="api_key", type="password")
-            api_answer = gr.JSON(label="answer")
+            api_answer = gr.Textbox(label="answer (JSON)")
             api_only = gr.Button("API")
 
     OUTPUTS = [status, frame, strip, plot, verdict, model_text, download, run_dir,

@@ -66,7 +66,7 @@ def public_text(text: str) -> str:
 
 def refusal(error: Exception) -> gr.Error:
     """The error a visitor sees: no server path, no markup."""
-    return gr.Error(html.escape(public_text(str(error))))
+    return gr.Error(html.escape(public_text(str(error)), quote=False))
 
 
 def visitor(request: gr.Request) -> str:

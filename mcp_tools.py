@@ -9,10 +9,9 @@ one chain in flight per visitor (an MCP client is a visitor per MCP session), cl
 
 from __future__ import annotations
 
+import json
 import math
 import os
-import shutil
-import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -93,7 +92,13 @@ def _until_end(events: Iterable[Event]) -> Path:
     return run_dir
 
 
-def _chain(start: Any, request: gr.Request) -> dict[str, Any]:
+def compact(answer: dict[str, Any]) -> str:
+    """JSON text without spaces: what an agent (or `json.loads`) reads. gradio hands a tool's
+    dict to MCP clients as Python's repr, which is not JSON."""
+    return json.dumps(answer, separators=(",", ":"), ensure_ascii=False)
+
+
+def _chain(start: Any, request: gr.Request) -> str:
     """Start a chain for this visitor (`start(stop)` returns its events), wait for its end."""
     who = visitor(request)
     stop = claim(who)
@@ -102,13 +107,13 @@ def _chain(start: Any, request: gr.Request) -> dict[str, Any]:
             events: Iterator[Event] = start(stop)
         except REFUSALS as error:
             raise refusal(error) from None
-        return summary(_until_end(events), request)
+        return compact(summary(_until_end(events), request))
     finally:
         release(who, stop)
 
 
 def run_chain(image: str | None, steps: float, generator: str, metrics: str, seed: float,
-              profile: str, request: gr.Request) -> dict[str, Any]:
+              profile: str, request: gr.Request) -> str:
     """Run a replication chain (Banana100): the image is given back to the generator `steps`
     times with "Produce an exact replica…", and every frame is scored. Waits for the end.
 
@@ -120,7 +125,7 @@ def run_chain(image: str | None, steps: float, generator: str, metrics: str, see
         seed: a whole number 0 .. 4294967295; same seed, same simulated frames.
         profile: a profile name, for a generator that takes one (see list_options); blank: default.
     Returns:
-        JSON: run id, link, status, and per metric delta_5/10/20 (negative = worse), detects.
+        JSON text: run id, link, status, and per metric delta_5/10/20 (negative = worse), detects.
     """
     if not image:
         raise gr.Error("Give an input image.")
@@ -147,40 +152,27 @@ def run_chain(image: str | None, steps: float, generator: str, metrics: str, see
     return _chain(start, request)
 
 
-def score_chain(frames: list[str] | None, metrics: str, request: gr.Request) -> dict[str, Any]:
+def score_chain(frames: str | None, metrics: str, request: gr.Request) -> str:
     """Score a chain recorded elsewhere: every frame against frame 0, with the paper's verdict.
 
     Args:
-        frames: a zip or animated GIF/WebP of the frames in order, or several images, frame 0 first.
+        frames: a zip of the chain's images (natural order: 2.png before 10.png), or a GIF/WebP.
         metrics: comma-separated pyiqa no-reference metric names (blank: the 4 CPU classics).
     Returns:
-        JSON: run id, link, status, and per metric delta_5/10/20 (negative = worse), detects.
+        JSON text: run id, link, status, and per metric delta_5/10/20 (negative = worse), detects.
     """
-    files = [frames] if isinstance(frames, str) else list(frames or [])
-    if not files:
-        raise gr.Error("Give the chain's frames: a zip, an animated GIF/WebP or images.")
-    if len(files) > MAX_STEPS + 1:
-        raise gr.Error(f"At most {MAX_STEPS + 1} frames are scored; got {len(files)}.")
-    staging = tempfile.mkdtemp(prefix="banana-frames-")
-    try:
-        if len(files) == 1:
-            source = files[0]
-        else:  # several images: a folder whose names keep the order they were given in
-            for index, file in enumerate(files):
-                shutil.copyfile(file, Path(staging) / f"{index:04d}{Path(file).suffix.lower()}")
-            source = staging
+    if not frames:
+        raise gr.Error("Give the chain's frames: a zip of images or an animated GIF/WebP.")
 
-        def start(stop: Any) -> Iterator[Event]:
-            spec = RunSpec(None, MAX_STEPS, "replay", {"source": source}, DEFAULT_PROMPT, 0,
-                           metric_names(metrics))
-            return start_run(spec, RUNS_ROOT, stop=stop)
+    def start(stop: Any) -> Iterator[Event]:
+        spec = RunSpec(None, MAX_STEPS, "replay", {"source": frames}, DEFAULT_PROMPT, 0,
+                       metric_names(metrics))
+        return start_run(spec, RUNS_ROOT, stop=stop)
 
-        return _chain(start, request)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+    return _chain(start, request)
 
 
-def resume_chain(run_id: str, api_key: str, request: gr.Request) -> dict[str, Any]:
+def resume_chain(run_id: str, api_key: str, request: gr.Request) -> str:
     """Continue a stopped or interrupted run from its last complete frame, then answer as
     run_chain does.
 
@@ -188,19 +180,19 @@ def resume_chain(run_id: str, api_key: str, request: gr.Request) -> dict[str, An
         run_id: the run's id (the `run=` part of its link).
         api_key: a Gemini key, where the run's generator or judge needs one; never stored.
     Returns:
-        JSON: as run_chain.
+        JSON text: as run_chain.
     """
     path = confined(run_id)
     return _chain(lambda stop: resume_run(path, stop=stop, api_key=api_key or None), request)
 
 
-def open_run(run_id: str, request: gr.Request) -> dict[str, Any]:
+def open_run(run_id: str, request: gr.Request) -> str:
     """A run's status and per-metric verdict so far, by its id.
 
     Args:
         run_id: the run's id (the `run=` part of its link).
     Returns:
-        JSON: as run_chain; status "running" while the run is being made.
+        JSON text: as run_chain; status "running" while the run is being made.
     """
     path = confined(run_id)
     answer = summary(path, request)
@@ -208,15 +200,15 @@ def open_run(run_id: str, request: gr.Request) -> dict[str, Any]:
         os.close(lock_writer(path))
     except RunBusy:
         answer["status"] = "running"
-    return answer
+    return compact(answer)
 
 
-def list_options() -> dict[str, Any]:
+def list_options() -> str:
     """What this server can do: generators (with whether each runs here, and why not),
     metric presets, judges and prompt presets.
 
     Returns:
-        JSON: generators, metric_presets, checked_metrics, judges, prompt_presets, max_steps.
+        JSON text: generators, metric_presets, checked_metrics, judges, prompt_presets, max_steps.
     """
     def entries(registry: dict[str, Any]) -> list[dict[str, Any]]:
         found = []
@@ -232,7 +224,7 @@ def list_options() -> dict[str, Any]:
     # the others are tried when a run asks for them, and a failure is reported per metric.
     checked = {name: POOL.unavailable_reason(name) or "runs here"
                for name in (*CPU_DEFAULTS, *FIDELITY)}
-    return {"generators": entries(BACKENDS), "judges": entries(JUDGES),
-            "metric_presets": {name: list(names) for name, names in PRESETS.items()},
-            "checked_metrics": checked, "max_steps": MAX_STEPS,
-            "prompt_presets": {key: preset.text for key, preset in PROMPTS.items()}}
+    return compact({"generators": entries(BACKENDS), "judges": entries(JUDGES),
+                    "metric_presets": {name: list(names) for name, names in PRESETS.items()},
+                    "checked_metrics": checked, "max_steps": MAX_STEPS,
+                    "prompt_presets": {key: p.text for key, p in PROMPTS.items()}})

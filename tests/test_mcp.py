@@ -1,6 +1,6 @@
 """The app as an MCP server (issue 13, item 4), through the `mcp` client library over the app's
 streamable-HTTP endpoint: the tools are listed with their descriptions, scoring a small GIF
-and a list of images answers per-metric verdicts and the run's link, and a bad call is a clear
+and a zip of images answers per-metric verdicts and the run's link, and a bad call is a clear
 error, not a crash."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ import asyncio
 import base64
 import io
 import json
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -40,12 +41,20 @@ def chain_frames(photo: Image.Image, count: int) -> list[Image.Image]:
 
 
 def data_url(image: Image.Image | list[Image.Image], kind: str = "png") -> str:
+    """A file as MCP clients send one: a data URL (an animated GIF or a zip for a list)."""
     buffer = io.BytesIO()
-    if isinstance(image, list):
+    if kind == "gif":
         image[0].save(buffer, format="GIF", save_all=True, append_images=image[1:])
+    elif kind == "zip":
+        with zipfile.ZipFile(buffer, "w") as archive:
+            for index, frame in enumerate(image):
+                png = io.BytesIO()
+                frame.save(png, format="PNG")
+                archive.writestr(f"{index}.png", png.getvalue())
     else:
         image.save(buffer, format=kind.upper())
-    return f"data:image/{kind};base64," + base64.b64encode(buffer.getvalue()).decode()
+    media = "application/zip" if kind == "zip" else f"image/{kind}"
+    return f"data:{media};base64," + base64.b64encode(buffer.getvalue()).decode()
 
 
 async def session_call(url: str, calls: list[tuple[str, dict]]) -> tuple[list, list]:
@@ -68,8 +77,8 @@ def test_tools_are_listed_and_scoring_a_gif_answers_verdicts(mcp_url, photo) -> 
     metrics = "entropy, piqe"
     tools, (options, scored, listed, bad) = asyncio.run(session_call(url, [
         ("list_options", {}),
-        ("score_chain", {"frames": [data_url(frames, "gif")], "metrics": metrics}),
-        ("score_chain", {"frames": [data_url(f) for f in frames[:4]], "metrics": "entropy"}),
+        ("score_chain", {"frames": data_url(frames, "gif"), "metrics": metrics}),
+        ("score_chain", {"frames": data_url(frames[:4], "zip"), "metrics": "entropy"}),
         ("open_run", {"run_id": "../etc"}),
     ]))
     by_name = {tool.name: tool for tool in tools}
@@ -102,11 +111,11 @@ def test_run_chain_answers_a_verdict_and_a_link(mcp_url, photo) -> None:
         ("run_chain", {"image": data_url(photo.resize((64, 48))), "steps": 3,
                        "generator": "simulate", "metrics": "entropy", "seed": 1,
                        "profile": ""}),
-        ("run_chain", {"image": data_url(photo.resize((64, 48))), "steps": 2.5,
+        ("run_chain", {"image": data_url(photo.resize((64, 48))), "steps": 500,
                        "generator": "simulate", "metrics": "", "seed": 0, "profile": ""}),
     ]))
     verdict = answer(ran)
     assert verdict["status"] == "completed" and verdict["last_step"] == 3
     assert set(verdict["verdict"]) == {"entropy", "psnr", "ssim"}
     assert (runs / verdict["run"] / "run.json").is_file()
-    assert refused.isError and "whole number" in refused.content[0].text
+    assert refused.isError and "from 1 to 100" in refused.content[0].text
