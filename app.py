@@ -7,6 +7,7 @@ BANANA_RUNS_DIR (default ./runs).
 
 from __future__ import annotations
 
+import os
 import threading
 from functools import partial
 from typing import Any
@@ -46,9 +47,10 @@ gr.set_static_paths([RUNS_ROOT])
 INTRO, HELP = (HERE / "assets" / "copy.md").read_text().split("---HELP---")
 EXAMPLES = sorted(str(p) for p in (HERE / "assets" / "examples").glob("*.*") if p.suffix != ".md")
 MAX_UPLOAD = "50mb"  # a 64-megapixel PNG is rarely more; gradio refuses larger uploads
-# Uploads stay in gradio's cache only as long as a visitor needs them: checked hourly, deleted
-# after a day (and all of them when the server restarts).
-DELETE_CACHE = (3600, 86400)
+# Uploads stay in gradio's cache only as long as a visitor needs them (a replayed recording is
+# read while its run goes on): checked hourly, deleted after a day, all of them on a restart.
+UPLOADS_KEEP_S = int(os.environ.get("BANANA_UPLOADS_KEEP_S", "86400"))
+DELETE_CACHE = (min(3600, UPLOADS_KEEP_S), UPLOADS_KEEP_S)
 WARMED = threading.Event()  # the metric pool's warm-up has been started
 
 
