@@ -52,6 +52,7 @@ MAX_UPLOAD = "50mb"  # a 64-megapixel PNG is rarely more; gradio refuses larger 
 UPLOADS_KEEP_S = int(os.environ.get("BANANA_UPLOADS_KEEP_S", "86400"))
 DELETE_CACHE = (min(3600, UPLOADS_KEEP_S), UPLOADS_KEEP_S)
 WARMED = threading.Event()  # the metric pool's warm-up has been started
+STREAMING = {"run", "resume", "open"}  # the page's events a client may still call by name
 
 
 def choices(registry: dict[str, Any]) -> tuple[list[tuple[str, str]], str]:
@@ -243,6 +244,11 @@ with gr.Blocks(title="Banana Space", delete_cache=DELETE_CACHE) as demo:
                    api_name="resume_chain", **chains)
     api_only.click(mcp_tools.open_run, api_run_id, api_answer, api_name="open_run")
     api_only.click(mcp_tools.list_options, None, api_answer, api_name="list_options")
+    # gradio's own helpers register undocumented events that a client can call by name (the
+    # share button's `/lambda`, the examples' loader): plumbing too, so private like ours.
+    for event in demo.fns.values():
+        if event.api_visibility == "undocumented" and event.api_name not in STREAMING:
+            event.api_visibility = "private"
 
 
 if __name__ == "__main__":

@@ -69,7 +69,7 @@ def test_named_endpoints_refuse_every_hostile_id_and_write_nothing(site) -> None
                 client.predict(*args(run_id), api_name=api_name)
             assert_refused(str(refused.value), run_id)
     # The control: a real id is accepted (so the refusals above are not a broken client).
-    assert client.predict("good", api_name="/open_run")["status"] == "completed"
+    assert json.loads(client.predict("good", api_name="/open_run"))["status"] == "completed"
     assert snapshot(site["outside"], REPO / "assets") == before
     assert sorted(p.name for p in site["runs"].iterdir()) == ["escape", "good"]
 
@@ -138,3 +138,16 @@ def test_the_readme_api_example_runs_a_chain_and_reads_the_verdict(site, photo_p
          .replace('"photo.png"', repr(str(photo_path))), {})
     printed = capsys.readouterr().out
     assert "'psnr': 'yes'" in printed and "'brisque':" in printed and "/?run=" in printed
+
+
+def test_the_documented_api_is_the_product_and_no_plumbing(site) -> None:
+    client = Client(site["url"], verbose=False)
+    api = client.view_api(return_format="dict", print_info=False)
+    assert set(api["named_endpoints"]) == {"/run_chain", "/score_chain", "/resume_chain",
+                                           "/open_run", "/stop", "/list_options"}
+    assert not api["unnamed_endpoints"]
+    for name in ("/redraw", "/compare", "/preview", "/lambda", "/lambda_1", "/on_load"):
+        with pytest.raises(Exception):
+            client.predict(api_name=name)
+    options = json.loads(client.predict(api_name="/list_options"))
+    assert {g["name"] for g in options["generators"]} >= {"simulate", "replay"}
