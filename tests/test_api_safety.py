@@ -147,7 +147,7 @@ def test_the_documented_api_is_the_product_and_no_plumbing(site) -> None:
                                            "/open_run", "/stop", "/list_options"}
     assert not api["unnamed_endpoints"]
     for name in ("/redraw", "/compare", "/preview", "/lambda", "/lambda_1", "/on_load"):
-        with pytest.raises(Exception):
+        with pytest.raises(ValueError, match="Cannot find a function"):
             client.predict(api_name=name)
     options = json.loads(client.predict(api_name="/list_options"))
     assert {g["name"] for g in options["generators"]} >= {"simulate", "replay"}
