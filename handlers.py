@@ -233,7 +233,7 @@ def resume(run_id: str | None, api_key: str, raw: bool, request: gr.Request) -> 
             view = RunView.from_saved(load_run(path))  # read under our writer lock
         except REFUSALS as error:
             raise refusal(error) from None
-        view.raw = raw
+        view.raw, view.ended = raw, None  # running again: no old ending, no old zip offered
         yield from stream(view, events, stop)
     finally:
         release(who, stop)

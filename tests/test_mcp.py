@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from app_server import running_app
 from mcp import ClientSession
-from mcp.client.streamable_http import streamablehttp_client
+from mcp.client.streamable_http import streamable_http_client
 from PIL import Image
 
 from banana_space.backends.simulate import SimulateBackend
@@ -58,7 +58,7 @@ def data_url(image: Image.Image | list[Image.Image], kind: str = "png") -> str:
 
 
 async def session_call(url: str, calls: list[tuple[str, dict]]) -> tuple[list, list]:
-    async with streamablehttp_client(url) as (read, write, _), \
+    async with streamable_http_client(url) as (read, write, _), \
             ClientSession(read, write) as session:
         await session.initialize()
         tools = (await session.list_tools()).tools
