@@ -191,10 +191,10 @@ with gr.Blocks(title="Banana Space", delete_cache=DELETE_CACHE) as demo:
         with gr.Column(visible=False):
             api_image = gr.File(label="image", type="filepath")
             api_frames = gr.File(label="frames", type="filepath")
-            api_steps = gr.Number(10, precision=0, label="steps")
+            api_steps = gr.Number(10, label="steps")  # no precision: 2.5 is refused, not rounded
             api_generator = gr.Textbox("simulate", label="generator")
             api_metrics = gr.Textbox("", label="metrics")
-            api_seed = gr.Number(0, precision=0, label="seed")
+            api_seed = gr.Number(0, label="seed")
             api_profile = gr.Textbox("", label="profile")
             api_run_id = gr.Textbox("", label="run_id")
             api_key_field = gr.Textbox("", label="api_key", type="password")

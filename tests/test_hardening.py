@@ -190,6 +190,10 @@ def test_bad_settings_are_refused_before_anything_is_written(app, photo_path) ->
                           (run_args(photo_path, 2, prompt="x" * 50_000), "characters long")]:
         with pytest.raises(Exception, match=message):
             client.predict(*args, api_name="/run")
+    for steps, seed, message in [(2.5, 0, "whole number"), (2, -1, "seed")]:
+        with pytest.raises(Exception, match=message):
+            client.predict(handle_file(str(photo_path)), steps, "simulate", "entropy", seed, "",
+                           api_name="/run_chain")
     assert run_dirs(app["runs"]) == before
 
 
