@@ -27,12 +27,33 @@ from raw_api import call, dependencies
 from banana_space.events import Finished
 from banana_space.markup import plain
 from banana_space.rundir import RunBusy, lock_writer, write_atomic, zip_path
+from banana_space.runids import BadRunId, run_path
 from banana_space.runs import RunSpec, prune_runs, resume_run, start_run
 from banana_space.view import RunView
 
 
 def small(photo: Image.Image) -> Image.Image:
     return photo.resize((96, 64))
+
+
+# --- run ids (issue 13, item 1; issue 18, items 1 and 9) ------------------------------------
+
+def test_run_ids_name_directories_inside_the_runs_folder_only(tmp_path) -> None:
+    root, outside = tmp_path / "runs", tmp_path / "outside"
+    (root / "good").mkdir(parents=True)
+    (root / "good" / "run.json").write_text("{}")
+    outside.mkdir()
+    (outside / "run.json").write_text("{}")
+    (root / "out").symlink_to(outside, target_is_directory=True)
+    (root / "alias").symlink_to(root / "good", target_is_directory=True)
+    assert run_path(root, "good") == root.resolve() / "good"
+    assert run_path(root, "new-run", must_exist=False) == root.resolve() / "new-run"
+    for hostile in [str(root / "good"), "/etc", "../outside", "good/../../outside", "out",
+                    "alias", "missing", "x" * 100_000, "good\x00", ".", "..", ".previews", "",
+                    None, 7]:
+        with pytest.raises(BadRunId) as refused:
+            run_path(root, hostile)
+        assert str(tmp_path) not in str(refused.value) and "<" not in str(refused.value)
 
 
 # --- item 4: one writer per run -------------------------------------------------------------
