@@ -1,8 +1,10 @@
-"""Banana Space: the Gradio app. Layout and wiring only; all the work is in `banana_space/`.
+"""Banana Space: the Gradio app. Layout and wiring only: what each event does is in
+`handlers.py`, the documented API (which is also the MCP server's tools) in `mcp_tools.py`, and
+all the work in `banana_space/`.
 
 Start it with `bash scripts/start.sh` (or `python app.py` inside the venv). Host and port come
 from GRADIO_SERVER_NAME / GRADIO_SERVER_PORT, as on a Space; runs are written under
-BANANA_RUNS_DIR (default ./runs).
+BANANA_RUNS_DIR (default ./runs) and kept within BANANA_KEEP_RUNS / BANANA_KEEP_GB.
 """
 
 from __future__ import annotations
