@@ -240,24 +240,32 @@ def resume(run_id: str | None, api_key: str, raw: bool, request: gr.Request) -> 
 
 
 def show_saved(path: Path, raw: bool) -> tuple[Any, ...]:
-    """A saved run as the page shows it. A run that another visitor is writing right now is
-    shown as running (never zipped half-made); a killed run is zipped on first sight."""
+    """A saved run as the page shows it. A run that is being written right now is shown as
+    running (never as interrupted, never zipped half-made); a finished or killed run without a
+    zip is zipped on first sight. Only then is the writer lock tried: many visitors opening
+    one finished run at once never get in each other's way."""
     try:
-        lock = lock_writer(path)
-    except RunBusy:
-        view = RunView.from_saved(load_run(path))
+        saved = load_run(path)
+        live = False
+        if saved.meta.get("status") == "running" or not zip_path(path).is_file():
+            try:
+                lock = lock_writer(path)
+            except RunBusy:  # its writer (or someone zipping it) is at work
+                live = saved.meta.get("status") == "running"
+            else:
+                try:
+                    if not zip_path(path).is_file():
+                        write_zip(path)
+                    saved = load_run(path)
+                finally:
+                    os.close(lock)
+    except FileNotFoundError:
+        raise gr.Error("That run was deleted (old runs are removed to make room).") from None
+    view = RunView.from_saved(saved)
+    if live:
         view.ended = None
         view.notices.append("this run is being made right now: open it again to see its "
                             "newest frames")
-    except FileNotFoundError:
-        raise gr.Error("That run was deleted (old runs are removed to make room).") from None
-    else:
-        try:
-            if not zip_path(path).is_file():
-                write_zip(path)
-            view = RunView.from_saved(load_run(path))
-        finally:
-            os.close(lock)
     view.raw = raw
     return outputs_of(view.screen())
 

@@ -361,3 +361,18 @@ def test_uploads_are_deleted_and_oversized_ones_refused(short_lived_uploads, pho
     while stored.exists():
         assert time.monotonic() < deadline, "the upload was kept"
         time.sleep(0.5)
+
+
+@pytest.mark.app
+def test_many_visitors_opening_one_finished_run_all_see_it_finished(app, photo_path) -> None:
+    client = Client(app["url"], verbose=False)
+    run_id = client.predict(*run_args(photo_path, 1, seed=9), api_name="/run")[RUN_DIR]
+    zip_path(app["runs"] / run_id).unlink()  # the first opener zips it again
+
+    def open_it(_: int) -> str:
+        return Client(app["url"], verbose=False).predict(run_id, False, api_name="/open")[STATUS]
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        statuses = list(pool.map(open_it, range(8)))
+    assert all("Completed" in status for status in statuses), statuses
+    assert zip_path(app["runs"] / run_id).is_file()
