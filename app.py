@@ -48,7 +48,7 @@ from handlers import (
 gr.set_static_paths([RUNS_ROOT])
 INTRO, HELP = (HERE / "assets" / "copy.md").read_text().split("---HELP---")
 EXAMPLES = sorted(str(p) for p in (HERE / "assets" / "examples").glob("*.*") if p.suffix != ".md")
-MAX_UPLOAD = "50mb"  # a 64-megapixel PNG is rarely more; gradio refuses larger uploads
+MAX_UPLOAD = "100mb"  # a 64-Mpx PNG, or ~70 frames of 1024 px PNGs in a zip; gradio refuses more
 # Uploads stay in gradio's cache only as long as a visitor needs them (a replayed recording is
 # read while its run goes on): checked hourly, deleted after a day, all of them on a restart.
 UPLOADS_KEEP_S = int(os.environ.get("BANANA_UPLOADS_KEEP_S", "86400"))

@@ -353,7 +353,7 @@ def test_uploads_are_deleted_and_oversized_ones_refused(short_lived_uploads, pho
         assert stored.is_file()
         huge = tmp_path / "huge.png"
         with huge.open("wb") as sink:
-            sink.truncate(51 * 1024 * 1024)
+            sink.truncate(101 * 1024 * 1024)
         with huge.open("rb") as handle:
             answer = http.post(f"{url}gradio_api/upload", files={"files": handle})
         assert answer.status_code == 413
