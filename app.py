@@ -1,15 +1,15 @@
-"""Banana Space: the Gradio app. Layout and wiring only; all the work is in `banana_space/`.
+"""Banana Space: the Gradio app. Layout and wiring only: what each event does is in
+`handlers.py`, the documented API (which is also the MCP server's tools) in `mcp_tools.py`, and
+all the work in `banana_space/`.
 
 Start it with `bash scripts/start.sh` (or `python app.py` inside the venv). Host and port come
 from GRADIO_SERVER_NAME / GRADIO_SERVER_PORT, as on a Space; runs are written under
-BANANA_RUNS_DIR (default ./runs).
+BANANA_RUNS_DIR (default ./runs) and kept within BANANA_KEEP_RUNS / BANANA_KEEP_GB.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 import tempfile
 import threading
 from functools import partial
@@ -17,21 +17,37 @@ from pathlib import Path
 from typing import Any
 
 import gradio as gr
-from gradio_client.utils import encode_file_path
 from PIL import Image
 
+import mcp_tools
 import zerogpu  # noqa: F401  (first: installs the spaces.GPU runner; a plain call off ZeroGPU)
 from banana_space.backends import REGISTRY as BACKENDS
-from banana_space.backends import BackendUnavailable
-from banana_space.images import BadImage, load_image
 from banana_space.judges import REGISTRY as JUDGES
-from banana_space.magnifier import ZOOM, box_around, largest_difference_box, side_by_side
 from banana_space.metrics import CPU_DEFAULTS, FIDELITY, POOL, PRESETS
 from banana_space.prompts import DEFAULT_PROMPT
 from banana_space.prompts import PRESETS as PROMPTS
-from banana_space.rundir import ZIP_NAME, RunDir, load_run
-from banana_space.runs import MAX_STEPS, RunSpec, prune_runs, resume_run, start_run
-from banana_space.view import VERDICT_HEADERS, RunView, Screen
+from banana_space.runs import MAX_STEPS
+from banana_space.view import VERDICT_HEADERS
+from handlers import (
+    HERE,
+    OUTPUT_COUNT,
+    RECORDED,
+    RUNS_ROOT,
+    compare,
+    compared,
+    hub_credit,
+    on_load,
+    open_recorded,
+    past_runs,
+    preview,
+    redraw,
+    reopen,
+    replay_hub,
+    resume,
+    run,
+    stop_run,
+    zoom_at,
+)
 from page_style import (
     PAGE_CSS,
     PAGE_JS,
@@ -42,9 +58,6 @@ from page_style import (
     THEME,
 )
 
-HERE = Path(__file__).parent
-RUNS_ROOT = Path(os.environ.get("BANANA_RUNS_DIR", HERE / "runs")).resolve()
-KEEP_RUNS = int(os.environ.get("BANANA_KEEP_RUNS", "200"))  # older run directories are deleted
 # Frames are written once and never change, so gradio serves them where they lie instead of
 # hashing and copying the current frame into its cache on every streamed update (~8 ms per
 # 1024 px frame; bench/streaming.py). Like allowed_paths, this serves every file under it.
@@ -53,10 +66,13 @@ INTRO, HELP = (HERE / "assets" / "copy.md").read_text().split("---HELP---")
 # The README's "Licences and terms" section, shown in the page's footer: one text, never two.
 LICENCES = (HERE / "README.md").read_text().split("## Licences and terms\n")[1].split("\n## ")[0]
 EXAMPLES = sorted(str(p) for p in (HERE / "assets" / "examples").glob("*.*") if p.suffix != ".md")
-RECORDED = HERE / "assets" / "recorded"  # finished runs that open instantly (no key, no GPU)
-
-STOPS: dict[str, threading.Event] = {}  # session -> the stop flag of its current run
+MAX_UPLOAD = "100mb"  # a 64-Mpx PNG, or ~70 frames of 1024 px PNGs in a zip; gradio refuses more
+# Uploads stay in gradio's cache only as long as a visitor needs them (a replayed recording is
+# read while its run goes on): checked hourly, deleted after a day, all of them on a restart.
+UPLOADS_KEEP_S = int(os.environ.get("BANANA_UPLOADS_KEEP_S", "86400"))
+DELETE_CACHE = (min(3600, UPLOADS_KEEP_S), UPLOADS_KEEP_S)
 WARMED = threading.Event()  # the metric pool's warm-up has been started
+STREAMING = {"run", "resume", "open"}  # the page's events a client may still call by name
 
 
 def choices(registry: dict[str, Any]) -> tuple[list[tuple[str, str]], str]:
@@ -71,159 +87,10 @@ def choices(registry: dict[str, Any]) -> tuple[list[tuple[str, str]], str]:
     return labels, " · ".join(why for short, why in howtos.items() if short)
 
 
-def outputs_of(screen: Screen) -> tuple[Any, ...]:
-    """A `Screen` in the order of OUTPUTS below. The figure goes to gr.Plot as the JSON that
-    its postprocess would make of a plotly Figure, without building one (bench/streaming.py)."""
-    plot = gr.components.plot.PlotData(type="plotly", plot=json.dumps(screen.figure))
-    download = gr.update(value=screen.zip_path, visible=screen.zip_path is not None)
-    newest = len(screen.strip) - 1
-    # The magnifier costs ~0.2 s a 1024 px frame, so a running chain leaves it to the compare
-    # slider (whose .change follows each new frame) instead of redoing it on every update.
-    zoomed = gr.skip() if screen.running else magnify(screen.run_dir, newest)
-    return (screen.status, screen.frame, strip_html(screen.strip), plot, screen.verdict,
-            screen.model_text, download, screen.run_dir,
-            compared((screen.first_frame, screen.frame) if screen.first_frame else None, newest),
-            gr.update(maximum=max(1, newest), value=newest), screen.summary,
-            share_link(screen.run_dir, newest), zoomed)
-
-
-def strip_html(strip: list[tuple[str, str]]) -> str:
-    """The frame strip: a thumbnail per step, each a link to its full frame, both served from
-    the runs folder as they lie. Plain HTML, so an update costs a string where a gr.Gallery
-    hashed every frame's file on every update (bench/streaming.py); it only ever grows at the
-    end, so gradio streams just the new link."""
-    return "".join(f'<a href="{file_url(frame)}" target="_blank" rel="noopener" title="step '
-                   f'{step}: open the full frame"><img src="{file_url(thumb)}" alt="step {step}">'
-                   f"<span>{step}</span></a>" for step, (thumb, frame) in enumerate(strip))
-
-
-def file_url(path: str) -> str:
-    """gradio's URL for a file on the server, relative to the page (works under any root)."""
-    return "gradio_api/file=" + encode_file_path(path)
-
-
-def stream(view: RunView, events: Any, session: str, stop: threading.Event) -> Any:
-    """Fold engine events into the view and send each screen as it changes."""
-    STOPS[session] = stop
-    try:
-        for event in events:
-            yield outputs_of(view.apply(event))
-    finally:
-        STOPS.pop(session, None)
-
-
-def run(upload: str | None, steps: int, prompt: str, backend: str, metrics: list[str],
-        judges: list[str], seed: int, strength: float, api_key: str, temperature: float,
-        resolution: str | None, guidance_scale: float | None, inference_steps: int | None,
-        raw: bool, request: gr.Request) -> Any:
-    if not upload:
-        raise gr.Error("Upload an image first (or click an example).")
-    entry = BACKENDS.get(backend)
-    try:
-        if entry and entry.info.plays_recording:
-            image, notes, options = None, [], {"source": upload}
-        else:
-            loaded = load_image(upload)
-            image, notes, options = loaded.image, loaded.notes, {}
-        advanced = {"strength": strength, "temperature": temperature, "api_key": api_key,
-                    "resolution": resolution, "guidance_scale": guidance_scale,
-                    "num_inference_steps": inference_steps}
-        options.update({k: v for k, v in advanced.items()
-                        if entry and k in entry.info.options and v not in (None, "")})
-        spec = RunSpec(image, int(steps), backend, options, prompt, int(seed), metrics or [],
-                       judges or [], {"api_key": api_key} if api_key else {}, notes)
-        stop = threading.Event()
-        events = start_run(spec, RUNS_ROOT, stop=stop)
-    except (BadImage, ValueError, BackendUnavailable, FileExistsError) as error:
-        raise gr.Error(str(error)) from None
-    prune_runs(RUNS_ROOT, KEEP_RUNS)  # never a run being written, this one included
-    yield from stream(RunView(raw=raw), events, request.session_hash, stop)
-
-
-def replay_hub(source: str, steps: int, prompt: str, metrics: list[str], judges: list[str],
-               seed: int, raw: bool, request: gr.Request) -> Any:
-    """Replay a chain on the Hugging Face hub. Only an hf://datasets/… path is taken here,
-    never a path on this server."""
-    source = (source or "").strip()
-    if not source.startswith("hf://datasets/"):
-        raise gr.Error("Write a chain on the hub as hf://datasets/OWNER/NAME/PATH.")
-    yield from run(source, steps, prompt, "replay", metrics, judges, seed, 1.0, "", 1.0, None,
-                   None, None, raw, request)
-
-
-def hub_credit(source: str) -> str:
-    """The dataset's licence line and credit, shown while one of its chains is open."""
-    from banana_space.hub import credit, parse_hub
-
-    try:
-        return credit(parse_hub(source or "").repo_id)
-    except BadImage as error:
-        return f"⚠️ {error}"
-
-
-def stop_run(request: gr.Request) -> str:
-    flag = STOPS.get(request.session_hash)
-    if flag is None:
-        return "Nothing is running."
-    flag.set()
-    return "⏹ Stopping… (the frames made so far are kept)"
-
-
-def resume(run_dir: str | None, api_key: str, raw: bool, request: gr.Request) -> Any:
-    if not run_dir:
-        raise gr.Error("Open or start a run first.")
-    saved = load_run(Path(run_dir))
-    if saved.meta.get("status") == "completed" and saved.last_step >= saved.meta.get("steps", 0):
-        gr.Info(f"This run is complete: all {saved.last_step} steps are made. Resume goes on "
-                "with a stopped or interrupted run; press Run for a longer chain.")
-        yield [gr.skip()] * len(OUTPUTS)  # the run stays on screen as it is
-        return
-    stop = threading.Event()
-    try:
-        events = resume_run(Path(run_dir), stop=stop, api_key=api_key or None)
-    except (ValueError, BackendUnavailable, FileNotFoundError) as error:
-        raise gr.Error(str(error)) from None
-    yield from stream(RunView.from_saved(saved), events, request.session_hash, stop)
-
-
-def show_saved(path: Path, raw: bool) -> tuple[Any, ...]:
-    if not (path / ZIP_NAME).is_file():  # a killed run, or a recorded example: zip it now
-        RunDir(path).zip()
-    view = RunView.from_saved(load_run(path))
-    view.raw = raw
-    return outputs_of(view.screen())
-
-
-def reopen(run_id: str | None, raw: bool) -> Any:
-    if not run_id:
-        raise gr.Error("Pick a run.")
-    path = (RUNS_ROOT / run_id).resolve()
-    if path.parent != RUNS_ROOT or not (path / "run.json").is_file():
-        raise gr.Error(f"No run called {run_id!r}.")
-    return show_saved(path, raw)
-
-
 def recorded_label(name: str) -> str:
     """"chelsea-simulated-20" -> "Chelsea · simulated · 20 steps"."""
     photo, backend, steps = name.rsplit("-", 2)
     return f"{photo.capitalize()} · {backend} · {steps} steps"
-
-
-def open_recorded(name: str, raw: bool) -> Any:
-    """Copy a bundled recorded run into the runs folder (once), then show it."""
-    target = RUNS_ROOT / name
-    if not (target / "run.json").is_file():
-        shutil.copytree(RECORDED / name, target, dirs_exist_ok=True)
-    return show_saved(target, raw)
-
-
-def redraw(run_dir: str | None, raw: bool) -> Any:
-    return show_saved(Path(run_dir), raw) if run_dir else [gr.skip()] * len(OUTPUTS)
-
-
-def past_runs() -> Any:
-    runs = sorted((p.parent.name for p in RUNS_ROOT.glob("*/run.json")), reverse=True)
-    return gr.update(choices=runs, value=runs[0] if runs else None)
 
 
 def warm_up_metrics() -> None:
@@ -233,85 +100,6 @@ def warm_up_metrics() -> None:
         WARMED.set()
         threading.Thread(target=lambda: [POOL.unavailable_reason(name) for name in
                                          (*CPU_DEFAULTS, *FIDELITY)], daemon=True).start()
-
-
-def on_load(request: gr.Request) -> Any:
-    """`?run=<id>&frame=<i>` reopens that run, comparing frame i: the link a user shares."""
-    run_id = request.query_params.get("run")
-    if not run_id:
-        return [gr.skip()] * len(OUTPUTS)
-    shown = list(reopen(run_id, False))
-    frame = request.query_params.get("frame", "")
-    if frame.isdigit():
-        step = min(int(frame), shown[OUTPUTS.index(compare_step)]["value"])
-        slider, zoomed, link = compare(shown[OUTPUTS.index(run_dir)], step)
-        shown[OUTPUTS.index(before_after)] = slider
-        shown[OUTPUTS.index(compare_step)] = {**shown[OUTPUTS.index(compare_step)],
-                                              "value": step}
-        shown[OUTPUTS.index(magnifier)], shown[OUTPUTS.index(share)] = zoomed, link
-    return shown
-
-
-def preview(upload: str | None) -> tuple[Any, str]:
-    if not upload or Path(upload).suffix.lower() == ".zip":
-        return None, ""
-    try:
-        loaded = load_image(upload)
-    except BadImage as error:
-        return None, f"⚠️ {error}"
-    w, h = loaded.image.size
-    return loaded.image, f"{w} × {h}" + "".join(f" · {n}" for n in loaded.notes)
-
-
-def compare(run_dir: str | None, step: int) -> tuple[Any, Any, Any]:
-    """Input vs frame `step`: the slider, the magnifier and the share link follow the choice."""
-    if not run_dir:
-        return None, gr.skip(), gr.skip()
-    frames = Path(run_dir) / "frames"
-    chosen = frames / f"step_{int(step):03d}.png"
-    if not chosen.is_file():
-        return gr.skip(), gr.skip(), gr.skip()
-    return (compared((str(frames / "step_000.png"), str(chosen)), int(step)),
-            magnify(run_dir, int(step)), share_link(run_dir, int(step)))
-
-
-def compared(pair: tuple[str, str] | None, step: int) -> Any:
-    """The compare slider's pictures, its label naming its sides."""
-    side = f"◀ input · step {step} ▶" if pair else "Input vs frame i"
-    return gr.update(value=pair, label=f"{side} (drag the handle)")
-
-
-# ---- Sharing, the magnifier and the examples' thumbnails (layout helpers, no run logic) ----
-
-def share_link(run_dir: str | None, step: int) -> str:
-    """The link that reopens this view: the run and the frame being compared."""
-    return f"?run={Path(run_dir).name}&frame={max(step, 0)}" if run_dir else ""
-
-
-def magnify(run_dir: str | None, step: int, point: tuple[float, float] | None = None) -> Any:
-    """Input and frame `step` cropped alike and enlarged, where they differ most (or around
-    `point`, in the input's pixels), with a label saying which side is which."""
-    frames = Path(run_dir) / "frames" if run_dir else None
-    if frames is None or step < 1 or not (frames / f"step_{step:03d}.png").is_file():
-        return gr.update(value=None, label="Magnifier (from step 1 on)")
-    with Image.open(frames / "step_000.png") as first, \
-            Image.open(frames / f"step_{step:03d}.png") as chosen:
-        box = box_around(point, first.size) if point else largest_difference_box(first, chosen)
-        image = side_by_side(first, chosen, box)
-    where = "where you clicked" if point else "where they differ most"
-    return gr.update(value=image, label=f"Magnifier {ZOOM}×: input | step {step}, {where}")
-
-
-def zoom_at(run_dir: str | None, step: int, event: gr.SelectData) -> Any:
-    """A click on the newest frame moves the magnifier there (in the input's pixels)."""
-    if not run_dir or not event.index:
-        return gr.skip()
-    frames = Path(run_dir) / "frames"
-    newest = sorted(frames.glob("step_*.png"))[-1]
-    with Image.open(frames / "step_000.png") as first, Image.open(newest) as clicked:
-        scale = (first.width / clicked.width, first.height / clicked.height)
-    x, y = event.index[0] * scale[0], event.index[1] * scale[1]
-    return magnify(run_dir, max(int(step), 1), (x, y))
 
 
 def example_thumbnails() -> list[tuple[str, str]]:
@@ -354,7 +142,7 @@ watch('value', () => {
   if (s) s.scrollLeft = left ?? s.scrollWidth;
 });"""
 
-with gr.Blocks(title="Banana Space") as demo:
+with gr.Blocks(title="Banana Space", delete_cache=DELETE_CACHE) as demo:
     gr.Markdown(INTRO)
     with gr.Row():
         with gr.Column(scale=1, min_width=300):
@@ -453,6 +241,19 @@ with gr.Blocks(title="Banana Space") as demo:
                     open_button = gr.Button("Open", scale=1)
             with gr.Accordion("What am I looking at?", open=False, elem_id="help"):
                 gr.Markdown(HELP)
+        # The API's and MCP tools' own inputs and answer (mcp_tools.py): never shown.
+        with gr.Column(visible=False):
+            api_image = gr.File(label="image", type="filepath")
+            api_frames = gr.File(label="frames", type="filepath")
+            api_steps = gr.Number(10, label="steps")  # no precision: 2.5 is refused, not rounded
+            api_generator = gr.Textbox("simulate", label="generator")
+            api_metrics = gr.Textbox("", label="metrics")
+            api_seed = gr.Number(0, label="seed")
+            api_profile = gr.Textbox("", label="profile")
+            api_run_id = gr.Textbox("", label="run_id")
+            api_key_field = gr.Textbox("", label="api_key", type="password")
+            api_answer = gr.Textbox(label="answer (JSON)")
+            api_only = gr.Button("API")
     with gr.Accordion("Licences and terms", open=False, elem_id="licences-and-terms"):
         gr.Markdown(LICENCES)
     gr.Markdown("Banana Space · code under Apache-2.0 · **for non-commercial use**, because "
@@ -462,39 +263,64 @@ with gr.Blocks(title="Banana Space") as demo:
 
     OUTPUTS = [status, frame, strip, plot, verdict, model_text, download, run_dir,
                before_after, compare_step, summary, share, magnifier]
-    upload.change(preview, upload, [input_preview, input_note])
-    examples.select(pick_example, None, upload, api_name=False)
-    prompt_preset.change(lambda key: PROMPTS[key].text, prompt_preset, prompt)
-    metric_preset.change(lambda name: list(PRESETS[name]), metric_preset, metrics)
+    assert len(OUTPUTS) == OUTPUT_COUNT
+    # The page's plumbing is private: reachable only by what the page posts (and confined
+    # there like everything else), never listed or offered to API clients or agents.
+    plumbing = {"api_visibility": "private"}
+    upload.change(preview, upload, [input_preview, input_note], **plumbing)
+    examples.select(pick_example, None, upload, **plumbing)
+    prompt_preset.change(lambda key: PROMPTS[key].text, prompt_preset, prompt, **plumbing)
+    metric_preset.change(lambda name: list(PRESETS[name]), metric_preset, metrics, **plumbing)
     # Scoring is CPU-bound and a small Space has 2 cores: 4 runs at once share them (each
     # waits mostly on its generator anyway); up to 64 more wait in the queue, then visitors are
     # told the queue is full rather than left hanging. All runs share one metric pool.
+    # The page's streaming events stay callable by name (`/run`, `/resume`, `/open`) but are
+    # not documented: their answers are widgets; the documented API answers in JSON.
+    streaming = {"api_visibility": "undocumented", "concurrency_id": "runs",
+                 "show_progress": "hidden"}  # the status line says what is happening
     run_button.click(run, [upload, steps, prompt, backend, metrics, judges, seed, strength,
                            api_key, temperature, resolution, guidance, inference_steps, raw],
-                     OUTPUTS, api_name="run", concurrency_limit=4, concurrency_id="runs",
-                     show_progress="hidden")  # the status line says what is happening
-    hub_button.click(hub_credit, hub_source, input_note, api_name=False)
+                     OUTPUTS, api_name="run", concurrency_limit=4, **streaming)
+    hub_button.click(hub_credit, hub_source, input_note, **plumbing)
     hub_button.click(replay_hub, [hub_source, steps, prompt, metrics, judges, seed, raw],
-                     OUTPUTS, api_name="replay_hub", concurrency_id="runs",
-                     show_progress="hidden")
+                     OUTPUTS, concurrency_id="runs", show_progress="hidden", **plumbing)
     stop_button.click(stop_run, None, status, api_name="stop", concurrency_limit=None)
     resume_button.click(resume, [run_dir, api_key, raw], OUTPUTS, api_name="resume",
-                        concurrency_id="runs", show_progress="hidden")
+                        **streaming)
+    open_button.click(reopen, [run_picker, raw], OUTPUTS, api_name="open",
+                      api_visibility="undocumented")
     for name, button in recorded.items():
-        button.click(partial(open_recorded, name), raw, OUTPUTS, api_name=False)
+        button.click(partial(open_recorded, name), raw, OUTPUTS, **plumbing)
     # .change, not .release: arrow keys move the slider too, and the picture must follow.
     compare_step.change(compare, [run_dir, compare_step], [before_after, magnifier, share],
-                        api_name=False, show_progress="hidden")
-    frame.select(zoom_at, [run_dir, compare_step], magnifier, api_name=False)
-    raw.change(redraw, [run_dir, raw], OUTPUTS, api_name=False)
-    refresh.click(past_runs, None, run_picker, api_name=False)
-    open_button.click(reopen, [run_picker, raw], OUTPUTS, api_name="open")
-    demo.load(past_runs, None, run_picker, api_name=False)
-    demo.load(on_load, None, OUTPUTS, api_name=False).then(None, js=SCROLL_TO_RESULT_JS)
-    demo.load(warm_up_metrics, None, None, api_name=False)
+                        show_progress="hidden", **plumbing)
+    frame.select(zoom_at, [run_dir, compare_step], magnifier, **plumbing)
+    raw.change(redraw, [run_dir, raw], OUTPUTS, **plumbing)
+    refresh.click(past_runs, None, run_picker, **plumbing)
+    demo.load(past_runs, None, run_picker, **plumbing)
+    demo.load(on_load, None, OUTPUTS, **plumbing).then(None, js=SCROLL_TO_RESULT_JS,
+                                                       **plumbing)
+    demo.load(warm_up_metrics, None, None, **plumbing)
+    # The documented API, which is also the MCP server's list of tools.
+    chains = {"concurrency_id": "runs", "show_progress": "hidden"}
+    api_only.click(mcp_tools.run_chain, [api_image, api_steps, api_generator, api_metrics,
+                                         api_seed, api_profile], api_answer,
+                   api_name="run_chain", **chains)
+    api_only.click(mcp_tools.score_chain, [api_frames, api_metrics], api_answer,
+                   api_name="score_chain", **chains)
+    api_only.click(mcp_tools.resume_chain, [api_run_id, api_key_field], api_answer,
+                   api_name="resume_chain", **chains)
+    api_only.click(mcp_tools.open_run, api_run_id, api_answer, api_name="open_run")
+    api_only.click(mcp_tools.list_options, None, api_answer, api_name="list_options")
+    # gradio's own helpers register undocumented events that a client can call by name (the
+    # share button's `/lambda`, the examples' loader): plumbing too, so private like ours.
+    for event in demo.fns.values():
+        if event.api_visibility == "undocumented" and event.api_name not in STREAMING:
+            event.api_visibility = "private"
 
 
 if __name__ == "__main__":
     RUNS_ROOT.mkdir(parents=True, exist_ok=True)
     demo.queue(max_size=64, default_concurrency_limit=8).launch(
-        allowed_paths=[str(RUNS_ROOT)], theme=THEME, css=PAGE_CSS, js=PAGE_JS)
+        allowed_paths=[str(RUNS_ROOT)], theme=THEME, css=PAGE_CSS, js=PAGE_JS,
+        max_file_size=MAX_UPLOAD, mcp_server=True)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import math
 import os
-import re
 import shutil
 import threading
 from collections.abc import Callable, Sequence

@@ -15,8 +15,9 @@ from typing import Any
 
 from .analysis import CHECKPOINTS, REFERENCE_METRIC, History, detects_degradation
 from .events import Event, Finished, FrameMade, FrameScored, Notice, Started
+from .markup import plain
 from .plots import Figure, delta_figure, display_name, raw_figure, value_text
-from .rundir import ZIP_NAME, SavedRun, frame_name, thumb_path
+from .rundir import SavedRun, frame_name, thumb_path, zip_path
 
 # The answer first (it must fit a phone's width): does it detect, does it rank like fidelity.
 VERDICT_HEADERS = ["metric", "verdict", "ρ vs PSNR", "Δ now", "Δ5", "Δ10", "Δ20", "better when"]
@@ -105,7 +106,7 @@ class RunView:
 
     def screen(self) -> Screen:
         strip = [(self.strip_path(s), self.frame_path(s)) for s in range(self.last_step + 1)]
-        zip_path = self.run_dir / ZIP_NAME if self.run_dir else None
+        download = zip_path(self.run_dir) if self.run_dir else None
         figure = raw_figure(self.history) if self.raw else delta_figure(self.history)
         return Screen(
             status=self.status(), summary=summarise(self.history, self.steps,
@@ -113,7 +114,7 @@ class RunView:
             frame=self.frame_path(self.last_step),
             first_frame=self.frame_path(0) if self.last_step >= 0 else None, strip=strip,
             figure=figure, verdict=self.verdict_rows(), model_text=self.model_text(),
-            zip_path=str(zip_path) if zip_path and zip_path.is_file() and self.ended else None,
+            zip_path=str(download) if download and download.is_file() and self.ended else None,
             run_dir=str(self.run_dir) if self.run_dir else None, running=self.ended is None)
 
     def status(self) -> str:
@@ -133,7 +134,7 @@ class RunView:
             head = f"❌ **Failed** {_why(self.ended.reason, 'failed ')}. " \
                    f"Frames 0–{self.ended.last_step} and their scores are kept{money}."
         recent = self.notices[-MAX_NOTICES_SHOWN:]
-        return head + "".join(f"\n\n{NOTICE_MARKS[level]} {text}" for level, text in recent)
+        return head + "".join(f"\n\n{NOTICE_MARKS[level]} {plain(text)}" for level, text in recent)
 
     def verdict_rows(self) -> list[list[Any]]:
         """One row per column of scores; "—" where a checkpoint lies beyond the run so far."""
@@ -160,7 +161,7 @@ class RunView:
         return rows
 
     def model_text(self) -> str:
-        said = [f"**step {s}**: {t}" for s, t in sorted(self.texts.items()) if t.strip()]
+        said = [f"**step {s}**: {plain(t)}" for s, t in sorted(self.texts.items()) if t.strip()]
         return "\n\n".join(said[-20:]) or "_The generator said nothing (or has no words)._"
 
 
@@ -169,8 +170,9 @@ def _fmt(value: float) -> str:
 
 
 def _why(reason: str, verb: str) -> str:
-    """"by the user" from "stopped by the user", so the status does not say it twice."""
-    return reason.removeprefix(verb) if reason.startswith(verb) else f"({reason})"
+    """"by the user" from "stopped by the user", so the status does not say it twice. The
+    reason may quote what a visitor controls (zip member names): it is shown as plain text."""
+    return plain(reason.removeprefix(verb) if reason.startswith(verb) else f"({reason})")
 
 
 def summarise(history: History, steps: int, running: bool) -> str:
