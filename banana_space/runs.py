@@ -54,10 +54,10 @@ class RunSpec:
 def check_spec(spec: RunSpec) -> None:
     """Raise ValueError with a message that lists what is valid."""
     if not _is_whole(spec.steps) or not 1 <= spec.steps <= MAX_STEPS:
-        raise ValueError(f"steps must be a whole number from 1 to {MAX_STEPS}, got "
+        raise ValueError(f"steps must be a whole number between 1 and {MAX_STEPS}, got "
                          f"{spec.steps!r}")
     if not _is_whole(spec.seed) or not 0 <= spec.seed <= MAX_SEED:
-        raise ValueError(f"the seed must be a whole number from 0 to {MAX_SEED}, got "
+        raise ValueError(f"the seed must be a whole number between 0 and {MAX_SEED}, got "
                          f"{spec.seed!r}")
     if spec.backend not in BACKENDS:
         raise ValueError(f"unknown backend {spec.backend!r}; valid backends: "

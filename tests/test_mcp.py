@@ -118,4 +118,4 @@ def test_run_chain_answers_a_verdict_and_a_link(mcp_url, photo) -> None:
     assert verdict["status"] == "completed" and verdict["last_step"] == 3
     assert set(verdict["verdict"]) == {"entropy", "psnr", "ssim"}
     assert (runs / verdict["run"] / "run.json").is_file()
-    assert refused.isError and "from 1 to 100" in refused.content[0].text
+    assert refused.isError and "between 1 and 100" in refused.content[0].text
