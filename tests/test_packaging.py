@@ -11,6 +11,7 @@ drift. The install test builds the package from this checkout into a fresh venv 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sysconfig
 import venv
@@ -78,10 +79,16 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     purelib = subprocess.check_output(
         [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], text=True)
     Path(purelib.strip(), "lend-deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    build = tmp_path_factory.mktemp("build")
+    # Built from a copy of what the package is made of: setuptools writes build/ and
+    # *.egg-info beside the sources, and the checkout is no place for them.
+    source = tmp_path_factory.mktemp("source")
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy(REPO / name, source / name)
+    shutil.copytree(REPO / "banana_space", source / "banana_space",
+                    ignore=shutil.ignore_patterns("__pycache__"))
     subprocess.run([python, "-m", "pip", "install", "--quiet", "--no-deps",
-                    "--no-build-isolation", "--no-index", str(REPO)],
-                   check=True, cwd=build, env={**os.environ, "PIP_NO_INPUT": "1"})
+                    "--no-build-isolation", "--no-index", str(source)],
+                   check=True, cwd=source, env={**os.environ, "PIP_NO_INPUT": "1"})
     return target
 
 
