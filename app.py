@@ -1,38 +1,63 @@
-"""Banana Space: the Gradio app. Layout and wiring only; all the work is in `banana_space/`.
+"""Banana Space: the Gradio app. Layout and wiring only: what each event does is in
+`handlers.py`, the documented API (which is also the MCP server's tools) in `mcp_tools.py`, and
+all the work in `banana_space/`.
 
 Start it with `bash scripts/start.sh` (or `python app.py` inside the venv). Host and port come
 from GRADIO_SERVER_NAME / GRADIO_SERVER_PORT, as on a Space; runs are written under
-BANANA_RUNS_DIR (default ./runs).
+BANANA_RUNS_DIR (default ./runs) and kept within BANANA_KEEP_RUNS / BANANA_KEEP_GB.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
+import tempfile
 import threading
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 import gradio as gr
-from gradio_client.utils import encode_file_path
+from PIL import Image
 
+import mcp_tools
 import zerogpu  # noqa: F401  (first: installs the spaces.GPU runner; a plain call off ZeroGPU)
 from banana_space.backends import REGISTRY as BACKENDS
-from banana_space.backends import BackendUnavailable
-from banana_space.images import BadImage, load_image
 from banana_space.judges import REGISTRY as JUDGES
 from banana_space.metrics import CPU_DEFAULTS, FIDELITY, POOL, PRESETS
 from banana_space.prompts import DEFAULT_PROMPT
 from banana_space.prompts import PRESETS as PROMPTS
-from banana_space.rundir import ZIP_NAME, RunDir, load_run
-from banana_space.runs import MAX_STEPS, RunSpec, prune_runs, resume_run, start_run
-from banana_space.view import VERDICT_HEADERS, RunView, Screen
+from banana_space.runs import MAX_STEPS
+from banana_space.view import VERDICT_HEADERS
+from handlers import (
+    HERE,
+    OUTPUT_COUNT,
+    RECORDED,
+    RUNS_ROOT,
+    compare,
+    compared,
+    hub_credit,
+    on_load,
+    open_recorded,
+    past_runs,
+    preview,
+    redraw,
+    reopen,
+    replay_hub,
+    resume,
+    run,
+    stop_run,
+    zoom_at,
+)
+from page_style import (
+    PAGE_CSS,
+    PAGE_JS,
+    SCROLL_TO_RESULT_JS,
+    SHARE_CSS,
+    SHARE_HTML,
+    SHARE_JS,
+    THEME,
+)
 
-HERE = Path(__file__).parent
-RUNS_ROOT = Path(os.environ.get("BANANA_RUNS_DIR", HERE / "runs")).resolve()
-KEEP_RUNS = int(os.environ.get("BANANA_KEEP_RUNS", "200"))  # older run directories are deleted
 # Frames are written once and never change, so gradio serves them where they lie instead of
 # hashing and copying the current frame into its cache on every streamed update (~8 ms per
 # 1024 px frame; bench/streaming.py). Like allowed_paths, this serves every file under it.
@@ -41,10 +66,13 @@ INTRO, HELP = (HERE / "assets" / "copy.md").read_text().split("---HELP---")
 # The README's "Licences and terms" section, shown in the page's footer: one text, never two.
 LICENCES = (HERE / "README.md").read_text().split("## Licences and terms\n")[1].split("\n## ")[0]
 EXAMPLES = sorted(str(p) for p in (HERE / "assets" / "examples").glob("*.*") if p.suffix != ".md")
-RECORDED = HERE / "assets" / "recorded"  # finished runs that open instantly (no key, no GPU)
-
-STOPS: dict[str, threading.Event] = {}  # session -> the stop flag of its current run
+MAX_UPLOAD = "100mb"  # a 64-Mpx PNG, or ~70 frames of 1024 px PNGs in a zip; gradio refuses more
+# Uploads stay in gradio's cache only as long as a visitor needs them (a replayed recording is
+# read while its run goes on): checked hourly, deleted after a day, all of them on a restart.
+UPLOADS_KEEP_S = int(os.environ.get("BANANA_UPLOADS_KEEP_S", "86400"))
+DELETE_CACHE = (min(3600, UPLOADS_KEEP_S), UPLOADS_KEEP_S)
 WARMED = threading.Event()  # the metric pool's warm-up has been started
+STREAMING = {"run", "resume", "open"}  # the page's events a client may still call by name
 
 
 def choices(registry: dict[str, Any]) -> tuple[list[tuple[str, str]], str]:
@@ -59,128 +87,10 @@ def choices(registry: dict[str, Any]) -> tuple[list[tuple[str, str]], str]:
     return labels, " · ".join(why for short, why in howtos.items() if short)
 
 
-def outputs_of(screen: Screen) -> tuple[Any, ...]:
-    """A `Screen` in the order of OUTPUTS below. The figure goes to gr.Plot as the JSON that
-    its postprocess would make of a plotly Figure, without building one (bench/streaming.py)."""
-    plot = gr.components.plot.PlotData(type="plotly", plot=json.dumps(screen.figure))
-    download = gr.update(value=screen.zip_path, visible=screen.zip_path is not None)
-    return (screen.status, screen.frame, strip_html(screen.strip), plot, screen.verdict,
-            screen.model_text, download, screen.run_dir,
-            (screen.first_frame, screen.frame) if screen.first_frame else None,
-            gr.update(maximum=max(1, len(screen.strip) - 1), value=len(screen.strip) - 1))
-
-
-def strip_html(strip: list[tuple[str, str]]) -> str:
-    """The frame strip: a thumbnail per step, each a link to its full frame, both served from
-    the runs folder as they lie. Plain HTML, so an update costs a string where a gr.Gallery
-    hashed every frame's file on every update (bench/streaming.py); it only ever grows at the
-    end, so gradio streams just the new link."""
-    return "".join(f'<a href="{file_url(frame)}" target="_blank" rel="noopener" title="step '
-                   f'{step}: open the full frame"><img src="{file_url(thumb)}" alt="step {step}">'
-                   f"<span>{step}</span></a>" for step, (thumb, frame) in enumerate(strip))
-
-
-def file_url(path: str) -> str:
-    """gradio's URL for a file on the server, relative to the page (works under any root)."""
-    return "gradio_api/file=" + encode_file_path(path)
-
-
-def stream(view: RunView, events: Any, session: str, stop: threading.Event) -> Any:
-    """Fold engine events into the view and send each screen as it changes."""
-    STOPS[session] = stop
-    try:
-        for event in events:
-            yield outputs_of(view.apply(event))
-    finally:
-        STOPS.pop(session, None)
-
-
-def run(upload: str | None, steps: int, prompt: str, backend: str, metrics: list[str],
-        judges: list[str], seed: int, strength: float, api_key: str, temperature: float,
-        resolution: str | None, guidance_scale: float | None, inference_steps: int | None,
-        raw: bool, request: gr.Request) -> Any:
-    if not upload:
-        raise gr.Error("Upload an image first (or click an example).")
-    entry = BACKENDS.get(backend)
-    try:
-        if entry and entry.info.plays_recording:
-            image, notes, options = None, [], {"source": upload}
-        else:
-            loaded = load_image(upload)
-            image, notes, options = loaded.image, loaded.notes, {}
-        advanced = {"strength": strength, "temperature": temperature, "api_key": api_key,
-                    "resolution": resolution, "guidance_scale": guidance_scale,
-                    "num_inference_steps": inference_steps}
-        options.update({k: v for k, v in advanced.items()
-                        if entry and k in entry.info.options and v not in (None, "")})
-        spec = RunSpec(image, int(steps), backend, options, prompt, int(seed), metrics or [],
-                       judges or [], {"api_key": api_key} if api_key else {}, notes)
-        stop = threading.Event()
-        events = start_run(spec, RUNS_ROOT, stop=stop)
-    except (BadImage, ValueError, BackendUnavailable, FileExistsError) as error:
-        raise gr.Error(str(error)) from None
-    prune_runs(RUNS_ROOT, KEEP_RUNS)  # never a run being written, this one included
-    yield from stream(RunView(raw=raw), events, request.session_hash, stop)
-
-
-def stop_run(request: gr.Request) -> str:
-    flag = STOPS.get(request.session_hash)
-    if flag is None:
-        return "Nothing is running."
-    flag.set()
-    return "⏹ Stopping… (the frames made so far are kept)"
-
-
-def resume(run_dir: str | None, api_key: str, raw: bool, request: gr.Request) -> Any:
-    if not run_dir:
-        raise gr.Error("Open or start a run first.")
-    saved = load_run(Path(run_dir))
-    stop = threading.Event()
-    try:
-        events = resume_run(Path(run_dir), stop=stop, api_key=api_key or None)
-    except (ValueError, BackendUnavailable, FileNotFoundError) as error:
-        raise gr.Error(str(error)) from None
-    yield from stream(RunView.from_saved(saved), events, request.session_hash, stop)
-
-
-def show_saved(path: Path, raw: bool) -> tuple[Any, ...]:
-    if not (path / ZIP_NAME).is_file():  # a killed run, or a recorded example: zip it now
-        RunDir(path).zip()
-    view = RunView.from_saved(load_run(path))
-    view.raw = raw
-    return outputs_of(view.screen())
-
-
-def reopen(run_id: str | None, raw: bool) -> Any:
-    if not run_id:
-        raise gr.Error("Pick a run.")
-    path = (RUNS_ROOT / run_id).resolve()
-    if path.parent != RUNS_ROOT or not (path / "run.json").is_file():
-        raise gr.Error(f"No run called {run_id!r}.")
-    return show_saved(path, raw)
-
-
 def recorded_label(name: str) -> str:
     """"chelsea-simulated-20" -> "Chelsea · simulated · 20 steps"."""
     photo, backend, steps = name.rsplit("-", 2)
     return f"{photo.capitalize()} · {backend} · {steps} steps"
-
-
-def open_recorded(name: str, raw: bool) -> Any:
-    """Copy a bundled recorded run into the runs folder (once), then show it."""
-    target = RUNS_ROOT / name
-    if not (target / "run.json").is_file():
-        shutil.copytree(RECORDED / name, target, dirs_exist_ok=True)
-    return show_saved(target, raw)
-
-
-def redraw(run_dir: str | None, raw: bool) -> Any:
-    return show_saved(Path(run_dir), raw) if run_dir else [gr.skip()] * len(OUTPUTS)
-
-
-def past_runs() -> Any:
-    runs = sorted((p.parent.name for p in RUNS_ROOT.glob("*/run.json")), reverse=True)
-    return gr.update(choices=runs, value=runs[0] if runs else None)
 
 
 def warm_up_metrics() -> None:
@@ -192,29 +102,22 @@ def warm_up_metrics() -> None:
                                          (*CPU_DEFAULTS, *FIDELITY)], daemon=True).start()
 
 
-def on_load(request: gr.Request) -> Any:
-    """`?run=<id>` reopens that run: the link a user shares."""
-    run_id = request.query_params.get("run")
-    return reopen(run_id, False) if run_id else [gr.skip()] * len(OUTPUTS)
+def example_thumbnails() -> list[tuple[str, str]]:
+    """(thumbnail, caption) per example picture, made once at start-up: a 2K start is ~2 MB,
+    and a phone opening the page needs 200 px of it."""
+    folder = Path(tempfile.mkdtemp(prefix="banana-examples-"))
+    shown = []
+    for path in map(Path, EXAMPLES):
+        with Image.open(path) as image:
+            thumb = image.convert("RGB")
+        thumb.thumbnail((240, 240))
+        thumb.save(folder / f"{path.stem}.jpg", quality=85)
+        shown.append((str(folder / f"{path.stem}.jpg"), path.stem))
+    return shown
 
 
-def preview(upload: str | None) -> tuple[Any, str]:
-    if not upload or Path(upload).suffix.lower() == ".zip":
-        return None, ""
-    try:
-        loaded = load_image(upload)
-    except BadImage as error:
-        return None, f"⚠️ {error}"
-    w, h = loaded.image.size
-    return loaded.image, f"{w} × {h}" + "".join(f" · {n}" for n in loaded.notes)
-
-
-def compare(run_dir: str | None, step: int) -> Any:
-    if not run_dir:
-        return None
-    frames = Path(run_dir) / "frames"
-    chosen = frames / f"step_{int(step):03d}.png"
-    return (str(frames / "step_000.png"), str(chosen)) if chosen.is_file() else gr.skip()
+def pick_example(event: gr.SelectData) -> str:
+    return EXAMPLES[event.index]
 
 
 BACKEND_CHOICES, BACKEND_HOWTOS = choices(BACKENDS)
@@ -222,7 +125,7 @@ JUDGE_CHOICES, JUDGE_HOWTOS = choices(JUDGES)
 # The frame strip: fixed-size thumbnails in one row that scrolls sideways as frames arrive,
 # keeping the newest in view unless the visitor has scrolled back to look at an older one.
 STRIP_CSS = """.strip {display: flex; gap: 6px; overflow-x: auto; min-height: 92px; padding: 2px 0}
-.strip:empty::before {content: "Each frame appears here as soon as it is made."; opacity: .6;
+.strip:empty::before {content: "Each frame appears here as soon as it is made."; color: #4b5563;
                       align-self: center}
 .strip a {position: relative; flex: 0 0 auto; margin: 0}
 .strip img {width: 88px; height: 88px; margin: 0; object-fit: cover; border-radius: 6px;
@@ -239,17 +142,24 @@ watch('value', () => {
   if (s) s.scrollLeft = left ?? s.scrollWidth;
 });"""
 
-with gr.Blocks(title="Banana Space") as demo:
+with gr.Blocks(title="Banana Space", delete_cache=DELETE_CACHE) as demo:
     gr.Markdown(INTRO)
     with gr.Row():
         with gr.Column(scale=1, min_width=300):
-            upload = gr.File(label="Image (or, for Replay, a zip / animated GIF / WebP)",
-                             file_types=["image", ".zip"], type="filepath", elem_id="upload",
-                             height=110)
+            gr.Markdown("**Your picture** (or, for *Replay*, a zip / animated GIF / WebP)")
+            upload = gr.File(label="Image", show_label=False, file_types=["image", ".zip"],
+                             type="filepath", elem_id="upload", height=130)
+            with gr.Row():
+                hub_source = gr.Textbox(label="…or, for Replay, a chain on the Hugging Face hub",
+                                        placeholder="hf://datasets/kenantang/Banana100/…",
+                                        elem_id="hub-source", scale=3)
+                hub_button = gr.Button("Replay it", size="sm", scale=1)
             input_preview = gr.Image(label="Input", interactive=False, height=120,
-                                     show_label=False)
+                                     show_label=False, alt_text="The picture you uploaded")
             input_note = gr.Markdown()
-            gr.Examples(EXAMPLES, inputs=upload, label="Example photos")
+            examples = gr.Gallery(example_thumbnails(), label="Example pictures (click one)",
+                                  columns=4, height="auto", allow_preview=False,
+                                  object_fit="cover", elem_id="examples", buttons=[])
             gr.Markdown("**Recorded chains** — open instantly, no key or GPU:")
             with gr.Row():
                 recorded = {name: gr.Button(recorded_label(name), size="sm",
@@ -291,28 +201,39 @@ with gr.Blocks(title="Banana Space") as demo:
         with gr.Column(scale=2):
             status = gr.Markdown("Upload an image or pick an example, then press **Run**.",
                                  elem_id="status")
-            with gr.Row():
-                frame = gr.Image(label="Current frame", interactive=False, height=320,
-                                 elem_id="frame")
-                before_after = gr.ImageSlider(label="Input vs frame i", type="filepath",
-                                              height=320)
-            compare_step = gr.Slider(0, 1, value=1, step=1, label="Compare frame i")
+            # ---- The result on one screen: the finding, then frames beside the curves ----
+            summary = gr.Markdown(elem_id="summary")
+            with gr.Row(equal_height=False):
+                with gr.Column(min_width=320):
+                    before_after = gr.ImageSlider(label=compared(None, 0)["label"],
+                                                  type="filepath", height=300,
+                                                  elem_id="compare")
+                    compare_step = gr.Slider(0, 1, value=1, step=1, label="Compare frame i",
+                                             elem_id="compare-step")
+                with gr.Column(min_width=320):
+                    plot = gr.Plot(show_label=False, elem_id="plot")
+                    raw = gr.Checkbox(False, label="Raw scores (one chart per metric)")
+            with gr.Row(equal_height=False):
+                magnifier = gr.Image(label="Magnifier", interactive=False, height=220,
+                                     elem_id="magnifier", buttons=["fullscreen"],
+                                     alt_text="The same crop of the input and of frame i, "
+                                              "enlarged side by side")
+                frame = gr.Image(label="Newest frame (click it to magnify that spot)",
+                                 interactive=False, height=220, elem_id="frame",
+                                 alt_text="The newest frame of the chain")
             strip = gr.HTML("", label="All frames (click one for the full frame)",
                             show_label=True, container=True, padding=True, elem_id="strip",
                             html_template='<div class="strip">${value}</div>',
                             css_template=STRIP_CSS, js_on_load=STRIP_JS)
-            raw = gr.Checkbox(False, label="Raw scores (one chart per metric)")
-            plot = gr.Plot(label="Oriented, normalised Δ per metric (negative = worse)",
-                           elem_id="plot")
+            share = gr.HTML("", elem_id="share", html_template=SHARE_HTML,
+                            css_template=SHARE_CSS, js_on_load=SHARE_JS)
             verdict = gr.Dataframe(headers=VERDICT_HEADERS, label="Does each metric detect it?",
                                    interactive=False, wrap=True, elem_id="verdict")
             with gr.Accordion("What the model said", open=False):
                 model_text = gr.Markdown()
             download = gr.File(label="Download the run (frames + scores + verdict)",
                                elem_id="download", height=60, visible=False)
-            with gr.Row():
-                run_dir = gr.Textbox(visible=False)
-                share = gr.DeepLinkButton(value="Copy a link to this view", size="sm")
+            run_dir = gr.Textbox(visible=False)
             with gr.Accordion("Past runs", open=False):
                 with gr.Row():
                     run_picker = gr.Dropdown([], label="Run", scale=3, allow_custom_value=True)
@@ -320,6 +241,19 @@ with gr.Blocks(title="Banana Space") as demo:
                     open_button = gr.Button("Open", scale=1)
             with gr.Accordion("What am I looking at?", open=False, elem_id="help"):
                 gr.Markdown(HELP)
+        # The API's and MCP tools' own inputs and answer (mcp_tools.py): never shown.
+        with gr.Column(visible=False):
+            api_image = gr.File(label="image", type="filepath")
+            api_frames = gr.File(label="frames", type="filepath")
+            api_steps = gr.Number(10, label="steps")  # no precision: 2.5 is refused, not rounded
+            api_generator = gr.Textbox("simulate", label="generator")
+            api_metrics = gr.Textbox("", label="metrics")
+            api_seed = gr.Number(0, label="seed")
+            api_profile = gr.Textbox("", label="profile")
+            api_run_id = gr.Textbox("", label="run_id")
+            api_key_field = gr.Textbox("", label="api_key", type="password")
+            api_answer = gr.Textbox(label="answer (JSON)")
+            api_only = gr.Button("API")
     with gr.Accordion("Licences and terms", open=False, elem_id="licences-and-terms"):
         gr.Markdown(LICENCES)
     gr.Markdown("Banana Space · code under Apache-2.0 · **for non-commercial use**, because "
@@ -328,32 +262,65 @@ with gr.Blocks(title="Banana Space") as demo:
                 "[Banana100 paper](https://arxiv.org/abs/2604.03400)", elem_id="footer")
 
     OUTPUTS = [status, frame, strip, plot, verdict, model_text, download, run_dir,
-               before_after, compare_step]
-    upload.change(preview, upload, [input_preview, input_note])
-    prompt_preset.change(lambda key: PROMPTS[key].text, prompt_preset, prompt)
-    metric_preset.change(lambda name: list(PRESETS[name]), metric_preset, metrics)
+               before_after, compare_step, summary, share, magnifier]
+    assert len(OUTPUTS) == OUTPUT_COUNT
+    # The page's plumbing is private: reachable only by what the page posts (and confined
+    # there like everything else), never listed or offered to API clients or agents.
+    plumbing = {"api_visibility": "private"}
+    upload.change(preview, upload, [input_preview, input_note], **plumbing)
+    examples.select(pick_example, None, upload, **plumbing)
+    prompt_preset.change(lambda key: PROMPTS[key].text, prompt_preset, prompt, **plumbing)
+    metric_preset.change(lambda name: list(PRESETS[name]), metric_preset, metrics, **plumbing)
     # Scoring is CPU-bound and a small Space has 2 cores: 4 runs at once share them (each
     # waits mostly on its generator anyway); up to 64 more wait in the queue, then visitors are
     # told the queue is full rather than left hanging. All runs share one metric pool.
+    # The page's streaming events stay callable by name (`/run`, `/resume`, `/open`) but are
+    # not documented: their answers are widgets; the documented API answers in JSON.
+    streaming = {"api_visibility": "undocumented", "concurrency_id": "runs",
+                 "show_progress": "hidden"}  # the status line says what is happening
     run_button.click(run, [upload, steps, prompt, backend, metrics, judges, seed, strength,
                            api_key, temperature, resolution, guidance, inference_steps, raw],
-                     OUTPUTS, api_name="run", concurrency_limit=4, concurrency_id="runs",
-                     show_progress="hidden")  # the status line says what is happening
+                     OUTPUTS, api_name="run", concurrency_limit=4, **streaming)
+    hub_button.click(hub_credit, hub_source, input_note, **plumbing)
+    hub_button.click(replay_hub, [hub_source, steps, prompt, metrics, judges, seed, raw],
+                     OUTPUTS, concurrency_id="runs", show_progress="hidden", **plumbing)
     stop_button.click(stop_run, None, status, api_name="stop", concurrency_limit=None)
     resume_button.click(resume, [run_dir, api_key, raw], OUTPUTS, api_name="resume",
-                        concurrency_id="runs", show_progress="hidden")
+                        **streaming)
+    open_button.click(reopen, [run_picker, raw], OUTPUTS, api_name="open",
+                      api_visibility="undocumented")
     for name, button in recorded.items():
-        button.click(partial(open_recorded, name), raw, OUTPUTS, api_name=False)
-    compare_step.release(compare, [run_dir, compare_step], before_after, api_name=False)
-    raw.change(redraw, [run_dir, raw], OUTPUTS, api_name=False)
-    refresh.click(past_runs, None, run_picker, api_name=False)
-    open_button.click(reopen, [run_picker, raw], OUTPUTS, api_name="open")
-    demo.load(past_runs, None, run_picker, api_name=False)
-    demo.load(on_load, None, OUTPUTS, api_name=False)
-    demo.load(warm_up_metrics, None, None, api_name=False)
+        button.click(partial(open_recorded, name), raw, OUTPUTS, **plumbing)
+    # .change, not .release: arrow keys move the slider too, and the picture must follow.
+    compare_step.change(compare, [run_dir, compare_step], [before_after, magnifier, share],
+                        show_progress="hidden", **plumbing)
+    frame.select(zoom_at, [run_dir, compare_step], magnifier, **plumbing)
+    raw.change(redraw, [run_dir, raw], OUTPUTS, **plumbing)
+    refresh.click(past_runs, None, run_picker, **plumbing)
+    demo.load(past_runs, None, run_picker, **plumbing)
+    demo.load(on_load, None, OUTPUTS, **plumbing).then(None, js=SCROLL_TO_RESULT_JS,
+                                                       **plumbing)
+    demo.load(warm_up_metrics, None, None, **plumbing)
+    # The documented API, which is also the MCP server's list of tools.
+    chains = {"concurrency_id": "runs", "show_progress": "hidden"}
+    api_only.click(mcp_tools.run_chain, [api_image, api_steps, api_generator, api_metrics,
+                                         api_seed, api_profile], api_answer,
+                   api_name="run_chain", **chains)
+    api_only.click(mcp_tools.score_chain, [api_frames, api_metrics], api_answer,
+                   api_name="score_chain", **chains)
+    api_only.click(mcp_tools.resume_chain, [api_run_id, api_key_field], api_answer,
+                   api_name="resume_chain", **chains)
+    api_only.click(mcp_tools.open_run, api_run_id, api_answer, api_name="open_run")
+    api_only.click(mcp_tools.list_options, None, api_answer, api_name="list_options")
+    # gradio's own helpers register undocumented events that a client can call by name (the
+    # share button's `/lambda`, the examples' loader): plumbing too, so private like ours.
+    for event in demo.fns.values():
+        if event.api_visibility == "undocumented" and event.api_name not in STREAMING:
+            event.api_visibility = "private"
 
 
 if __name__ == "__main__":
     RUNS_ROOT.mkdir(parents=True, exist_ok=True)
     demo.queue(max_size=64, default_concurrency_limit=8).launch(
-        allowed_paths=[str(RUNS_ROOT)], theme=gr.themes.Soft())
+        allowed_paths=[str(RUNS_ROOT)], theme=THEME, css=PAGE_CSS, js=PAGE_JS,
+        max_file_size=MAX_UPLOAD, mcp_server=True)

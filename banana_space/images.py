@@ -34,20 +34,28 @@ class LoadedImage:
     notes: list[str] = field(default_factory=list)  # what was changed, in plain words
 
 
-def _open(source: str | Path | bytes) -> Image.Image:
+def open_image(source: str | Path | bytes) -> Image.Image:
+    """Open without decoding: the header's size is checked first, so a bomb (a 13 000 x 13 000
+    animated GIF of 250 KB, say) is refused before a single frame is decoded."""
     data = io.BytesIO(source) if isinstance(source, bytes) else source
     if isinstance(source, bytes) and not source:
         raise BadImage("the file is empty")
     if not isinstance(source, bytes) and os.path.getsize(source) == 0:
         raise BadImage(f"{Path(source).name} is empty")
     try:
-        return Image.open(data)
+        image = Image.open(data)
     except Image.DecompressionBombError:
         raise BadImage("the image declares far more pixels than the limit of "
                        f"{MAX_DECLARED_PIXELS // 1_000_000} megapixels (a decompression bomb?)"
                        ) from None
     except (UnidentifiedImageError, OSError) as error:
         raise BadImage(f"not an image this app can read ({error})") from None
+    try:
+        _check_size(image)
+    except BadImage:
+        image.close()
+        raise
+    return image
 
 
 def _check_size(image: Image.Image) -> None:
@@ -89,8 +97,8 @@ def _limit_side(image: Image.Image, notes: list[str]) -> Image.Image:
 def load_image(source: str | Path | bytes | Image.Image) -> LoadedImage:
     """Open, check and normalise one image. Raises `BadImage` with a user-facing reason."""
     notes: list[str] = []
-    image = source if isinstance(source, Image.Image) else _open(source)
-    _check_size(image)
+    image = source if isinstance(source, Image.Image) else open_image(source)
+    _check_size(image)  # an Image handed in may not have been opened here
     if getattr(image, "n_frames", 1) > 1:
         notes.append(f"animated image: frame 0 of {image.n_frames} was used")
         image.seek(0)

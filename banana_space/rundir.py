@@ -7,15 +7,19 @@
     DIR/verdict.csv             metric,delta_5,delta_10,delta_20,detects,spearman_vs_psnr
     DIR/steps.csv               per step: seconds, calls, cost, what the model said
     DIR/run.json                settings, versions, status, timings; never a secret
+    DIR/banana-<run id>.zip     all of the above plus README.txt and plot.html, for download
+    DIR/.writer.lock            held (flock) by the one process and thread writing the run
 
-Every file is written whole to a temporary name and renamed into place, so a run killed at any
-instant leaves only complete frames and CSVs without torn lines. A stopped or failed run leaves
-the same files for the frames it made.
+Every file is written whole to a uniquely named temporary file and renamed into place, so a run
+killed at any instant leaves only complete frames and CSVs without torn lines. A stopped or
+failed run leaves the same files for the frames it made. A run has one writer at a time: a
+second one (a resume of a run still being written, here or in another process) gets `RunBusy`.
 """
 
 from __future__ import annotations
 
 import csv
+import fcntl
 import io
 import json
 import math
@@ -23,6 +27,7 @@ import os
 import platform
 import secrets
 import time
+import weakref
 import zipfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -35,7 +40,7 @@ from .events import Event, Finished, FrameMade, FrameScored, Notice, Started
 from .metrics import ScoreInfo
 
 FORMAT_VERSION = 1
-ZIP_NAME = "banana-run.zip"
+LOCK_NAME = ".writer.lock"
 MAX_NOTICES = 200  # run.json keeps the latest ones
 THUMB_SIDE = 256  # the strip shows 88 px (176 on a dense screen), not 1.6 MB frames
 
@@ -52,10 +57,40 @@ def new_run_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(3)
 
 
+def zip_path(run: Path) -> Path:
+    """The run's download, named after it (several downloads must not all be one name)."""
+    return Path(run) / f"banana-{Path(run).name}.zip"
+
+
+def _temporary_name(path: Path) -> Path:
+    """A name no other write can be using: two threads, or two processes, writing the same file
+    (a thumbnail, run.json) must never rename each other's half-written temporary."""
+    return path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(6)}.tmp")
+
+
 def write_atomic(path: Path, data: bytes) -> None:
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temporary = _temporary_name(path)
     temporary.write_bytes(data)
     os.replace(temporary, path)
+
+
+class RunBusy(RuntimeError):
+    """The run is being written by another run or resume (in this process or another)."""
+
+
+def lock_writer(run: Path) -> int:
+    """Take the run's writer lock (a descriptor; closing it releases the lock), or `RunBusy`.
+    flock conflicts between two opens of the file even in one process, so it guards threads
+    and processes alike."""
+    descriptor = os.open(Path(run) / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(descriptor)
+        raise RunBusy(f"run {Path(run).name} is being written right now (a run or a resume "
+                      "is in progress): open it to watch, or resume it once it has ended"
+                      ) from None
+    return descriptor
 
 
 def _png(image: Image.Image) -> bytes:
@@ -99,32 +134,39 @@ def versions() -> dict[str, str]:
 
 
 class RunDir:
-    """Writes a run's events to its directory as they happen."""
+    """Writes a run's events to its directory as they happen, holding its writer lock until
+    `close()` (or until it is garbage-collected: a run nobody iterates must not stay locked)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, lock: int) -> None:
         self.path = Path(path)
         self.frames = self.path / "frames"
         self.history = History([])
         self.steps: dict[int, list[Any]] = {}
         self.meta: dict[str, Any] = {}
         self._started = time.time()
+        self._unlock = weakref.finalize(self, os.close, lock)
 
     @classmethod
     def create(cls, root: Path, run_id: str | None = None) -> RunDir:
-        run = cls(Path(root) / (run_id or new_run_id()))
-        if run.frames.exists():
-            raise FileExistsError(f"{run.path} already holds a run: choose another directory, "
+        path = Path(root) / (run_id or new_run_id())
+        if (path / "frames").exists():
+            raise FileExistsError(f"{path} already holds a run: choose another directory, "
                                   "or resume that one")
-        run.frames.mkdir(parents=True)
-        return run
+        (path / "frames").mkdir(parents=True)
+        return cls(path, lock_writer(path))
 
     @classmethod
-    def reopen(cls, saved: SavedRun) -> RunDir:
-        """Continue writing a saved run after its last complete step."""
-        run = cls(saved.path)
+    def reopen(cls, saved: SavedRun, lock: int) -> RunDir:
+        """Continue writing a saved run after its last complete step; `lock` is its writer
+        lock, taken before `saved` was read."""
+        run = cls(saved.path, lock)
         run.meta = dict(saved.meta)
         run.history, run.steps = saved.history, dict(saved.steps)
         return run
+
+    def close(self) -> None:
+        """Release the writer lock."""
+        self._unlock()
 
     def record(self, event: Event) -> None:
         if isinstance(event, Started):
@@ -190,16 +232,63 @@ class RunDir:
         self.meta["seconds_total"] = round(time.time() - self._started, 3)
         write_atomic(self.path / "run.json", json.dumps(self.meta, indent=2).encode())
 
-    def zip(self) -> Path:
-        """Frames, CSVs and run.json in one file, written atomically beside them."""
-        buffer = io.BytesIO()
-        with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as archive:
-            for file in sorted(self.path.rglob("*")):
-                if file.is_file() and file.name != ZIP_NAME and not file.name.startswith("."):
-                    archive.write(file, f"{self.path.name}/{file.relative_to(self.path)}")
-        target = self.path / ZIP_NAME
-        write_atomic(target, buffer.getvalue())
-        return target
+
+ZIP_README = """Banana Space run {run_id}
+{status} after step {last_step} of {steps} ({backend}, seed {seed}).
+
+Banana100 (arXiv 2604.03400): an image editor is asked again and again for an exact replica of
+its own previous output. This archive holds one such chain and its scores.
+
+frames/step_000.png ...  every frame, lossless; step 0 is the input
+scores.csv               step,metric,score,delta: every score of every frame (long format),
+                         the fidelity references (psnr, ssim against step 0) and judges too
+verdict.csv              metric,delta_5,delta_10,delta_20,detects,spearman_vs_psnr
+steps.csv                per step: seconds generating and scoring, calls, cost (USD), and what
+                         the model said
+run.json                 settings (prompt, seed, generator, options), versions, status,
+                         timings, notices; never an API key
+plot.html                the oriented delta of every metric per step; opens in any browser,
+                         offline (plotly's JavaScript is inside)
+README.txt               this file
+
+delta is oriented: delta_i = score_i - score_0, with the sign flipped for metrics where lower
+is better, so a NEGATIVE delta always means WORSE. A metric "detects" the degradation when
+delta_5, delta_10 and delta_20 are all negative (shorter runs use the checkpoints that exist,
+else the last step); "undecided" where a score is missing. spearman_vs_psnr ranks a metric's
+scores against fidelity to the input (psnr) across steps.
+"""
+
+
+def write_zip(run: Path) -> Path:
+    """The run's download: its frames, CSVs and run.json, plus README.txt and plot.html. Built
+    from the files on disk (so a killed run zips the same way), written straight to a
+    temporary file (never held in memory) and renamed into place."""
+    from plotly.io import to_html
+
+    from .plots import delta_figure
+
+    saved = load_run(run)
+    settings = saved.meta.get("settings", {})
+    readme = ZIP_README.format(
+        run_id=saved.path.name, status=str(saved.meta.get("status", "stopped")).capitalize(),
+        last_step=saved.last_step, steps=saved.meta.get("steps", "?"),
+        backend=settings.get("backend", "?"), seed=settings.get("seed", "?"))
+    plot = to_html(delta_figure(saved.history), include_plotlyjs=True, full_html=True)
+    target = zip_path(saved.path)
+    temporary = _temporary_name(target)
+    with zipfile.ZipFile(temporary, "w", zipfile.ZIP_DEFLATED) as archive:
+        folder = saved.path.name
+        archive.writestr(f"{folder}/README.txt", readme)
+        archive.writestr(f"{folder}/plot.html", plot)
+        for file in sorted(saved.path.rglob("*")):
+            relative = file.relative_to(saved.path)
+            if (file.is_file() and file != target
+                    and not any(part.startswith(".") for part in relative.parts)):
+                # PNGs are compressed already: storing them costs no space and no CPU.
+                archive.write(file, f"{folder}/{relative}", zipfile.ZIP_STORED
+                              if file.suffix == ".png" else zipfile.ZIP_DEFLATED)
+    os.replace(temporary, target)
+    return target
 
 
 def _detects(value: bool | None) -> str:

@@ -2,11 +2,14 @@
 
 `start_run` checks a `RunSpec`, builds the backend, judges and scorer, and returns a generator
 of events that is also being written to a fresh run directory. `resume_run` continues a run
-directory from its last complete frame with the settings it recorded.
+directory from its last complete frame with the settings it recorded. `prune_runs` keeps the
+runs folder within a count and a byte budget.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
 import threading
 from collections.abc import Iterable, Iterator, Sequence
@@ -24,15 +27,14 @@ from .judges import REGISTRY as JUDGES
 from .judges import create_judges
 from .metrics import CPU_DEFAULTS, POOL, MetricPool, check_metric_names
 from .prompts import DEFAULT_PROMPT
-from .rundir import RunDir, load_run
+from .rundir import RunBusy, RunDir, load_run, lock_writer, write_zip
 from .scoring import Scorer
 
 MAX_STEPS = 100
+MAX_PROMPT_CHARS = 4000  # the paper's prompt is 72; run.json and the zip copy it
+MAX_METRICS = 32  # the Banana100 preset asks for 21; each name may mean a model to load
+MAX_SEED = 2**32 - 1  # numpy's and torch's generators take 0 .. 2**32 - 1
 SECRET_OPTIONS = frozenset({"api_key"})  # never written, logged or shown back
-
-# Run directories whose events are being written now, by any thread: prune_runs spares them.
-_WRITING: set[Path] = set()
-_WRITING_LOCK = threading.Lock()
 
 
 @dataclass
@@ -51,8 +53,12 @@ class RunSpec:
 
 def check_spec(spec: RunSpec) -> None:
     """Raise ValueError with a message that lists what is valid."""
-    if not 1 <= spec.steps <= MAX_STEPS:
-        raise ValueError(f"steps must be between 1 and {MAX_STEPS}, got {spec.steps}")
+    if not _is_whole(spec.steps) or not 1 <= spec.steps <= MAX_STEPS:
+        raise ValueError(f"steps must be a whole number from 1 to {MAX_STEPS}, got "
+                         f"{spec.steps!r}")
+    if not _is_whole(spec.seed) or not 0 <= spec.seed <= MAX_SEED:
+        raise ValueError(f"the seed must be a whole number from 0 to {MAX_SEED}, got "
+                         f"{spec.seed!r}")
     if spec.backend not in BACKENDS:
         raise ValueError(f"unknown backend {spec.backend!r}; valid backends: "
                          f"{', '.join(BACKENDS)}")
@@ -65,9 +71,19 @@ def check_spec(spec: RunSpec) -> None:
     if extra:
         raise ValueError(f"backend {spec.backend!r} takes no option(s) {', '.join(extra)}; it "
                          f"takes: {', '.join(takes) or 'none'}")
+    if len(spec.metrics) > MAX_METRICS:
+        raise ValueError(f"{len(spec.metrics)} metrics asked for; one run may score at most "
+                         f"{MAX_METRICS}")
     check_metric_names(list(spec.metrics))
     if not spec.prompt.strip():
         raise ValueError("the prompt is empty")
+    if len(spec.prompt) > MAX_PROMPT_CHARS:
+        raise ValueError(f"the prompt is {len(spec.prompt)} characters long; at most "
+                         f"{MAX_PROMPT_CHARS} are taken")
+
+
+def _is_whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def public_options(options: dict[str, Any]) -> dict[str, Any]:
@@ -100,7 +116,7 @@ def start_run(spec: RunSpec, root: Path, *, stop: threading.Event | None = None,
         raise ValueError("no input image")
     judges = create_judges(list(spec.judges), spec.judge_options)
     scorer = Scorer(spec.metrics, judges, pool)
-    run = _writing(RunDir.create(root, run_id))
+    run = RunDir.create(root, run_id)
     settings = {
         "backend": spec.backend, "backend_options": public_options(spec.backend_options),
         "backend_settings": backend.settings(), "prompt": spec.prompt, "steps": steps,
@@ -118,19 +134,28 @@ def start_run(spec: RunSpec, root: Path, *, stop: threading.Event | None = None,
 def resume_run(path: Path, *, stop: threading.Event | None = None, pool: MetricPool = POOL,
                api_key: str | None = None) -> Iterator[Event]:
     """Continue a run directory from its last complete frame, with its recorded settings.
-    Keys are never recorded, so a keyed backend or judge takes `api_key`, or the environment's."""
-    saved = load_run(path)
-    settings = saved.meta["settings"]
-    if saved.last_step < 0:
-        raise ValueError(f"{path} has no complete frame to resume from")
-    secret = {"api_key": api_key} if api_key else {}
-    options = dict(settings.get("backend_options", {}))
-    if "api_key" in BACKENDS[settings["backend"]].info.options:
-        options.update(secret)
-    backend = _ready_backend(settings["backend"], options)
-    judges = create_judges(settings["judges"], {**settings.get("judge_options", {}), **secret})
-    scorer = Scorer(settings["metrics"], judges, pool)
-    run = _writing(RunDir.reopen(saved))
+    Keys are never recorded, so a keyed backend or judge takes `api_key`, or the environment's.
+    A run that is being written (here or by another process) raises `RunBusy`."""
+    if not (Path(path) / "run.json").is_file():
+        raise FileNotFoundError(f"{Path(path).name} is not a run directory (no run.json)")
+    lock = lock_writer(path)  # before reading: no other writer may change it under us
+    try:
+        saved = load_run(path)
+        settings = saved.meta["settings"]
+        if saved.last_step < 0:
+            raise ValueError(f"{saved.path.name} has no complete frame to resume from")
+        secret = {"api_key": api_key} if api_key else {}
+        options = dict(settings.get("backend_options", {}))
+        if "api_key" in BACKENDS[settings["backend"]].info.options:
+            options.update(secret)
+        backend = _ready_backend(settings["backend"], options)
+        judges = create_judges(settings["judges"],
+                               {**settings.get("judge_options", {}), **secret})
+        scorer = Scorer(settings["metrics"], judges, pool)
+    except BaseException:
+        os.close(lock)
+        raise
+    run = RunDir.reopen(saved, lock)
     started = Started(run.path, settings["steps"], scorer.infos, scorer.unavailable, settings,
                       first_step=saved.last_step + 1)
     opening = [started, Notice(f"resumed after step {saved.last_step}", saved.last_step, "info")]
@@ -140,17 +165,11 @@ def resume_run(path: Path, *, stop: threading.Event | None = None, pool: MetricP
     return _recorded(run, opening, run_chain(chain, stop))
 
 
-def _writing(run: RunDir) -> RunDir:
-    with _WRITING_LOCK:
-        _WRITING.add(run.path.resolve())
-    return run
-
-
 def _recorded(run: RunDir, opening: Iterable[Event], events: Iterator[Event]
               ) -> Iterator[Event]:
     """Write every event to the run directory before the caller sees it; the zip is made at
-    the end, whatever the end was. The directory counts as being written from its creation
-    until these events end or are closed."""
+    the end, whatever the end was. The run's writer lock is held from its creation (or the
+    resume) until these events end or are closed."""
     try:
         for event in opening:
             run.record(event)
@@ -158,25 +177,59 @@ def _recorded(run: RunDir, opening: Iterable[Event], events: Iterator[Event]
         for event in events:
             run.record(event)
             if isinstance(event, Finished):
-                run.zip()
+                write_zip(run.path)
             yield event
     finally:
         events.close()
-        with _WRITING_LOCK:
-            _WRITING.discard(run.path.resolve())
+        run.close()
 
 
-def prune_runs(root: Path, keep: int, active: Iterable[Path] = ()) -> list[Path]:
-    """Delete the oldest run directories beyond `keep`, never one being written (by any
-    thread of this process) nor one in `active`."""
-    with _WRITING_LOCK:
-        protected = {*_WRITING, *(Path(p).resolve() for p in active)}
-    root = Path(root)
-    runs = sorted((p for p in root.glob("*/run.json")), key=lambda p: p.stat().st_mtime)
-    doomed = [p.parent for p in runs[:max(0, len(runs) - keep)]
-              if p.parent.resolve() not in protected]
-    for directory in doomed:
-        shutil.rmtree(directory, ignore_errors=True)
+def directory_bytes(path: Path) -> int:
+    """Bytes on disk under `path`; files that vanish meanwhile (a writer's temporaries, a run
+    another prune deletes) count as nothing."""
+    total = 0
+    for folder, _, names in os.walk(path):
+        for name in names:
+            with contextlib.suppress(FileNotFoundError):
+                total += os.path.getsize(os.path.join(folder, name))
+    return total
+
+
+def _modified(run: Path) -> float:
+    try:
+        return (run / "run.json").stat().st_mtime
+    except FileNotFoundError:  # deleted meanwhile: the oldest, and gone when we get to it
+        return 0.0
+
+
+def prune_runs(root: Path, keep: int, active: Iterable[Path] = (),
+               keep_bytes: int | None = None) -> list[Path]:
+    """Delete the oldest run directories beyond the newest `keep`, or beyond `keep_bytes` on
+    disk all together (zips included), never one being written (by any thread or process:
+    its writer lock is held) nor one in `active`. Those spared still count toward both."""
+    protected = {Path(p).resolve() for p in active}
+    runs = sorted((p.parent for p in Path(root).glob("*/run.json")), key=_modified,
+                  reverse=True)
+    kept, used, doomed = 0, 0, []
+    for directory in runs:  # newest first
+        size = directory_bytes(directory)
+        fits = kept < keep and (keep_bytes is None or used + size <= keep_bytes)
+        if fits or directory.resolve() in protected or not _delete_unless_busy(directory):
+            kept, used = kept + 1, used + size
+        else:
+            doomed.append(directory)
     return doomed
+
+
+def _delete_unless_busy(directory: Path) -> bool:
+    try:
+        lock = lock_writer(directory)
+    except (RunBusy, FileNotFoundError):
+        return False
+    try:
+        shutil.rmtree(directory, ignore_errors=True)
+    finally:
+        os.close(lock)
+    return True
 
 

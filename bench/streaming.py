@@ -3,7 +3,7 @@
 Everything the app does between "frame i is scored" and "the update is on the wire", in the
 order it happens: `RunDir.record` (the scores' CSVs and run.json; the frame's PNG was written
 when it was made, while it was being scored), `RunView.apply` (plot, table, strip),
-`app.outputs_of` (the strip's HTML), gradio's `Blocks.postprocess_data` for the run endpoint's
+`handlers.outputs_of` (the strip's HTML), gradio's `Blocks.postprocess_data` for the run endpoint's
 outputs (gr.Plot serialises the figure to JSON, gr.Image and gr.ImageSlider hash the current
 frames into gradio's cache), the streaming diff against the previous update, and the JSON of
 the message. It is measured at steps 10, 50 and 100 with 25 score columns, on a run directory
@@ -96,12 +96,14 @@ def _one_update(app, block_fn, view, run, made, scored, session: str) -> dict[st
     """Time each stage of the update that shows frame i's scores, once they are ready. Frame i
     itself was written and shown while it was being scored (the `FrameMade` update, whose
     screen primes gradio's diff state here)."""
+    from handlers import outputs_of  # app.py's handlers (imported with it)
+
     times: dict[str, float] = {}
     _timed(times, "(write frame)", lambda: run.record(made))
-    previous = asyncio.run(_postprocess(app, block_fn, list(app.outputs_of(view.apply(made)))))
+    previous = asyncio.run(_postprocess(app, block_fn, list(outputs_of(view.apply(made)))))
     _timed(times, "record", lambda: run.record(scored))
     screen = _timed(times, "apply", lambda: view.apply(scored))
-    outputs = _timed(times, "outputs_of", lambda: list(app.outputs_of(screen)))
+    outputs = _timed(times, "outputs_of", lambda: list(outputs_of(screen)))
     data = _timed(times, "postprocess", lambda: asyncio.run(_postprocess(app, block_fn, outputs)))
     app.demo.handle_streaming_diffs(block_fn, previous, session, "run", final=False)
     message = _timed(times, "diff+json", lambda: orjson.dumps({"output": {

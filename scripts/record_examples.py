@@ -20,7 +20,7 @@ os.environ.setdefault("BANANA_WEIGHTS_DIR", str(REPO.parent / "shared" / "weight
 from PIL import Image  # noqa: E402
 
 from banana_space.metrics import CPU_DEFAULTS  # noqa: E402
-from banana_space.rundir import ZIP_NAME  # noqa: E402
+from banana_space.rundir import zip_path  # noqa: E402
 from banana_space.runs import RunSpec, start_run  # noqa: E402
 
 TARGET = REPO / "assets" / "recorded"
@@ -41,7 +41,7 @@ def record(name: str, photo: str, steps: int, strength: float) -> None:
     for event in start_run(spec, TARGET, run_id=name):
         if getattr(event, "status", None):
             print(name, event.status, event.reason)
-    (TARGET / name / ZIP_NAME).unlink()  # the app makes the zip when the run is opened
+    zip_path(TARGET / name).unlink()  # the app makes the zip when the run is opened
 
 
 if __name__ == "__main__":

@@ -30,9 +30,13 @@ pytestmark = pytest.mark.app
 
 
 @pytest.fixture(scope="module")
-def app_url(tmp_path_factory) -> str:
-    runs = tmp_path_factory.mktemp("app") / "runs"
-    with running_app(runs) as url:
+def runs_dir(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("app") / "runs"
+
+
+@pytest.fixture(scope="module")
+def app_url(runs_dir) -> str:
+    with running_app(runs_dir) as url:
         yield url
 
 
@@ -49,7 +53,7 @@ def run_args(image: Path, steps: int, seed: int = 0, backend: str = "simulate") 
             False]
 
 
-def test_frames_stream_in_one_by_one_with_plot_and_table(app_url, photo_path) -> None:
+def test_frames_stream_in_one_by_one_with_plot_and_table(app_url, runs_dir, photo_path) -> None:
     client = Client(app_url, verbose=False)
     steps = 5
     job = client.submit(*run_args(photo_path, steps), api_name="/run")
@@ -77,12 +81,13 @@ def test_frames_stream_in_one_by_one_with_plot_and_table(app_url, photo_path) ->
     assert final[ZIP]["visible"] and final[ZIP]["value"].endswith(".zip")
     assert updates[0][ZIP]["visible"] is False  # no download offered before the run ends
 
-    # The run directory holds what the UI showed.
-    run_dir = Path(final[RUN_DIR])
+    # The run directory holds what the UI showed; the page knows it only by its id.
+    run_dir = runs_dir / final[RUN_DIR]
     assert len(list((run_dir / "frames").glob("step_*.png"))) == steps + 1
     with (run_dir / "verdict.csv").open(newline="") as handle:
         on_disk = {row["metric"]: row["detects"] for row in csv.DictReader(handle)}
-    shown = {row[0].replace(" (reference)", ""): row[VERDICT_COLUMN]
+    # 5 steps: the table marks its verdicts "so far" (the step-20 checkpoint is ahead).
+    shown = {row[0].replace(" (reference)", ""): row[VERDICT_COLUMN].removesuffix(" so far")
              for row in final[TABLE]["data"]}
     words = {"yes": "✅ detects", "no": "❌ fooled", "undecided": "… undecided"}
     assert {m: words[v] for m, v in on_disk.items()} == shown
@@ -99,7 +104,7 @@ def test_bad_upload_gets_a_clear_message(app_url, tmp_path) -> None:
 def test_reopen_a_past_run(app_url, photo_path) -> None:
     client = Client(app_url, verbose=False)
     final = client.predict(*run_args(photo_path, 1, seed=3), api_name="/run")
-    run_id = Path(final[RUN_DIR]).name
+    run_id = final[RUN_DIR]
     reopened = client.predict(run_id, False, api_name="/open")
     assert reopened[RUN_DIR] == final[RUN_DIR]
     assert len(strip_frames(reopened)) == 2 and "Completed" in reopened[STATUS]
@@ -110,7 +115,7 @@ def _png(image, path: Path) -> Path:
     return path
 
 
-def test_failure_mid_run_keeps_earlier_frames_on_screen_and_on_disk(app_url, photo,
+def test_failure_mid_run_keeps_earlier_frames_on_screen_and_on_disk(app_url, runs_dir, photo,
                                                                     tmp_path) -> None:
     """A recorded chain whose frame 3 is damaged: the run fails at step 3 and keeps 0-2."""
     import io
@@ -127,14 +132,14 @@ def test_failure_mid_run_keeps_earlier_frames_on_screen_and_on_disk(app_url, pho
     final = client.predict(*run_args(archive, 10, backend="replay"), api_name="/run")
     assert "Failed" in final[STATUS] and "step 3" in final[STATUS]
     assert len(strip_frames(final)) == 3
-    run_dir = Path(final[RUN_DIR])
+    run_dir = runs_dir / final[RUN_DIR]
     assert sorted(p.name for p in (run_dir / "frames").iterdir()) == [
         "step_000.png", "step_001.png", "step_002.png"]
     with zipfile.ZipFile(final[ZIP]["value"]) as downloaded:
         assert sum("/frames/" in n for n in downloaded.namelist()) == 3
 
 
-def test_stop_button_ends_the_run_and_keeps_frames(app_url, photo_path) -> None:
+def test_stop_button_ends_the_run_and_keeps_frames(app_url, runs_dir, photo_path) -> None:
     client = Client(app_url, verbose=False)
     job = client.submit(*run_args(photo_path, 60), api_name="/run")
     deadline = time.monotonic() + 120
@@ -146,10 +151,10 @@ def test_stop_button_ends_the_run_and_keeps_frames(app_url, photo_path) -> None:
     assert "Stopped" in final[STATUS]
     made = len(strip_frames(final))
     assert 2 <= made < 61
-    assert len(list((Path(final[RUN_DIR]) / "frames").glob("*.png"))) == made
+    assert len(list((runs_dir / final[RUN_DIR] / "frames").glob("*.png"))) == made
 
 
-def test_eight_visitors_at_once_each_get_only_their_own_run(app_url, tmp_path) -> None:
+def test_eight_visitors_at_once_each_get_only_their_own_run(app_url, runs_dir, tmp_path) -> None:
     """8 concurrent clients, different images and seeds, 10 steps each."""
     from concurrent.futures import ThreadPoolExecutor
 
@@ -167,7 +172,7 @@ def test_eight_visitors_at_once_each_get_only_their_own_run(app_url, tmp_path) -
 
     with ThreadPoolExecutor(max_workers=8) as pool:
         results = dict(pool.map(visit, range(8)))
-    run_dirs = {index: Path(outputs[-1][RUN_DIR]) for index, outputs in results.items()}
+    run_dirs = {index: runs_dir / outputs[-1][RUN_DIR] for index, outputs in results.items()}
     assert len(set(run_dirs.values())) == 8
     for index, outputs in results.items():
         run_dir, final = run_dirs[index], outputs[-1]
@@ -175,7 +180,7 @@ def test_eight_visitors_at_once_each_get_only_their_own_run(app_url, tmp_path) -
         # Every streamed update showed this visitor's run and no other.
         for update in outputs:
             if update[RUN_DIR]:
-                assert Path(update[RUN_DIR]) == run_dir
+                assert runs_dir / update[RUN_DIR] == run_dir
             assert {frame.parent.parent for frame in strip_frames(update)} <= {run_dir}
         # Frame 0 on disk is exactly what this visitor uploaded.
         with Image.open(tmp_path / f"visitor-{index}.png") as sent, \
@@ -185,7 +190,7 @@ def test_eight_visitors_at_once_each_get_only_their_own_run(app_url, tmp_path) -
         with (run_dir / "scores.csv").open(newline="") as handle:
             scores = {(r["step"], r["metric"]): r["score"] for r in csv.DictReader(handle)}
         assert len(scores) == 11 * 6
-        assert (run_dir / "banana-run.zip").is_file()
+        assert (run_dir / f"banana-{run_dir.name}.zip").is_file()
     # Different seeds and images: no two runs scored the same.
     finals = {tuple(map(tuple, results[i][-1][TABLE]["data"])) for i in results}
     assert len(finals) == 8

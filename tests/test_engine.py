@@ -17,7 +17,7 @@ from banana_space.backends.simulate import SimulateBackend
 from banana_space.cli import main as cli
 from banana_space.events import Finished, FrameMade, FrameScored, Notice, Started
 from banana_space.metrics import CPU_DEFAULTS
-from banana_space.rundir import load_run
+from banana_space.rundir import load_run, zip_path
 from banana_space.runs import RunSpec, start_run
 
 CPU_METRICS = list(CPU_DEFAULTS)
@@ -63,7 +63,7 @@ def test_five_step_simulate_chain_on_a_real_photo(photo, tmp_path, weights_dir) 
     assert meta["status"] == "completed" and meta["last_step"] == 5
     assert meta["settings"]["backend_settings"] == {"strength": 1.0}
     assert "pyiqa" in meta["versions"]
-    with zipfile.ZipFile(run / "banana-run.zip") as archive:
+    with zipfile.ZipFile(zip_path(run)) as archive:
         names = archive.namelist()
     assert f"{run.name}/frames/step_005.png" in names and f"{run.name}/verdict.csv" in names
 

@@ -25,7 +25,7 @@ from banana_space.backends.base import BackendInfo, Edit, Entry
 from banana_space.backends.simulate import SimulateBackend
 from banana_space.events import Finished, FrameScored, Notice
 from banana_space.metrics import POOL, MetricPool
-from banana_space.rundir import load_run
+from banana_space.rundir import load_run, zip_path
 from banana_space.runs import RunSpec, prune_runs, resume_run, start_run
 
 
@@ -66,7 +66,7 @@ def test_generator_failure_at_step_k_keeps_frames_before_it(photo, tmp_path,
     saved = load_run(run)
     assert saved.last_step == 2 and saved.meta["status"] == "failed"
     assert "step 3" in saved.meta["reason"]
-    with zipfile.ZipFile(run / "banana-run.zip") as archive:
+    with zipfile.ZipFile(zip_path(run)) as archive:
         frames = sorted(n for n in archive.namelist() if "/frames/" in n)
     assert [Path(n).name for n in frames] == ["step_000.png", "step_001.png", "step_002.png"]
 
@@ -113,7 +113,7 @@ def test_stop_mid_run_keeps_what_was_made(photo, tmp_path) -> None:
     assert end.status == "stopped" and 2 <= end.last_step < 50
     saved = load_run(events[0].run_dir)
     assert saved.meta["status"] == "stopped" and saved.last_step == end.last_step
-    assert (events[0].run_dir / "banana-run.zip").is_file()
+    assert zip_path(events[0].run_dir).is_file()
 
 
 def test_a_consumer_that_goes_away_leaves_no_thread_running(photo, tmp_path) -> None:

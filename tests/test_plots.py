@@ -6,18 +6,28 @@ import json
 import math
 
 import plotly.graph_objects as go
+import pytest
 
-from banana_space.analysis import History
-from banana_space.metrics import ScoreInfo
-from banana_space.plots import delta_figure, raw_figure
+from banana_space.analysis import History, range_scaled
+from banana_space.metrics import ScoreInfo, parse_score_range
+from banana_space.plots import (
+    DETECTS_COLOURS,
+    FOOLED_COLOURS,
+    REFERENCE_COLOURS,
+    UNDECIDED_COLOUR,
+    delta_figure,
+    raw_figure,
+)
 
 
 def chain_history() -> History:
-    """PSNR falls (the truth), BRISQUE says 'better' (fooled), NIQE says 'worse' (detects)."""
-    history = History([ScoreInfo("psnr", "fidelity", False), ScoreInfo("brisque", "metric", True),
+    """PSNR falls (the truth), BRISQUE says 'better' (fooled), NIQE says 'worse' (detects).
+    Frame 0 against itself is capped at 80 dB, as pyiqa writes it."""
+    history = History([ScoreInfo("psnr", "fidelity", False, score_range=(0.0, 40.0)),
+                       ScoreInfo("brisque", "metric", True, score_range=(0.0, 150.0)),
                        ScoreInfo("niqe", "metric", True)])
     for step in range(21):
-        history.add(step, {"psnr": 40.0 - step, "brisque": 30.0 - step,
+        history.add(step, {"psnr": 80.0 if step == 0 else 40.0 - step, "brisque": 30.0 - step,
                            "niqe": math.nan if step == 7 else 5.0 + step})
     return history
 
@@ -27,19 +37,75 @@ def test_delta_figure_is_valid_for_plotly_and_shows_each_verdict() -> None:
     figure = go.Figure(spec)  # raises on any property plotly does not know
     assert [t.name for t in figure.data] == [
         "psnr (higher is better) · reference", "brisque (lower is better) · fooled",
-        "niqe (lower is better) · detects"]
+        "niqe (lower is better) · detects · own scale"]
     assert figure.data[1].line.dash == "dash" and figure.data[2].line.dash is None
     assert figure.layout.title.text == "a run" and figure.layout.template.layout.font
     assert spec["data"][2]["y"][7] is None  # a missing score is a gap, never NaN in the JSON
-    assert spec["data"][1]["y"][20] == 1.0 and spec["data"][0]["y"][20] == -1.0
     json.dumps(spec, allow_nan=False)
 
 
-def test_raw_figure_puts_each_column_on_its_own_axes() -> None:
+def test_curves_are_scaled_by_the_score_range_so_noise_stays_small() -> None:
+    psnr, brisque, niqe = delta_figure(chain_history())["data"]
+    # PSNR is held inside its range: the 80 dB cap of frame 0 does not make step 1 a cliff;
+    # each lost dB is 1/40 of the axis, step after step.
+    assert psnr["y"][:3] == [0.0, pytest.approx(-1 / 40), pytest.approx(-2 / 40)]
+    assert psnr["y"][20] == pytest.approx(-20 / 40)
+    # BRISQUE falling 20 points says "better" by 20/150 of its range, not by the full axis.
+    assert brisque["y"][20] == pytest.approx(20 / 150)
+    # NIQE has no range here: its own largest move, flagged "own scale" in its name.
+    assert niqe["y"][20] == -1.0
+    # Hover shows fidelity by its value in dB, never a delta from the 80 dB cap.
+    assert psnr["customdata"][20][0] == "20 dB" and "dB" not in brisque["customdata"][20][0]
+    # A 0.01 wobble of an 8-bit entropy is under 1% of the axis, not a full-scale swing.
+    wobble = range_scaled([7.50, 7.51, 7.49], ScoreInfo("entropy", "metric", False,
+                                                        score_range=(0.0, 8.0)))
+    assert max(abs(v) for v in wobble) < 0.01
+
+
+def test_our_own_measures_are_told_apart() -> None:
+    history = History([ScoreInfo("grain", "metric", True, family="ours",
+                                 score_range=(0.0, 1.0)),
+                       ScoreInfo("piqe", "metric", True, score_range=(0.0, 100.0))])
+    for step in range(3):
+        history.add(step, {"grain": 0.1 * step, "piqe": 20.0})
+    ours, theirs = delta_figure(history)["data"]
+    assert ours["name"].startswith("grain (ours)") and "(ours)" not in theirs["name"]
+    assert ours["marker"]["symbol"] != theirs["marker"]["symbol"]
+    assert raw_figure(history)["layout"]["annotations"][0]["text"].startswith("grain (ours)")
+
+
+def test_raw_figure_puts_each_column_on_its_own_axes_under_its_own_title() -> None:
     spec = raw_figure(chain_history())
     figure = go.Figure(spec)
     assert [(t.xaxis, t.yaxis) for t in figure.data] == [("x", "y"), ("x2", "y2"), ("x3", "y3")]
     assert [a.text for a in figure.layout.annotations] == [
         "psnr (higher is better)", "brisque (lower is better)", "niqe (lower is better)"]
-    assert spec["data"][0]["y"][:2] == [40.0, 39.0]
+    assert figure.layout.title.text.startswith("Raw scores")
+    # Fidelity starts at step 1: frame 0 against itself is no measurement (and no 80 dB axis).
+    assert spec["data"][0]["y"][:3] == [None, 39.0, 38.0]
+    assert spec["data"][1]["y"][:2] == [30.0, 29.0]
     json.dumps(spec, allow_nan=False)
+
+
+def contrast_on_white(colour: str) -> float:
+    """WCAG 2 contrast ratio of a #rrggbb colour against white."""
+    channels = [int(colour[i:i + 2], 16) / 255 for i in (1, 3, 5)]
+    linear = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+    luminance = 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+    return 1.05 / (luminance + 0.05)
+
+
+def test_every_curve_colour_reads_on_white() -> None:
+    colours = [*DETECTS_COLOURS, *FOOLED_COLOURS, UNDECIDED_COLOUR,
+               *(c for palette in REFERENCE_COLOURS.values() for c in palette)]
+    assert {c: round(contrast_on_white(c), 2) for c in colours if contrast_on_white(c) < 4.5} \
+        == {}
+    assert contrast_on_white("#9e9e9e") < 4.5  # the check itself fails a light grey
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("0, 1", (0.0, 1.0)), ("~0, ~150", (0.0, 150.0)), ("~-1, ~0.1", (-1.0, 0.1)),
+    ("0, ~", None), ("~, 2", None), ("quality: 0, 1; rank: 0, 2; rank_prob: 0, 1", None),
+    (None, None)])
+def test_pyiqa_score_ranges_are_read_from_its_text(text: str | None, expected: tuple | None):
+    assert parse_score_range(text) == expected

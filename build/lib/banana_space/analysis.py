@@ -29,12 +29,28 @@ def oriented_deltas(scores: Sequence[float], lower_better: bool) -> list[float]:
 
 
 def normalised(deltas: Sequence[float]) -> list[float]:
-    """Each curve divided by its largest |delta| so far, so every metric spans -1..1 on one
-    axis; 0 stays "unchanged" and the sign stays "better/worse"."""
+    """Each curve divided by its largest |delta| so far, so it spans -1..1; 0 stays
+    "unchanged" and the sign stays "better/worse". The fallback for a score with no range."""
     finite = [abs(d) for d in deltas if math.isfinite(d)]
     scale = max(finite, default=0.0)
     return [d / scale if scale > 0 and math.isfinite(d) else (0.0 if d == 0 else math.nan)
             for d in deltas]
+
+
+def range_scaled(scores: Sequence[float], info: ScoreInfo) -> list[float] | None:
+    """Oriented deltas as a share of the score's nominal range (pyiqa's `score_range`), so a
+    move within a metric's noise stays small on the shared axis and a large move looks large;
+    None when the score has no range (then `normalised` is the fallback).
+
+    A fidelity score is first held inside its range: frame 0 against itself is "identical",
+    which pyiqa writes as a cap far above the range (PSNR 80 dB, its range tops at ~40), so
+    that its first copy does not seem to lose half the axis at step 1."""
+    if info.score_range is None:
+        return None
+    low, high = info.score_range
+    if info.role == "fidelity":
+        scores = [min(max(s, low), high) if math.isfinite(s) else s for s in scores]
+    return [d / (high - low) for d in oriented_deltas(scores, info.lower_better)]
 
 
 def checkpoints(last_step: int) -> tuple[int, ...]:

@@ -1,8 +1,10 @@
 """The command line: the same engine as the app, with a progress bar.
 
     banana-space run IMAGE --steps N --backend simulate --out DIR
-    banana-space score FRAMES --out DIR      (a folder, zip or animated GIF/WebP)
+    banana-space score FRAMES --out DIR      (a folder, zip, animated GIF/WebP, run directory
+                                              or hf://datasets/OWNER/NAME/PATH)
     banana-space resume DIR
+    banana-space table SOURCE... --metrics LIST --out DIR [--workers N] [--ray [ADDRESS]]
 
 (`python -m banana_space …` is the same command from a checkout.)
 
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import signal
 import sys
 import threading
@@ -23,7 +26,7 @@ from typing import Any
 
 from .events import Event, Finished, FrameScored, Notice, Started
 from .images import BadImage, load_image
-from .metrics import CPU_DEFAULTS
+from .metrics import CPU_DEFAULTS, PRESET_KEYS, check_metric_names, expand_metric_names
 from .prompts import DEFAULT_PROMPT
 
 EXIT_CODES = {"completed": 0, "failed": 1, "stopped": 130}
@@ -45,10 +48,22 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     for flag, kind in BACKEND_FLAGS.items():
         run.add_argument("--" + flag.replace("_", "-"), dest=flag, type=kind, default=None)
     score = commands.add_parser("score", help="score a recorded chain (the replay backend)")
-    score.add_argument("frames", type=Path, help="a folder, zip, or animated GIF/WebP")
-    for command in (run, score):
+    score.add_argument("frames", help="a folder, zip, animated GIF/WebP, run directory, or "
+                       "hf://datasets/OWNER/NAME/PATH")
+    table = commands.add_parser("table", help="the paper's table over many chains")
+    table.add_argument("sources", nargs="+", help="folders (chains at any depth), zips, "
+                       "GIFs, run directories, or hf://datasets/OWNER/NAME[/PATH]")
+    table.add_argument("--workers", type=int, default=None,
+                       help="worker processes (default: the cores); with --ray, actors "
+                       "(default: one per GPU, else one per CPU)")
+    table.add_argument("--ray", nargs="?", const="local", default=None, metavar="ADDRESS",
+                       help="score on Ray: alone, a local Ray; or a cluster's ADDRESS (auto)")
+    for command in (run, score, table):
         command.add_argument("--metrics", default=",".join(CPU_DEFAULTS),
-                             help="comma-separated pyiqa no-reference metric names")
+                             help="comma-separated no-reference metric names or presets ("
+                                  f"{', '.join(PRESET_KEYS)}), e.g. rulers,brisque")
+    table.add_argument("--out", type=Path, required=True, help="the table's folder")
+    for command in (run, score):
         command.add_argument("--judges", default="", help="comma-separated judge names")
         command.add_argument("--seed", type=int, default=0)
         command.add_argument("--out", type=Path, required=True, help="the run directory")
@@ -73,7 +88,8 @@ def _events(args: argparse.Namespace, stop: threading.Event) -> Iterator[Event]:
         options = {k: getattr(args, k) for k in BACKEND_FLAGS if getattr(args, k) is not None}
         spec = RunSpec(loaded.image, args.steps, args.backend, options, args.prompt,
                        image_notes=loaded.notes)
-    spec.seed, spec.metrics, spec.judges = args.seed, _split(args.metrics), _split(args.judges)
+    spec.seed, spec.judges = args.seed, _split(args.judges)
+    spec.metrics = expand_metric_names(args.metrics)
     out = args.out.resolve()
     return start_run(spec, out.parent, stop=stop, run_id=out.name)
 
@@ -119,6 +135,8 @@ def main(argv: list[str] | None = None, prog: str = "banana-space") -> int:
     stop = threading.Event()
     signal.signal(signal.SIGINT, lambda *_: stop.set())  # Ctrl-C: stop cleanly, keep frames
     try:
+        if args.command == "table":
+            return _table(args, stop)
         events = _events(args, stop)
         finished = _show(events)
     except (BadImage, ValueError, FileNotFoundError, FileExistsError, RuntimeError) as error:
@@ -129,3 +147,43 @@ def main(argv: list[str] | None = None, prog: str = "banana-space") -> int:
     if finished.last_step >= 0:
         print(_summary(run_dir))
     return EXIT_CODES[finished.status]
+
+
+def _table(args: argparse.Namespace, stop: threading.Event) -> int:
+    """The dataset table: what was found first, then bars for chains and frames."""
+    from tqdm import tqdm
+
+    from .table import describe, find_chains, run_table
+
+    metrics = expand_metric_names(args.metrics)
+    check_metric_names(metrics)
+    if args.workers is not None and args.workers < 1:
+        raise ValueError(f"--workers must be at least 1, got {args.workers}")
+    workers = args.workers or (None if args.ray else os.cpu_count() or 1)
+    refs = find_chains(args.sources)
+    print(describe(refs))
+    bars: list[Any] = []
+
+    def start(todo: list, done: list[str]) -> None:
+        if done:
+            print(f"{len(done)} chain(s) already scored in {args.out}: not scored again")
+        known = [ref.frames_known for ref in todo]
+        bars.append(tqdm(total=len(todo), unit="chain", position=0))
+        bars.append(tqdm(total=sum(known) if None not in known else None, unit="frame",
+                         position=1))
+
+    def chain_done(result: Any) -> None:
+        if result.error:
+            tqdm.write(f"skipped broken chain {result.name}: {result.error}")
+        bars[0].update(1)
+
+    completed = run_table(refs, metrics, args.out, workers=workers,
+                          ray=args.ray is not None,
+                          address=None if args.ray in (None, "local") else args.ray,
+                          stop=stop, on_start=start, on_frames=lambda n: bars[1].update(n),
+                          on_chain=chain_done)
+    for bar in bars:
+        bar.close()
+    print(("completed" if completed else "stopped: run the same command again to continue")
+          + f"; outputs in {args.out}: scores.csv, verdicts.csv, table.csv, report.html")
+    return 0 if completed else EXIT_CODES["stopped"]

@@ -1,4 +1,4 @@
-"""Every score comes from pyiqa (https://github.com/chaofengc/IQA-PyTorch); nothing is
+"""Every standard score comes from pyiqa (https://github.com/chaofengc/IQA-PyTorch); nothing is
 reimplemented here.
 
 Each metric is created once per process and shared by every run (`POOL`); a per-metric lock
@@ -7,20 +7,27 @@ lets concurrent runs use one module safely. Orientation and ranges come from pyi
 pyiqa's weight cache from `BANANA_WEIGHTS_DIR` (see `seed_weights`). A metric that cannot be
 created (weights unreachable offline, no GPU, missing package) is reported unavailable with the
 reason, once, and never stops a run.
+
+Our own rulers (`rulers.py`, family "ours") sit in the same registry, behind the same calling
+convention, oriented by their own table (`RULERS`).
 """
 
 from __future__ import annotations
 
 import math
 import os
+import re
 import shutil
 import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 from PIL import Image
+
+from .rulers import RULERS
 
 Role = Literal["metric", "fidelity", "judge"]
 
@@ -35,7 +42,7 @@ os.environ.setdefault("THP_MEM_ALLOC_ENABLE", "1")
 FIDELITY = ("psnr", "ssim")
 # The no-reference metrics that load on any CPU with no download beyond ../shared/weights.
 CPU_DEFAULTS = ("brisque", "niqe", "piqe", "entropy")
-# Metric presets: one table, name -> pyiqa metric names.
+# Metric presets: one table, name -> metric names (pyiqa's and our rulers).
 PRESETS: dict[str, tuple[str, ...]] = {
     "CPU classics (4)": CPU_DEFAULTS,
     # The candidates studied in Banana100 (arXiv 2604.03400), Table 2.
@@ -43,7 +50,12 @@ PRESETS: dict[str, tuple[str, ...]] = {
         "brisque", "niqe", "ilniqe", "piqe", "nrqm", "pi", "cnniqa", "dbcnn", "hyperiqa",
         "musiq", "nima", "paq2piq", "maniqa", "tres", "clipiqa", "clipiqa+", "liqe",
         "qualiclip", "topiq_nr", "arniqa", "wadiqam_nr"),
+    # Ours (rulers.py): no-reference measures aimed at what repeated editing adds.
+    "Chain-aware rulers": tuple(RULERS),
 }
+# Short names for the presets, for the command line (`--metrics rulers,brisque`).
+PRESET_KEYS = {"classics": "CPU classics (4)", "banana100": "Banana100 (21 metrics)",
+               "rulers": "Chain-aware rulers"}
 
 
 @dataclass(frozen=True)
@@ -105,12 +117,21 @@ def _pyiqa() -> Any:
 _seeded = False
 
 
+# --- The name registry: pyiqa's table and our rulers' table answer the same questions. ---
+
+
 def no_reference_names() -> list[str]:
-    return list(_pyiqa().list_models(metric_mode="NR"))
+    """Every metric a run can score a frame with: pyiqa's no-reference ones, then ours."""
+    return [*_pyiqa().list_models(metric_mode="NR"), *RULERS]
 
 
 def metric_info(name: str) -> ScoreInfo:
-    """Orientation from pyiqa's table; the role from whether it needs a reference."""
+    """What `name` is: orientation and range from its table (pyiqa's or the rulers'), the
+    role from whether it needs a reference."""
+    if name in RULERS:
+        ruler = RULERS[name]
+        return ScoreInfo(name, "metric", ruler.lower_better, name, family="ours",
+                         score_range=ruler.score_range, meaning=ruler.meaning)
     config = _pyiqa().default_model_configs.DEFAULT_CONFIGS.get(name)
     if config is None:
         raise ValueError(f"unknown metric {name!r}; valid no-reference metrics: "
@@ -131,19 +152,48 @@ def parse_score_range(text: str | None) -> tuple[float, float] | None:
     return (low, high) if high > low else None
 
 
-def build_metric(name: str, device: str) -> Any:
-    """Create the metric called `name`: a callable taking (image[, reference]) tensors from
-    `to_tensor` and returning a score (a number or a one-element tensor)."""
-    return _pyiqa().create_metric(name, device=device)
-
-
 def check_metric_names(names: list[str]) -> None:
     """A clear error for an unknown or full-reference name, listing what is valid."""
     valid = set(no_reference_names())
     unknown = [n for n in names if n not in valid]
     if unknown:
         raise ValueError(f"unknown metric(s) {', '.join(unknown)}; valid no-reference "
-                         f"metrics: {', '.join(sorted(valid))}")
+                         f"metrics: {', '.join(sorted(valid))}; presets: "
+                         f"{', '.join(PRESET_KEYS)}")
+
+
+def expand_metric_names(names: str | Sequence[str]) -> list[str]:
+    """"rulers,brisque,piqe" -> metric names: a preset (its short key such as `rulers` or
+    `classics`, or its display name) stands for its metrics; anything else is kept as a name
+    for `check_metric_names` to judge. Order is kept, repeats dropped."""
+    parts = names.split(",") if isinstance(names, str) else names
+    expanded: list[str] = []
+    for part in (p.strip() for p in parts if p.strip()):
+        preset = PRESETS.get(PRESET_KEYS.get(part.lower(), part))
+        expanded.extend(preset if preset is not None else (part,))
+    return list(dict.fromkeys(expanded))
+
+
+def _ruler_metric(name: str) -> Callable[[Any], float]:
+    """A ruler behind pyiqa's calling convention: a (1, 3, H, W) tensor in [0, 1] in, a
+    number out."""
+    measure = RULERS[name].measure
+
+    def metric(image: Any) -> float:
+        return measure(image[0].permute(1, 2, 0).cpu().numpy())
+
+    return metric
+
+
+# --- end of the name registry ---
+
+
+def build_metric(name: str, device: str) -> Any:
+    """Create the metric called `name`: a callable taking (image[, reference]) tensors from
+    `to_tensor` and returning a score (a number or a one-element tensor)."""
+    if name in RULERS:
+        return _ruler_metric(name)
+    return _pyiqa().create_metric(name, device=device)
 
 
 def to_tensor(image: Image.Image) -> Any:

@@ -1,8 +1,9 @@
 """The one adapter from run events to what a screen shows, as plain data (no gradio here).
 
 `RunView.apply(event)` folds an event into the view and returns a `Screen`: the status line,
-the current frame, the strip of frames, the curves, the verdict table, what the model said and
-the zip. The app maps a `Screen` onto its components; tests read it directly.
+the one-line summary of the finding, the current frame, the strip of frames, the curves, the
+verdict table, what the model said and the zip. The app maps a `Screen` onto its components;
+tests read it directly.
 """
 
 from __future__ import annotations
@@ -12,21 +13,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .analysis import REFERENCE_METRIC, History
+from .analysis import CHECKPOINTS, REFERENCE_METRIC, History, detects_degradation
 from .events import Event, Finished, FrameMade, FrameScored, Notice, Started
-from .plots import Figure, delta_figure, raw_figure
+from .plots import Figure, delta_figure, display_name, raw_figure, value_text
 from .rundir import ZIP_NAME, SavedRun, frame_name, thumb_path
 
 # The answer first (it must fit a phone's width): does it detect, does it rank like fidelity.
 VERDICT_HEADERS = ["metric", "verdict", "ρ vs PSNR", "Δ now", "Δ5", "Δ10", "Δ20", "better when"]
 VERDICT_COLUMN = VERDICT_HEADERS.index("verdict")
 VERDICT_WORDS = {True: "✅ detects", False: "❌ fooled", None: "… undecided"}
+PROVISIONAL = " so far"  # after a verdict word while the paper's last checkpoint is ahead
+NOTICE_MARKS = {"info": "ℹ️", "warning": "⚠️"}
 MAX_NOTICES_SHOWN = 4
 
 
 @dataclass
 class Screen:
     status: str
+    summary: str  # the finding in words and numbers, one or two lines
     frame: str | None
     first_frame: str | None  # frame 0, what every frame is compared with
     strip: list[tuple[str, str]]  # (thumbnail, frame) paths for each step so far
@@ -46,7 +50,7 @@ class RunView:
     history: History = field(default_factory=lambda: History([]))
     unavailable: dict[str, str] = field(default_factory=dict)
     texts: dict[int, str] = field(default_factory=dict)
-    notices: list[str] = field(default_factory=list)
+    notices: list[tuple[str, str]] = field(default_factory=list)  # (level, text)
     last_step: int = -1  # the newest frame made (its scores may still be coming)
     calls: int = 0
     cost_usd: float = 0.0
@@ -66,8 +70,10 @@ class RunView:
             self.cost_usd += event.cost_usd or 0.0
             self.texts[event.step] = "\n".join(t for t in (event.text, event.judge_text) if t)
         elif isinstance(event, Notice):
-            where = f"step {event.step}: " if event.step is not None else ""
-            self.notices.append(f"{where}{event.message}")
+            # "resumed after step 20" says its step itself; a warning gets "step 3: …".
+            where = f"step {event.step}: " if event.step is not None and \
+                str(event.step) not in event.message else ""
+            self.notices.append((event.level, f"{where}{event.message}"))
         elif isinstance(event, Finished):
             self.ended = event
         return self.screen()
@@ -102,7 +108,9 @@ class RunView:
         zip_path = self.run_dir / ZIP_NAME if self.run_dir else None
         figure = raw_figure(self.history) if self.raw else delta_figure(self.history)
         return Screen(
-            status=self.status(), frame=self.frame_path(self.last_step),
+            status=self.status(), summary=summarise(self.history, self.steps,
+                                                    running=self.ended is None),
+            frame=self.frame_path(self.last_step),
             first_frame=self.frame_path(0) if self.last_step >= 0 else None, strip=strip,
             figure=figure, verdict=self.verdict_rows(), model_text=self.model_text(),
             zip_path=str(zip_path) if zip_path and zip_path.is_file() and self.ended else None,
@@ -118,30 +126,35 @@ class RunView:
         elif self.ended.status == "completed":
             head = f"✅ **Completed** · {made}{money}"
         elif self.ended.status == "stopped":
-            head = f"⏹ **Stopped** after step {self.ended.last_step}{money}. " \
-                   f"{self.ended.reason}. Frames 0–{self.ended.last_step} are kept."
+            head = f"⏹ **Stopped** after step {self.ended.last_step} " \
+                   f"{_why(self.ended.reason, 'stopped ')}{money}. " \
+                   f"Frames 0–{self.ended.last_step} are kept."
         else:
-            head = f"❌ **Failed**: {self.ended.reason}. Frames 0–{self.ended.last_step} and " \
-                   f"their scores are kept{money}."
-        if self.ended is not None and self.run_dir is not None:
-            head += f" · [link to this run](?run={self.run_dir.name})"
+            head = f"❌ **Failed** {_why(self.ended.reason, 'failed ')}. " \
+                   f"Frames 0–{self.ended.last_step} and their scores are kept{money}."
         recent = self.notices[-MAX_NOTICES_SHOWN:]
-        return head + "".join(f"\n\n⚠️ {n}" for n in recent)
+        return head + "".join(f"\n\n{NOTICE_MARKS[level]} {text}" for level, text in recent)
 
     def verdict_rows(self) -> list[list[Any]]:
         """One row per column of scores; "—" where a checkpoint lies beyond the run so far."""
         rows = []
         last = self.history.last_step
+        so_far = PROVISIONAL if last < max(CHECKPOINTS) else ""
         for row in self.history.verdict():
             info = self.history.infos[row.metric]
-            label = f"{row.metric} (reference)" if info.role != "metric" else row.metric
-            deltas = self.history.deltas(row.metric)
-            at = [_fmt(v) if step <= last else "—" for step, v in
-                  ((5, row.delta_5), (10, row.delta_10), (20, row.delta_20))]
+            label = display_name(info) + (" (reference)" if info.role != "metric" else "")
+            if info.role == "fidelity":  # by its value: "= 27.8 dB" (a Δ from 80 dB is noise)
+                series = self.history.scores[row.metric]
+                at = [f"= {value_text(row.metric, series[s])}" if 0 <= s <= last else "—"
+                      for s in (*CHECKPOINTS, last)]
+            else:
+                deltas = self.history.deltas(row.metric)
+                at = [_fmt(v) if step <= last else "—" for step, v in
+                      ((5, row.delta_5), (10, row.delta_10), (20, row.delta_20))]
+                at.append(_fmt(deltas[-1]) if deltas else "")
             rho = "" if row.metric == REFERENCE_METRIC else _fmt(row.spearman_vs_psnr)
-            rows.append([label, VERDICT_WORDS[row.detects], rho,
-                         _fmt(deltas[-1]) if deltas else "", *at,
-                         info.direction.split(" is ")[0]])
+            word = VERDICT_WORDS[row.detects] + (so_far if row.detects is not None else "")
+            rows.append([label, word, rho, at[3], *at[:3], info.direction.split(" is ")[0]])
         rows += [[name, f"unavailable: {why}", "", "", "", "", "", ""]
                  for name, why in self.unavailable.items()]
         return rows
@@ -153,3 +166,53 @@ class RunView:
 
 def _fmt(value: float) -> str:
     return "" if math.isnan(value) else f"{value:.3g}"
+
+
+def _why(reason: str, verb: str) -> str:
+    """"by the user" from "stopped by the user", so the status does not say it twice."""
+    return reason.removeprefix(verb) if reason.startswith(verb) else f"({reason})"
+
+
+def summarise(history: History, steps: int, running: bool) -> str:
+    """The finding in one breath, in words and numbers, e.g. "After 20 steps, PSNR to the
+    input fell 41 → 27 dB; 3 of 4 metrics call it better". Fidelity is quoted from step 1 (step
+    0 is the input against itself); metrics by the sign of their Δ now; then the paper's
+    verdict, marked "so far" while its checkpoints are ahead."""
+    last = history.last_step
+    if last < 1:
+        return "" if last < 0 else "Step 0 is your input; the first copy is on its way…"
+    when = f"So far, after {last} of {steps} steps" if running else f"After {last} steps"
+    moves = _reference_moves(history, last)
+    metrics = [n for n, i in history.infos.items() if i.role == "metric"]
+    delta_now = {n: history.deltas(n)[last] for n in metrics}
+    better = [n for n in metrics if math.isfinite(delta_now[n]) and delta_now[n] > 0]
+    worse = [n for n in metrics if math.isfinite(delta_now[n]) and delta_now[n] < 0]
+    parts = [f"**{when}**, " + (" and ".join(moves) if moves else "no reference is scored")]
+    if metrics:
+        parts.append(f"**{len(better)} of {len(metrics)} quality metrics call it better**"
+                     + (f" ({', '.join(better)})" if better else "")
+                     + (f", {len(worse)} worse" if worse else ""))
+    verdicts = [detects_degradation(history.deltas(n)) for n in metrics]
+    if any(v is not None for v in verdicts):
+        tail = PROVISIONAL if last < max(CHECKPOINTS) else ""
+        parts.append(f"by the paper's test (Δ < 0 at steps 5, 10 and 20) "
+                     f"{verdicts.count(True)} detect{'s' if verdicts.count(True) == 1 else ''} "
+                     f"the damage and {verdicts.count(False)} "
+                     f"{'is' if verdicts.count(False) == 1 else 'are'} fooled{tail}")
+    return "; ".join(parts) + "."
+
+
+def _reference_moves(history: History, last: int) -> list[str]:
+    """How each reference moved from step 1 to `last`: "PSNR to the input fell 41 → 27 dB"."""
+    moves = []
+    for name, info in history.infos.items():
+        first, now = history.scores[name][1], history.scores[name][last]
+        if info.role == "metric" or not (math.isfinite(first) and math.isfinite(now)):
+            continue
+        what = f"{name.upper()} to the input" if info.role == "fidelity" else display_name(info)
+        if last == 1 or first == now:
+            moves.append(f"{what} is {value_text(name, now)}")
+        else:
+            verb = "fell" if (now < first) != info.lower_better else "rose"
+            moves.append(f"{what} {verb} {first:.3g} → {value_text(name, now)}")
+    return moves

@@ -1,0 +1,107 @@
+"""Scoring one chain: the plain function that every driver runs, locally or as a Ray task.
+
+The metrics are created once per worker process (`MetricPool` keeps them) and the scorer once
+per metric list, so a worker that scores many chains pays for loading only once. Frames are
+decoded one at a time; frame 0 is the reference for fidelity (Banana100, arXiv 2604.03400,
+Sec. 3: the input *is* the right answer). A chain that cannot be read (a damaged frame, a
+single frame) comes back with its `error` set: reported and skipped, never fatal.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..images import BadImage
+from ..scoring import Scorer
+from ..sources import HUB_PREFIX, Frames, frames_from_files, frames_in_animation, frames_in_zip
+from .discover import ChainRef
+
+MAX_WARNINGS = 20  # per chain; the rest are counted
+
+
+@dataclass
+class ChainResult:
+    """One chain's scores, JSON-able (it is the resume file and the Ray task's answer)."""
+
+    name: str
+    metrics: list[str]  # what was asked for: a resumed table rescored a chain when it differs
+    frames: int = 0
+    columns: list[dict[str, Any]] = field(default_factory=list)  # ScoreInfo as dicts
+    scores: dict[str, list[float]] = field(default_factory=dict)  # column -> score per step
+    unavailable: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    error: str = ""  # set: the chain is broken, and skipped
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def open_chain(ref: ChainRef) -> Frames:
+    """The chain's frames, fetching a hub chain's files first (cached by huggingface_hub)."""
+    if ref.root.startswith(HUB_PREFIX):
+        from ..hub import fetch, parse_hub
+
+        root = fetch(parse_hub(ref.root).repo_id, ref.files)
+    else:
+        root = Path(ref.root)
+    if ref.kind == "zip":
+        return frames_in_zip(root / ref.files[0])
+    if ref.kind == "animation":
+        return frames_in_animation(root / ref.files[0])
+    return frames_from_files(root, list(ref.files), ref.name)
+
+
+_SCORERS: dict[tuple[str, ...], Scorer] = {}
+
+
+def scorer_for(metrics: tuple[str, ...]) -> Scorer:
+    if metrics not in _SCORERS:
+        _SCORERS[metrics] = Scorer(metrics)
+    return _SCORERS[metrics]
+
+
+def score_chain(ref: ChainRef, metrics: tuple[str, ...],
+                on_frame: Callable[[], None] = lambda: None) -> ChainResult:
+    """Score every frame of one chain with `metrics` and fidelity to frame 0."""
+    result = ChainResult(ref.name, list(metrics))
+    try:
+        frames = open_chain(ref)
+        result.notes += frames.notes
+        if len(frames) < 2:
+            result.error = f"{len(frames)} frame only: a chain needs at least 2"
+            return result
+        scorer = scorer_for(metrics)
+        result.columns = [asdict(info) for info in scorer.infos]
+        result.unavailable = dict(scorer.unavailable)
+        result.scores = {info["name"]: [] for info in result.columns}
+        warnings: list[str] = []
+        reference = frames.frame(0).image
+        for step in range(len(frames)):
+            image = reference if step == 0 else _frame(frames, step)
+            scored = scorer.score(image, reference)
+            for name, series in result.scores.items():
+                series.append(scored.scores.get(name, math.nan))
+            warnings += [f"step {step}: {w}" for w in scored.warnings]
+            on_frame()
+        result.frames = len(frames)
+        result.notes += warnings[:MAX_WARNINGS]
+        if len(warnings) > MAX_WARNINGS:
+            result.notes.append(f"… and {len(warnings) - MAX_WARNINGS} more warnings")
+    except BadImage as error:
+        result.error = str(error)
+    except Exception as error:  # a chain's failure, whatever it is, must not stop the table
+        result.error = f"{type(error).__name__}: {error}"
+    if result.error:  # a broken chain contributes nothing, not a partial curve
+        result.scores, result.columns, result.frames = {}, [], 0
+    return result
+
+
+def _frame(frames: Frames, step: int) -> Any:
+    try:
+        return frames.frame(step).image
+    except BadImage as error:
+        raise BadImage(f"frame {step} ({frames.names[step]}): {error}") from None

@@ -1,0 +1,94 @@
+"""The dataset table: the paper's central result (Banana100, arXiv 2604.03400, Table 2) rerun
+on any set of chains, on one machine or a Ray cluster.
+
+    python -m banana_space table SOURCE... --metrics LIST --out DIR [--workers N] [--ray [ADDR]]
+
+`discover` finds chains in folders, zips, GIFs, run directories and hub datasets; `work` scores
+one chain (a plain function, the same under every driver); `local` and `ray_driver` run it on a
+process pool or Ray; `store` writes the CSVs and the resume state; `report` the HTML page.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from ..images import BadImage
+from ..rundir import write_atomic
+from .discover import ChainRef, describe, find_all
+from .report import report_html
+from .store import TableStore, table_rows
+from .work import ChainResult
+
+__all__ = ["ChainRef", "ChainResult", "describe", "find_chains", "run_table",
+           "write_report"]
+
+
+def find_chains(sources: Sequence[str]) -> list[ChainRef]:
+    """Every chain in `sources`; a clear refusal when there is none."""
+    refs = find_all(sources)
+    if not refs:
+        raise BadImage(f"no chains found in {', '.join(sources)}: a chain is a folder of at "
+                       "least 2 frames, a zip, an animated GIF/WebP or a run directory")
+    return refs
+
+
+def run_table(refs: Sequence[ChainRef], metrics: Sequence[str], out: Path, *,
+              workers: int | None, ray: bool = False, address: str | None = None,
+              stop: threading.Event | None = None,
+              on_start: Callable[[list[ChainRef], list[str]], None] = lambda todo, done: None,
+              on_frames: Callable[[int], None] = lambda count: None,
+              on_chain: Callable[[ChainResult], None] = lambda result: None) -> bool:
+    """Score every chain not already in `out` (resume), writing the outputs after each one
+    and the report at the end. Returns False when `stop` ended it early."""
+    stop = stop or threading.Event()
+    store = TableStore(out, metrics)
+    done = store.load(ref.name for ref in refs)
+    todo = [ref for ref in refs if ref.name not in done]
+    on_start(todo, done)
+    broken: dict[str, str] = {}
+
+    def finished(result: ChainResult) -> None:
+        store.add(result)
+        if result.error:
+            broken[result.name] = result.error
+        store.write()
+        on_chain(result)
+
+    if not todo:
+        completed = True
+    elif ray:
+        from .ray_driver import score_ray  # Ray is imported only on this path
+
+        completed = score_ray(todo, tuple(metrics), workers, address, stop, on_frames,
+                              finished)
+    else:
+        from .local import score_local
+
+        completed = score_local(todo, tuple(metrics), workers or 1, stop, on_frames, finished)
+    write_report(store, broken, _credits(refs))
+    return completed
+
+
+def _credits(refs: Sequence[ChainRef]) -> list[str]:
+    """A hub dataset's licence line and credit, for the report (CC BY licences ask for it)."""
+    from ..sources import HUB_PREFIX
+
+    roots = sorted({ref.root for ref in refs if ref.root.startswith(HUB_PREFIX)})
+    if not roots:
+        return []
+    from ..hub import credit, parse_hub
+
+    return [credit(parse_hub(root).repo_id) for root in roots]
+
+
+def write_report(store: TableStore, broken: dict[str, str], credits: Sequence[str] = ()
+                 ) -> None:
+    verdicts = store.write()
+    unavailable = {name: why for result in store.results.values()
+                   for name, why in result.unavailable.items()}
+    notes = ([*credits] + [f"skipped broken chain {name}: {why}" for name, why in broken.items()]
+             + [f"{name} is unavailable: {why}" for name, why in unavailable.items()])
+    page = report_html(table_rows(verdicts), verdicts, store.histories(), store.infos(), notes)
+    write_atomic(store.out / "report.html", page.encode())

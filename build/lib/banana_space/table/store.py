@@ -1,0 +1,111 @@
+"""The table's output folder: one resume file per scored chain, and the CSVs built from them.
+
+    DIR/.chains/<chain>.json   each chain's scores as soon as it is done (the resume state)
+    DIR/scores.csv             chain, step, metric, score
+    DIR/verdicts.csv           chain, metric, delta_5, delta_10, delta_20, detects,
+                               spearman_vs_psnr
+    DIR/table.csv              metric, chains, detects, fooled, undecided: the paper's table
+                               (Banana100, arXiv 2604.03400, Table 2), fidelity rows included
+    DIR/report.html            see report.py
+
+Every file is written whole under a temporary name and renamed into place
+(`rundir.write_atomic`), so a table killed at any instant leaves complete files, and a rerun
+with the same metrics scores only the chains that have no resume file yet. The verdict math is
+`analysis.History`'s, the same as a single run's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
+from ..analysis import History, VerdictRow
+from ..metrics import ScoreInfo
+from ..rundir import _csv_bytes, _detects, _score_info, write_atomic
+from ..sources import natural_key
+from .work import ChainResult
+
+VERDICT_HEADER = ["chain", "metric", "delta_5", "delta_10", "delta_20", "detects",
+                  "spearman_vs_psnr"]
+TABLE_HEADER = ["metric", "chains", "detects", "fooled", "undecided"]
+
+
+def resume_file(out: Path, name: str) -> Path:
+    """A file name that is safe and unique for any chain name (hub paths, unicode, slashes)."""
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", name)[-60:].lstrip(".")
+    digest = hashlib.sha1(name.encode()).hexdigest()[:12]
+    return out / ".chains" / f"{slug}-{digest}.json"
+
+
+class TableStore:
+    def __init__(self, out: Path, metrics: Iterable[str]) -> None:
+        self.out = Path(out)
+        self.metrics = list(metrics)
+        (self.out / ".chains").mkdir(parents=True, exist_ok=True)
+        self.results: dict[str, ChainResult] = {}
+
+    def load(self, names: Iterable[str]) -> list[str]:
+        """Chains already scored with these metrics (and not broken): not scored again."""
+        for name in names:
+            file = resume_file(self.out, name)
+            if not file.is_file():
+                continue
+            result = ChainResult(**json.loads(file.read_text()))
+            if result.metrics == self.metrics and not result.error:
+                self.results[name] = result
+        return list(self.results)
+
+    def add(self, result: ChainResult) -> None:
+        write_atomic(resume_file(self.out, result.name), json.dumps(result.to_json()).encode())
+        if not result.error:
+            self.results[result.name] = result
+
+    def histories(self) -> dict[str, History]:
+        histories = {}
+        for name in sorted(self.results, key=natural_key):  # the same order, however run
+            result = self.results[name]
+            history = History([_score_info(column) for column in result.columns])
+            for step in range(result.frames):
+                history.add(step, {k: v[step] for k, v in result.scores.items()})
+            histories[name] = history
+        return histories
+
+    def write(self) -> dict[str, list[VerdictRow]]:
+        """scores.csv, verdicts.csv and table.csv from every chain done so far."""
+        histories = self.histories()
+        verdicts = {name: history.verdict() for name, history in histories.items()}
+        score_rows = [[name, step, metric, score]
+                      for name, history in histories.items()
+                      for step in range(history.last_step + 1)
+                      for metric, series in history.scores.items()
+                      for score in (series[step],)]
+        write_atomic(self.out / "scores.csv",
+                     _csv_bytes(["chain", "step", "metric", "score"], score_rows))
+        verdict_rows = [[name, r.metric, r.delta_5, r.delta_10, r.delta_20, _detects(r.detects),
+                         r.spearman_vs_psnr] for name, rows in verdicts.items() for r in rows]
+        write_atomic(self.out / "verdicts.csv", _csv_bytes(VERDICT_HEADER, verdict_rows))
+        write_atomic(self.out / "table.csv", _csv_bytes(TABLE_HEADER, table_rows(verdicts)))
+        return verdicts
+
+    def infos(self) -> dict[str, ScoreInfo]:
+        """Every column seen, in the chains' column order (fidelity first)."""
+        seen: dict[str, ScoreInfo] = {}
+        for result in self.results.values():
+            for column in result.columns:
+                seen.setdefault(column["name"], _score_info(column))
+        return seen
+
+
+def table_rows(verdicts: dict[str, list[VerdictRow]]) -> list[list[object]]:
+    """Per metric, over chains: how many it detected the degradation in, was fooled by, or
+    could not decide (a missing checkpoint score)."""
+    counts: dict[str, list[int]] = {}
+    for rows in verdicts.values():
+        for row in rows:
+            tally = counts.setdefault(row.metric, [0, 0, 0, 0])
+            tally[0] += 1
+            tally[{True: 1, False: 2, None: 3}[row.detects]] += 1
+    return [[metric, *tally] for metric, tally in counts.items()]

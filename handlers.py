@@ -1,0 +1,437 @@
+"""The page's event handlers: what each button, toggle and page load does (app.py wires them).
+
+Everything a visitor sends is untrusted: a run is named only by a run id, resolved inside the
+runs folder (`banana_space.runids`); each visitor has at most one chain in flight, with a stop
+flag that exists from the moment the request arrives; every refusal is a `gr.Error` whose text
+is escaped (toasts render HTML) and holds no server path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import html
+import io
+import json
+import os
+import re
+import secrets
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+from gradio_client.utils import encode_file_path
+from PIL import Image
+
+from banana_space.backends import REGISTRY as BACKENDS
+from banana_space.backends import BackendUnavailable
+from banana_space.images import BadImage, load_image
+from banana_space.magnifier import ZOOM, box_around, largest_difference_box, side_by_side
+from banana_space.markup import plain
+from banana_space.rundir import RunBusy, load_run, lock_writer, write_atomic, write_zip, zip_path
+from banana_space.runids import BadRunId, copy_in, run_path
+from banana_space.runs import RunSpec, prune_runs, resume_run, start_run
+from banana_space.view import RunView, Screen
+
+HERE = Path(__file__).parent
+RUNS_ROOT = Path(os.environ.get("BANANA_RUNS_DIR", HERE / "runs")).resolve()
+KEEP_RUNS = int(os.environ.get("BANANA_KEEP_RUNS", "200"))  # older run directories are deleted
+KEEP_BYTES = int(float(os.environ.get("BANANA_KEEP_GB", "20")) * 1e9)  # ...and beyond this
+RECORDED = HERE / "assets" / "recorded"  # finished runs that open instantly (no key, no GPU)
+PREVIEWS = RUNS_ROOT / ".previews"  # a dot-name: never a run id, never pruned as a run
+PREVIEW_SIDE = 512  # the page shows it 120 px tall
+PREVIEW_LIFETIME_S = 3600
+OUTPUT_COUNT = 13  # len(app.OUTPUTS): what `outputs_of` returns
+# Where some outputs stand in app.OUTPUTS (on_load adjusts them for a shared frame).
+RUN_ID, BEFORE_AFTER, COMPARE_STEP, SUMMARY, SHARE, MAGNIFIER = 7, 8, 9, 10, 11, 12
+STOPPING = "⏹ **Stopping…** (the frames made so far are kept)"
+
+# Errors the engine raises for bad input or a run that cannot go ahead: shown, never a crash.
+REFUSALS = (BadImage, BadRunId, ValueError, BackendUnavailable, FileExistsError,
+            FileNotFoundError, RunBusy)
+
+_ACTIVE: dict[str, threading.Event] = {}  # visitor -> the stop flag of their chain in flight
+_ACTIVE_LOCK = threading.Lock()
+
+
+def public_text(text: str) -> str:
+    """`text` without this server's paths: a file under the upload cache, the runs folder or
+    the app keeps only its name (a toast is no place for /tmp/gradio/<hash>/…)."""
+    roots = {str(RUNS_ROOT), str(HERE.resolve()), tempfile.gettempdir(),
+             os.environ.get("GRADIO_TEMP_DIR", "")} - {""}
+    for root in sorted(roots, key=len, reverse=True):
+        text = re.sub(re.escape(root) + r"(?:/[^/\s'\"]+)*/([^/\s'\"]+)", r"\1", text)
+    return text
+
+
+def refusal(error: Exception) -> gr.Error:
+    """The error a visitor sees: no server path, no markup."""
+    return gr.Error(html.escape(public_text(str(error)), quote=False))
+
+
+def visitor(request: gr.Request) -> str:
+    """Who is asking: the browser tab (gradio's session), or the MCP client's session (every
+    MCP call arrives through one gradio client, so its session alone would be everyone's)."""
+    return request.headers.get("mcp-session-id") or request.session_hash or "anonymous"
+
+
+def claim(who: str) -> threading.Event:
+    """The stop flag of `who`'s new chain; a second chain while one is in flight is refused."""
+    with _ACTIVE_LOCK:
+        if who in _ACTIVE:
+            raise gr.Error("A chain is already running for you: press Stop (or wait for it "
+                           "to end) before starting another.")
+        flag = _ACTIVE[who] = threading.Event()
+    return flag
+
+
+def release(who: str, flag: threading.Event) -> None:
+    with _ACTIVE_LOCK:
+        if _ACTIVE.get(who) is flag:
+            del _ACTIVE[who]
+
+
+def confined(run_id: Any) -> Path:
+    """A visitor's run id as a directory inside the runs folder, or a clear `gr.Error`."""
+    try:
+        return run_path(RUNS_ROOT, run_id)
+    except BadRunId as error:
+        raise refusal(error) from None
+
+
+def whole(value: Any, what: str) -> int:
+    """A whole number from a form field (which sends 2.5 as readily as 2), or a `gr.Error`."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise gr.Error(f"{what} must be a whole number.") from None
+    if not number.is_integer():
+        raise gr.Error(f"{what} must be a whole number, not {number:g}.")
+    return int(number)
+
+
+def outputs_of(screen: Screen, stopping: bool = False) -> tuple[Any, ...]:
+    """A `Screen` in the order of app.OUTPUTS. The figure goes to gr.Plot as the JSON that
+    its postprocess would make of a plotly Figure, without building one (bench/streaming.py)."""
+    plot = gr.components.plot.PlotData(type="plotly", plot=json.dumps(screen.figure))
+    download = gr.update(value=screen.zip_path, visible=screen.zip_path is not None)
+    status = f"{STOPPING}\n\n{screen.status}" if stopping and screen.running else screen.status
+    run_dir = Path(screen.run_dir) if screen.run_dir else None
+    newest = len(screen.strip) - 1
+    # The magnifier costs ~0.2 s a 1024 px frame, so a running chain leaves it to the compare
+    # slider (whose .change follows each new frame) instead of redoing it on every update.
+    zoomed = gr.skip() if screen.running else magnify(run_dir, newest)
+    return (status, screen.frame, strip_html(screen.strip), plot, screen.verdict,
+            screen.model_text, download, run_dir.name if run_dir else None,
+            compared((screen.first_frame, screen.frame) if screen.first_frame else None, newest),
+            gr.update(maximum=max(1, newest), value=newest), screen.summary,
+            share_link(run_dir, newest), zoomed)
+
+
+def strip_html(strip: list[tuple[str, str]]) -> str:
+    """The frame strip: a thumbnail per step, each a link to its full frame, both served from
+    the runs folder as they lie. Plain HTML, so an update costs a string where a gr.Gallery
+    hashed every frame's file on every update (bench/streaming.py); it only ever grows at the
+    end, so gradio streams just the new link."""
+    return "".join(f'<a href="{file_url(frame)}" target="_blank" rel="noopener" title="step '
+                   f'{step}: open the full frame"><img src="{file_url(thumb)}" alt="step {step}">'
+                   f"<span>{step}</span></a>" for step, (thumb, frame) in enumerate(strip))
+
+
+def file_url(path: str) -> str:
+    """gradio's URL for a file on the server, relative to the page (works under any root)."""
+    return "gradio_api/file=" + html.escape(encode_file_path(path))
+
+
+def stream(view: RunView, events: Iterator[Any], stop: threading.Event) -> Iterator[Any]:
+    """Fold engine events into the view and send each screen as it changes; once the run's
+    first event is on disk, prune old runs (the new one counts toward the limit)."""
+    for index, event in enumerate(events):
+        screen = view.apply(event)
+        if index == 0:
+            prune_runs(RUNS_ROOT, KEEP_RUNS, keep_bytes=KEEP_BYTES)
+        yield outputs_of(screen, stop.is_set())
+
+
+def run(upload: str | None, steps: float, prompt: str, backend: str, metrics: list[str],
+        judges: list[str], seed: float, strength: float, api_key: str, temperature: float,
+        resolution: str | None, guidance_scale: float | None, inference_steps: float | None,
+        raw: bool, request: gr.Request) -> Iterator[Any]:
+    """Run a replication chain and stream the page's view of it, frame by frame.
+
+    Args:
+        upload: the input image (for the `replay` generator: a zip, animated GIF/WebP).
+        steps: how many times the output is fed back in (1-100).
+        prompt: the instruction sent with every step (the paper's, by default).
+        backend: the generator's name (see /list_options).
+        metrics: pyiqa no-reference metric names.
+        judges: VLM judge names.
+        seed: 0 .. 2**32-1; same seed, same simulated frames.
+        strength: the simulated generator's damage per step (0-3).
+        api_key: a Gemini key for this run only; never stored.
+        temperature: Gemini's temperature.
+        resolution: Gemini's output resolution (1K, 2K, 4K) where the model takes one.
+        guidance_scale: open editors' guidance scale (blank: the model's default).
+        inference_steps: open editors' inference steps (blank: the model's default).
+        raw: one chart of raw scores per metric instead of the shared delta axis.
+    Returns:
+        Status, current frame, frame strip, plot, verdict table, model text, zip, run id,
+        before/after pair, compare slider; a new tuple after each frame and each score.
+    """
+    if not upload:
+        raise gr.Error("Upload an image first (or click an example).")
+    steps, seed = whole(steps, "Steps"), whole(seed, "The seed")
+    inference_steps = None if inference_steps in (None, "") else whole(inference_steps,
+                                                                       "Inference steps")
+    who = visitor(request)
+    stop = claim(who)  # first: Stop works while the metrics and the generator load
+    try:
+        entry = BACKENDS.get(backend)
+        try:
+            if entry and entry.info.plays_recording:
+                image, notes, options = None, [], {"source": upload}
+            else:
+                loaded = load_image(upload)
+                image, notes, options = loaded.image, loaded.notes, {}
+            advanced = {"strength": strength, "temperature": temperature, "api_key": api_key,
+                        "resolution": resolution, "guidance_scale": guidance_scale,
+                        "num_inference_steps": inference_steps}
+            options.update({k: v for k, v in advanced.items()
+                            if entry and k in entry.info.options and v not in (None, "")})
+            spec = RunSpec(image, steps, backend, options, prompt, seed, metrics or [],
+                           judges or [], {"api_key": api_key} if api_key else {}, notes)
+            events = start_run(spec, RUNS_ROOT, stop=stop)
+        except REFUSALS as error:
+            raise refusal(error) from None
+        yield from stream(RunView(raw=raw), events, stop)
+    finally:
+        release(who, stop)
+
+
+def stop_run(request: gr.Request) -> Any:
+    """Stop the chain you are running; the frames made so far are kept."""
+    flag = _ACTIVE.get(visitor(request))
+    if flag is None:
+        gr.Info("Nothing is running.")
+        return gr.skip()  # the status of a finished run stays on screen
+    flag.set()
+    return STOPPING
+
+
+def resume(run_id: str | None, api_key: str, raw: bool, request: gr.Request) -> Iterator[Any]:
+    """Continue a stopped or interrupted run from its last complete frame, with its settings.
+
+    Args:
+        run_id: the run's id (the `run=` part of its link).
+        api_key: a Gemini key, where the run's generator or judge needs one; never stored.
+        raw: one chart of raw scores per metric instead of the shared delta axis.
+    Returns:
+        The same streamed tuple as /run.
+    """
+    if not run_id:
+        raise gr.Error("Open or start a run first.")
+    path = confined(run_id)
+    if complete(path):
+        gr.Info("This run is complete: every step is made. Resume goes on with a stopped or "
+                "interrupted run; press Run for a longer chain.")
+        yield [gr.skip()] * OUTPUT_COUNT  # the run stays on screen as it is
+        return
+    who = visitor(request)
+    stop = claim(who)
+    try:
+        try:
+            events = resume_run(path, stop=stop, api_key=api_key or None)
+            view = RunView.from_saved(load_run(path))  # read under our writer lock
+        except REFUSALS as error:
+            raise refusal(error) from None
+        view.raw, view.ended = raw, None  # running again: no old ending, no old zip offered
+        yield from stream(view, events, stop)
+    finally:
+        release(who, stop)
+
+
+def complete(path: Path) -> bool:
+    """A run that made every step it was asked for (nothing to resume)."""
+    try:
+        saved = load_run(path)
+    except FileNotFoundError:
+        return False  # resume_run says why, below
+    return saved.meta.get("status") == "completed" and saved.last_step >= saved.meta.get(
+        "steps", 0)
+
+
+def replay_hub(source: str, steps: float, prompt: str, metrics: list[str], judges: list[str],
+               seed: float, raw: bool, request: gr.Request) -> Iterator[Any]:
+    """Replay a chain on the Hugging Face hub. Only an hf://datasets/… path is taken here,
+    never a path on this server."""
+    source = (source or "").strip()
+    if not source.startswith("hf://datasets/"):
+        raise gr.Error("Write a chain on the hub as hf://datasets/OWNER/NAME/PATH.")
+    yield from run(source, steps, prompt, "replay", metrics, judges, seed, 1.0, "", 1.0, None,
+                   None, None, raw, request)
+
+
+def hub_credit(source: str) -> str:
+    """The dataset's licence line and credit, shown while one of its chains is open."""
+    from banana_space.hub import credit, parse_hub
+
+    try:
+        return credit(parse_hub(source or "").repo_id)
+    except BadImage as error:
+        return f"⚠️ {plain(public_text(str(error)))}"
+
+
+def show_saved(path: Path, raw: bool) -> tuple[Any, ...]:
+    """A saved run as the page shows it. A run that is being written right now is shown as
+    running (never as interrupted, never zipped half-made); a finished or killed run without a
+    zip is zipped on first sight. Only then is the writer lock tried: many visitors opening
+    one finished run at once never get in each other's way."""
+    try:
+        saved = load_run(path)
+        live = False
+        if saved.meta.get("status") == "running" or not zip_path(path).is_file():
+            try:
+                lock = lock_writer(path)
+            except RunBusy:  # its writer (or someone zipping it) is at work
+                live = saved.meta.get("status") == "running"
+            else:
+                try:
+                    if not zip_path(path).is_file():
+                        write_zip(path)
+                    saved = load_run(path)
+                finally:
+                    os.close(lock)
+    except FileNotFoundError:
+        raise gr.Error("That run was deleted (old runs are removed to make room).") from None
+    view = RunView.from_saved(saved)
+    if live:
+        view.ended = None
+        view.notices.append("this run is being made right now: open it again to see its "
+                            "newest frames")
+    view.raw = raw
+    return outputs_of(view.screen())
+
+
+def reopen(run_id: str | None, raw: bool) -> tuple[Any, ...]:
+    """Open a past run by its id, as the page showed it.
+
+    Args:
+        run_id: the run's id (the `run=` part of its link).
+        raw: one chart of raw scores per metric instead of the shared delta axis.
+    Returns:
+        The same tuple as /run, once.
+    """
+    if not run_id:
+        raise gr.Error("Pick a run.")
+    return show_saved(confined(run_id), raw)
+
+
+def open_recorded(name: str, raw: bool) -> tuple[Any, ...]:
+    """Copy a bundled recorded run into the runs folder (once), then show it."""
+    return show_saved(copy_in(RECORDED / name, RUNS_ROOT), raw)
+
+
+def redraw(run_id: str | None, raw: bool) -> Any:
+    return show_saved(confined(run_id), raw) if run_id else [gr.skip()] * OUTPUT_COUNT
+
+
+def past_runs() -> Any:
+    runs = sorted((p.parent.name for p in RUNS_ROOT.glob("*/run.json")), reverse=True)
+    return gr.update(choices=runs, value=runs[0] if runs else None)
+
+
+def on_load(request: gr.Request) -> Any:
+    """`?run=<id>&frame=<i>` reopens that run, comparing frame i: the link a user shares."""
+    run_id = request.query_params.get("run")
+    if not run_id:
+        return [gr.skip()] * OUTPUT_COUNT
+    shown = list(reopen(run_id, False))
+    frame = request.query_params.get("frame", "")
+    if frame.isdigit():
+        step = min(int(frame), shown[COMPARE_STEP]["value"])
+        shown[BEFORE_AFTER], shown[MAGNIFIER], shown[SHARE] = compare(shown[RUN_ID], step)
+        shown[COMPARE_STEP] = {**shown[COMPARE_STEP], "value": step}
+    return shown
+
+
+def preview(upload: str | None) -> tuple[str | None, str]:
+    if not upload or Path(upload).suffix.lower() == ".zip":
+        return None, ""
+    try:
+        loaded = load_image(upload)
+    except BadImage as error:
+        return None, f"⚠️ {plain(public_text(str(error)))}"
+    w, h = loaded.image.size
+    small = loaded.image.copy()
+    small.thumbnail((PREVIEW_SIDE, PREVIEW_SIDE))
+    return write_preview(small), f"{w} × {h}" + "".join(f" · {plain(n)}" for n in loaded.notes)
+
+
+def write_preview(image: Image.Image) -> str:
+    """The preview as a file of its own under the served runs folder, written atomically.
+    Returned as a PIL image, gradio would write it to a path named by its content, in place:
+    eight visitors previewing one photo rewrote the file while it was being served to the
+    others, who got a truncated image. Previews older than an hour are deleted."""
+    PREVIEWS.mkdir(parents=True, exist_ok=True)
+    for old in PREVIEWS.glob("*.png"):
+        with contextlib.suppress(FileNotFoundError):
+            if time.time() - old.stat().st_mtime > PREVIEW_LIFETIME_S:
+                old.unlink()
+    path = PREVIEWS / f"{secrets.token_hex(8)}.png"
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    write_atomic(path, buffer.getvalue())
+    return str(path)
+
+
+def compare(run_id: str | None, step: float) -> tuple[Any, Any, Any]:
+    """Input vs frame `step`: the slider, the magnifier and the share link follow the choice."""
+    if not run_id:
+        return None, gr.skip(), gr.skip()
+    path, step = confined(run_id), whole(step, "The step")
+    chosen = path / "frames" / f"step_{step:03d}.png"
+    if not chosen.is_file():
+        return gr.skip(), gr.skip(), gr.skip()
+    return (compared((str(path / "frames" / "step_000.png"), str(chosen)), step),
+            magnify(path, step), share_link(path, step))
+
+
+def compared(pair: tuple[str, str] | None, step: int) -> Any:
+    """The compare slider's pictures, its label naming its sides."""
+    side = f"◀ input · step {step} ▶" if pair else "Input vs frame i"
+    return gr.update(value=pair, label=f"{side} (drag the handle)")
+
+
+def share_link(run_dir: Path | None, step: int) -> str:
+    """The link that reopens this view: the run and the frame being compared."""
+    return f"?run={run_dir.name}&frame={max(step, 0)}" if run_dir else ""
+
+
+def magnify(run_dir: Path | None, step: int, point: tuple[float, float] | None = None) -> Any:
+    """Input and frame `step` of a (confined) run directory cropped alike and enlarged, where
+    they differ most (or around `point`, in the input's pixels), with a label saying which
+    side is which."""
+    frames = run_dir / "frames" if run_dir else None
+    if frames is None or step < 1 or not (frames / f"step_{step:03d}.png").is_file():
+        return gr.update(value=None, label="Magnifier (from step 1 on)")
+    with Image.open(frames / "step_000.png") as first, \
+            Image.open(frames / f"step_{step:03d}.png") as chosen:
+        box = box_around(point, first.size) if point else largest_difference_box(first, chosen)
+        image = side_by_side(first, chosen, box)
+    where = "where you clicked" if point else "where they differ most"
+    return gr.update(value=image, label=f"Magnifier {ZOOM}×: input | step {step}, {where}")
+
+
+def zoom_at(run_id: str | None, step: float, event: gr.SelectData) -> Any:
+    """A click on the newest frame moves the magnifier there (in the input's pixels)."""
+    if not run_id or not event.index:
+        return gr.skip()
+    frames = confined(run_id) / "frames"
+    newest = sorted(frames.glob("step_*.png"))[-1]
+    with Image.open(frames / "step_000.png") as first, Image.open(newest) as clicked:
+        scale = (first.width / clicked.width, first.height / clicked.height)
+    x, y = event.index[0] * scale[0], event.index[1] * scale[1]
+    return magnify(frames.parent, max(whole(step, "The step"), 1), (x, y))

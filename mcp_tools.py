@@ -1,0 +1,230 @@
+"""The public API and MCP tools: a chain run, scored or resumed, answered as compact JSON.
+
+Gradio serves every public endpoint twice: to `gradio_client` ("Use via API" shows these
+docstrings) and, with `mcp_server=True`, as MCP tools an agent can call. Each tool waits for
+its chain to end and answers with the verdict, not a stream of widgets (the page's own
+streaming events are `/run`, `/resume` and `/open`). Same rules as the page: run ids only,
+one chain in flight per visitor (an MCP client is a visitor per MCP session), clear errors.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+
+from banana_space.backends import REGISTRY as BACKENDS
+from banana_space.events import Event, Started
+from banana_space.judges import REGISTRY as JUDGES
+from banana_space.metrics import CPU_DEFAULTS, FIDELITY, POOL, PRESETS
+from banana_space.prompts import DEFAULT_PROMPT
+from banana_space.prompts import PRESETS as PROMPTS
+from banana_space.rundir import RunBusy, load_run, lock_writer
+from banana_space.runs import MAX_STEPS, RunSpec, prune_runs, resume_run, start_run
+from handlers import (
+    KEEP_BYTES,
+    KEEP_RUNS,
+    REFUSALS,
+    RUNS_ROOT,
+    claim,
+    confined,
+    refusal,
+    release,
+    visitor,
+    whole,
+)
+
+DETECTS = {True: "yes", False: "no", None: "undecided"}
+NOTICES_SHOWN = 5
+
+
+def metric_names(text: str | None) -> list[str]:
+    """"brisque, niqe" -> ["brisque", "niqe"]; blank: the four CPU metrics."""
+    names = [n.strip() for n in (text or "").replace("\n", ",").split(",") if n.strip()]
+    return names or list(CPU_DEFAULTS)
+
+
+def link(request: gr.Request, run_id: str) -> str:
+    """The page that shows this run: the Space's address on a Space, else the host asked."""
+    host = os.environ.get("SPACE_HOST")
+    if host:
+        return f"https://{host}/?run={run_id}"
+    headers = request.headers
+    scheme = headers.get("x-forwarded-proto", "http")
+    return f"{scheme}://{headers.get('x-forwarded-host') or headers.get('host')}/?run={run_id}"
+
+
+def _number(value: float) -> float | None:
+    return None if value is None or math.isnan(value) else round(value, 4)
+
+
+def summary(path: Path, request: gr.Request) -> dict[str, Any]:
+    """What an agent needs from a run: where it is, how it ended, each metric's verdict."""
+    saved = load_run(path)
+    meta = saved.meta
+    verdict = {row.metric: {"delta_5": _number(row.delta_5), "delta_10": _number(row.delta_10),
+                            "delta_20": _number(row.delta_20), "detects": DETECTS[row.detects],
+                            "spearman_vs_psnr": _number(row.spearman_vs_psnr),
+                            **({"role": row.role} if row.role != "metric" else {})}
+               for row in saved.history.verdict()}
+    return {"run": path.name, "link": link(request, path.name),
+            "status": meta.get("status"), "reason": meta.get("reason") or None,
+            "last_step": saved.last_step, "steps": meta.get("steps"),
+            "verdict": verdict, "unavailable": meta.get("unavailable") or {},
+            "notices": [n["message"] for n in meta.get("notices", [])][-NOTICES_SHOWN:],
+            "delta": "oriented: score_i - score_0, negative = worse; detects = negative at "
+                     "steps 5, 10 and 20"}
+
+
+def _until_end(events: Iterable[Event]) -> Path:
+    """Consume a run's events; the run's directory. Old runs are pruned once it exists."""
+    run_dir = None
+    for event in events:
+        if isinstance(event, Started) and run_dir is None:
+            run_dir = event.run_dir
+            prune_runs(RUNS_ROOT, KEEP_RUNS, keep_bytes=KEEP_BYTES)
+    assert run_dir is not None, "a run always starts with Started"
+    return run_dir
+
+
+def compact(answer: dict[str, Any]) -> str:
+    """JSON text without spaces: what an agent (or `json.loads`) reads. gradio hands a tool's
+    dict to MCP clients as Python's repr, which is not JSON."""
+    return json.dumps(answer, separators=(",", ":"), ensure_ascii=False)
+
+
+def _chain(start: Any, request: gr.Request) -> str:
+    """Start a chain for this visitor (`start(stop)` returns its events), wait for its end."""
+    who = visitor(request)
+    stop = claim(who)
+    try:
+        try:
+            events: Iterator[Event] = start(stop)
+        except REFUSALS as error:
+            raise refusal(error) from None
+        return compact(summary(_until_end(events), request))
+    finally:
+        release(who, stop)
+
+
+def run_chain(image: str | None, steps: float, generator: str, metrics: str, seed: float,
+              profile: str, request: gr.Request) -> str:
+    """Run a replication chain (Banana100): the image is given back to the generator `steps`
+    times with "Produce an exact replica…", and every frame is scored. Waits for the end.
+
+    Args:
+        image: the input image (PNG, JPEG or WebP; at most 64 megapixels).
+        steps: how many times the output is fed back in, 1-100.
+        generator: a generator name from list_options; "simulate" runs anywhere, no key.
+        metrics: comma-separated pyiqa no-reference metric names (blank: the 4 CPU classics).
+        seed: a whole number 0 .. 4294967295; same seed, same simulated frames.
+        profile: a profile name, for a generator that takes one (see list_options); blank: default.
+    Returns:
+        JSON text: run id, link, status, and per metric delta_5/10/20 (negative = worse), detects.
+    """
+    if not image:
+        raise gr.Error("Give an input image.")
+    entry = BACKENDS.get(generator)
+    if entry is None:
+        raise gr.Error(f"Unknown generator; valid: {', '.join(BACKENDS)}.")
+    if entry.info.plays_recording:
+        raise gr.Error("To score a recorded chain, use score_chain.")
+    options: dict[str, Any] = {}
+    if profile:
+        if "profile" not in entry.info.options:
+            raise gr.Error(f"The {generator} generator takes no profile.")
+        options["profile"] = profile
+    steps, seed = whole(steps, "Steps"), whole(seed, "The seed")
+
+    def start(stop: Any) -> Iterator[Event]:
+        from banana_space.images import load_image
+
+        loaded = load_image(image)
+        spec = RunSpec(loaded.image, steps, generator, options, DEFAULT_PROMPT, seed,
+                       metric_names(metrics), image_notes=loaded.notes)
+        return start_run(spec, RUNS_ROOT, stop=stop)
+
+    return _chain(start, request)
+
+
+def score_chain(frames: str | None, metrics: str, request: gr.Request) -> str:
+    """Score a chain recorded elsewhere: every frame against frame 0, with the paper's verdict.
+
+    Args:
+        frames: a zip of the chain's images (natural order: 2.png before 10.png), or a GIF/WebP.
+        metrics: comma-separated pyiqa no-reference metric names (blank: the 4 CPU classics).
+    Returns:
+        JSON text: run id, link, status, and per metric delta_5/10/20 (negative = worse), detects.
+    """
+    if not frames:
+        raise gr.Error("Give the chain's frames: a zip of images or an animated GIF/WebP.")
+
+    def start(stop: Any) -> Iterator[Event]:
+        spec = RunSpec(None, MAX_STEPS, "replay", {"source": frames}, DEFAULT_PROMPT, 0,
+                       metric_names(metrics))
+        return start_run(spec, RUNS_ROOT, stop=stop)
+
+    return _chain(start, request)
+
+
+def resume_chain(run_id: str, api_key: str, request: gr.Request) -> str:
+    """Continue a stopped or interrupted run from its last complete frame, then answer as
+    run_chain does.
+
+    Args:
+        run_id: the run's id (the `run=` part of its link).
+        api_key: a Gemini key, where the run's generator or judge needs one; never stored.
+    Returns:
+        JSON text: as run_chain.
+    """
+    path = confined(run_id)
+    return _chain(lambda stop: resume_run(path, stop=stop, api_key=api_key or None), request)
+
+
+def open_run(run_id: str, request: gr.Request) -> str:
+    """A run's status and per-metric verdict so far, by its id.
+
+    Args:
+        run_id: the run's id (the `run=` part of its link).
+    Returns:
+        JSON text: as run_chain; status "running" while the run is being made.
+    """
+    path = confined(run_id)
+    answer = summary(path, request)
+    try:
+        os.close(lock_writer(path))
+    except RunBusy:
+        answer["status"] = "running"
+    return compact(answer)
+
+
+def list_options() -> str:
+    """What this server can do: generators (with whether each runs here, and why not),
+    metric presets, judges and prompt presets.
+
+    Returns:
+        JSON text: generators, metric_presets, checked_metrics, judges, prompt_presets, max_steps.
+    """
+    def entries(registry: dict[str, Any]) -> list[dict[str, Any]]:
+        found = []
+        for name, entry in registry.items():
+            why = entry.unavailable_reason()
+            found.append({"name": name, "label": entry.info.label, "runs_here": why is None,
+                          **({"why_not": why} if why else {}),
+                          **({"options": list(entry.info.options)} if entry.info.options
+                             else {})})
+        return found
+
+    # Loading a metric may download weights, so only those loaded at start-up are checked;
+    # the others are tried when a run asks for them, and a failure is reported per metric.
+    checked = {name: POOL.unavailable_reason(name) or "runs here"
+               for name in (*CPU_DEFAULTS, *FIDELITY)}
+    return compact({"generators": entries(BACKENDS), "judges": entries(JUDGES),
+                    "metric_presets": {name: list(names) for name, names in PRESETS.items()},
+                    "checked_metrics": checked, "max_steps": MAX_STEPS,
+                    "prompt_presets": {key: p.text for key, p in PROMPTS.items()}})

@@ -1,0 +1,124 @@
+"""A local HTTP server that speaks the Hugging Face hub's API for the calls `banana_space.hub`
+makes, for tests of the real `huggingface_hub` client (pointed here by HF_ENDPOINT).
+
+- `GET /api/datasets/{owner}/{name}/tree/{revision}[/{path}]?recursive=…`: the tree listing,
+  JSON entries `{"type": "file"|"directory", "oid", "size", "path"}`, as the hub answers it;
+- `HEAD|GET /datasets/{owner}/{name}/resolve/{revision}/{path}`: a file, with the headers the
+  client reads (`X-Repo-Commit`, `ETag`, `Content-Length`).
+
+An unknown dataset answers 404 with `X-Error-Code: RepoNotFound`, an unknown file 404 with
+`EntryNotFound`, as the hub does. Every request path is recorded (`requests`), so a test can
+assert that only the files a chain needs were fetched.
+
+    with FakeHub({"kenantang/Banana100": {"README.md": b"…", "a/0.png": b"…"}}) as hub:
+        os.environ["HF_ENDPOINT"] = hub.url
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import unquote, urlsplit
+
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
+REVISIONS = ("main", COMMIT)
+
+
+class FakeHub:
+    def __init__(self, datasets: dict[str, dict[str, bytes]]) -> None:
+        self.datasets = datasets
+        self.requests: list[str] = []
+        hub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:  # quiet: tests print what matters
+                pass
+
+            def do_GET(self) -> None:
+                hub.answer(self, with_body=True)
+
+            def do_HEAD(self) -> None:
+                hub.answer(self, with_body=False)
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def __enter__(self) -> FakeHub:
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def fetched(self) -> list[str]:
+        """The files downloaded (GET on resolve), as paths in their dataset."""
+        return [path.split("/resolve/", 1)[1].split("/", 1)[1] for path in self.requests
+                if path.startswith("GET /datasets/")]
+
+    def answer(self, handler: BaseHTTPRequestHandler, with_body: bool) -> None:
+        path = unquote(urlsplit(handler.path).path)
+        self.requests.append(f"{handler.command} {path}")
+        parts = path.strip("/").split("/")
+        if parts[:2] == ["api", "datasets"] and len(parts) >= 6 and parts[4] == "tree":
+            self._tree(handler, "/".join(parts[2:4]), parts[5], "/".join(parts[6:]))
+        elif parts[0] == "datasets" and len(parts) >= 6 and parts[3] == "resolve":
+            self._file(handler, "/".join(parts[1:3]), parts[4], "/".join(parts[5:]), with_body)
+        else:
+            self._send(handler, 404, b'{"error": "not found"}', {"X-Error-Code": "EntryNotFound"})
+
+    def _tree(self, handler: BaseHTTPRequestHandler, repo: str, revision: str,
+              folder: str) -> None:
+        files = self.datasets.get(repo)
+        if files is None or revision not in REVISIONS:
+            self._send(handler, 404, b'{"error": "Repository not found"}',
+                       {"X-Error-Code": "RepoNotFound"})
+            return
+        prefix = f"{folder}/" if folder else ""
+        under = {name: data for name, data in files.items() if name.startswith(prefix)}
+        if folder and not under:
+            self._send(handler, 404, b'{"error": "not found"}', {"X-Error-Code": "EntryNotFound"})
+            return
+        recursive = "recursive=true" in (urlsplit(handler.path).query or "").lower()
+        entries, folders = [], set()
+        for name in sorted(under):
+            rest = name[len(prefix):].split("/")
+            if len(rest) > 1:
+                folders.update(prefix + "/".join(rest[:depth]) for depth in
+                               range(1, len(rest) if recursive else 2))
+            if len(rest) == 1 or recursive:
+                entries.append({"type": "file", "oid": _oid(under[name]),
+                                "size": len(under[name]), "path": name})
+        entries += [{"type": "directory", "oid": _oid(f.encode()), "path": f}
+                    for f in sorted(folders)]
+        self._send(handler, 200, json.dumps(entries).encode(),
+                   {"Content-Type": "application/json"})
+
+    def _file(self, handler: BaseHTTPRequestHandler, repo: str, revision: str, name: str,
+              with_body: bool) -> None:
+        files = self.datasets.get(repo)
+        if files is None or revision not in REVISIONS:
+            self._send(handler, 404, b"", {"X-Error-Code": "RepoNotFound"}, with_body)
+        elif name not in files:
+            self._send(handler, 404, b"", {"X-Error-Code": "EntryNotFound"}, with_body)
+        else:
+            self._send(handler, 200, files[name],
+                       {"X-Repo-Commit": COMMIT, "ETag": f'"{_oid(files[name])}"',
+                        "Content-Type": "application/octet-stream"}, with_body)
+
+    @staticmethod
+    def _send(handler: BaseHTTPRequestHandler, status: int, body: bytes,
+              headers: dict[str, str], with_body: bool = True) -> None:
+        handler.send_response(status)
+        for key, value in headers.items():
+            handler.send_header(key, value)
+        handler.send_header("Content-Length", str(len(body)))
+        handler.end_headers()
+        if with_body:
+            handler.wfile.write(body)
+
+
+def _oid(data: bytes) -> str:
+    return hashlib.sha1(data).hexdigest()

@@ -1,0 +1,150 @@
+"""Chains on the Hugging Face hub, `hf://datasets/OWNER/NAME[/PATH]`, offline: the real
+`huggingface_hub` client against `fake_hub.FakeHub`, pointed to by HF_ENDPOINT. conftest.py
+sets HF_HUB_OFFLINE=1 for every test; these unset it for the fake hub only (a subprocess's
+environment, or the client's module constant for the duration of one test)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from chains import METRICS, noisy_chain
+from fake_hub import FakeHub
+from PIL import Image
+
+from banana_space.images import BadImage
+from banana_space.sources import open_frames
+
+REPO = Path(__file__).resolve().parent.parent
+DATASET = "kenantang/Banana100"
+CARD = b"---\nlicense: cc-by-nc-sa-4.0\npretty_name: Banana100\n---\n# Banana100\n"
+
+
+def _png(image: Image.Image) -> bytes:
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def _zip(frames: list[Image.Image]) -> bytes:
+    import zipfile
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for i, frame in enumerate(frames):
+            archive.writestr(f"{i}.png", _png(frame))
+    return buffer.getvalue()
+
+
+@pytest.fixture(scope="module")
+def files() -> dict[str, bytes]:
+    """A layout the code was not told about: chains two levels down, one as a zip, plus
+    files no chain needs (which must never be fetched)."""
+    with Image.open(REPO / "assets" / "examples" / "chelsea.png") as photo:
+        photo = photo.convert("RGB")
+    dataset = {"README.md": CARD, "docs/overview.png": _png(photo.resize((40, 30))),
+               "paper/figures/unrelated.bin": b"\0" * 1000,
+               "chains/zipped/loop.zip": _zip(noisy_chain(photo, 2))}
+    dataset |= {f"chains/cat/step_{i}.png": _png(frame)
+                for i, frame in enumerate(noisy_chain(photo, 1))}
+    return dataset
+
+
+@pytest.fixture()
+def hub(files, tmp_path):
+    with FakeHub({DATASET: files}) as server:
+        yield server
+
+
+def _env(hub: FakeHub, tmp_path: Path) -> dict[str, str]:
+    env = {**os.environ, "HF_ENDPOINT": hub.url, "HF_HOME": str(tmp_path / "hf-home"),
+           "HF_HUB_DISABLE_TELEMETRY": "1"}
+    env.pop("HF_HUB_OFFLINE")
+    return env
+
+
+def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "banana_space", *args], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=600)
+
+
+def test_table_on_the_hub_fetches_only_the_chains_and_resumes_without_fetching(
+        hub, files, tmp_path) -> None:
+    env, out = _env(hub, tmp_path), tmp_path / "out"
+    source = f"hf://datasets/{DATASET}/chains"
+    done = _cli(env, "table", source, "--metrics", ",".join(METRICS), "--out", str(out),
+                "--workers", "1")
+    assert done.returncode == 0, done.stderr
+    assert "found 2 chain(s)" in done.stdout
+    chains = {f"{DATASET}/cat", f"{DATASET}/zipped/loop.zip"}
+    with (out / "verdicts.csv").open() as handle:
+        assert {row["chain"] for row in csv.DictReader(handle)} == chains
+    # The chains' files, and the card for the report's licence line: nothing else.
+    assert sorted(hub.fetched()) == sorted(["README.md", *(n for n in files
+                                                           if n.startswith("chains/"))])
+    assert "licence: CC BY-NC-SA 4.0" in (out / "report.html").read_text()
+    fetched = len(hub.requests)
+    again = _cli(env, "table", source, "--metrics", ",".join(METRICS), "--out", str(out))
+    assert again.returncode == 0 and "2 chain(s) already scored" in again.stdout
+    assert [r for r in hub.requests[fetched:] if "/resolve/" in r and "README" not in r] == []
+
+
+def test_score_a_hub_chain_records_its_licence_and_credit(hub, tmp_path) -> None:
+    run = tmp_path / "run"
+    done = _cli(_env(hub, tmp_path), "score", f"hf://datasets/{DATASET}/chains/cat",
+                "--metrics", "entropy", "--out", str(run))
+    assert done.returncode == 0, done.stderr
+    meta = json.loads((run / "run.json").read_text())
+    assert meta["settings"]["backend_settings"]["source"] == f"hf://datasets/{DATASET}/chains/cat"
+    assert any("licence: CC BY-NC-SA 4.0" in note and DATASET in note
+               for note in meta["settings"]["input_notes"])
+    assert len(list((run / "frames").glob("*.png"))) == 7
+
+
+def test_hub_errors_are_one_clear_message(hub, monkeypatch) -> None:
+    import huggingface_hub.constants
+
+    monkeypatch.setenv("HF_ENDPOINT", hub.url)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    with pytest.raises(BadImage, match="could not read .* RepositoryNotFoundError"):
+        open_frames("hf://datasets/nobody/nothing/chain")
+    with pytest.raises(BadImage, match="is not a hub dataset path"):
+        open_frames("hf://datasets/../etc/passwd")
+    with pytest.raises(BadImage, match="no images under"):
+        open_frames(f"hf://datasets/{DATASET}/paper")
+    frames = open_frames(f"hf://datasets/{DATASET}/chains/zipped/loop.zip")
+    assert len(frames) == 7 and "CC BY-NC-SA 4.0" in frames.notes[-1]
+
+
+def test_offline_says_so(monkeypatch) -> None:
+    import huggingface_hub.constants
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    with pytest.raises(BadImage, match="could not read .* from the Hugging Face hub: Offline"):
+        open_frames(f"hf://datasets/{DATASET}/chains/cat")
+
+
+@pytest.mark.app
+def test_the_app_replays_a_hub_chain_and_shows_its_licence(hub, tmp_path) -> None:
+    from app_server import STATUS, running_app
+    from gradio_client import Client
+
+    from banana_space.prompts import DEFAULT_PROMPT
+
+    env = _env(hub, tmp_path)
+    with running_app(tmp_path / "runs", HF_ENDPOINT=hub.url, HF_HUB_OFFLINE="0",
+                     HF_HOME=env["HF_HOME"]) as url:
+        client = Client(url, verbose=False)
+        final = client.predict(f"hf://datasets/{DATASET}/chains/cat", 3, DEFAULT_PROMPT,
+                               ["entropy"], [], 0, False, api_name="/replay_hub")
+        assert "Completed" in final[STATUS]
+        assert "licence: CC BY-NC-SA 4.0" in final[STATUS]
+        with pytest.raises(Exception, match="hf://datasets/OWNER/NAME/PATH"):
+            client.predict("/etc", 3, DEFAULT_PROMPT, ["entropy"], [], 0, False,
+                           api_name="/replay_hub")

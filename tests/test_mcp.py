@@ -1,0 +1,121 @@
+"""The app as an MCP server (issue 13, item 4), through the `mcp` client library over the app's
+streamable-HTTP endpoint: the tools are listed with their descriptions, scoring a small GIF
+and a zip of images answers per-metric verdicts and the run's link, and a bad call is a clear
+error, not a crash."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import io
+import json
+import zipfile
+from pathlib import Path
+
+import pytest
+from app_server import running_app
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from PIL import Image
+
+from banana_space.backends.simulate import SimulateBackend
+
+pytestmark = pytest.mark.app
+
+TOOLS = {"run_chain", "score_chain", "resume_chain", "open_run", "list_options", "stop_run"}
+
+
+@pytest.fixture(scope="module")
+def mcp_url(tmp_path_factory) -> tuple[str, Path]:
+    runs = tmp_path_factory.mktemp("mcp") / "runs"
+    with running_app(runs) as url:
+        yield f"{url}gradio_api/mcp/", runs
+
+
+def chain_frames(photo: Image.Image, count: int) -> list[Image.Image]:
+    """A real replication chain from the offline simulation: frame 0 and its copies."""
+    backend, frames = SimulateBackend(strength=2.0), [photo.resize((64, 48))]
+    for step in range(1, count):
+        frames.append(backend.edit(frames[-1], "replica", seed=0, step=step).image)
+    return frames
+
+
+def data_url(image: Image.Image | list[Image.Image], kind: str = "png") -> str:
+    """A file as MCP clients send one: a data URL (an animated GIF or a zip for a list)."""
+    buffer = io.BytesIO()
+    if kind == "gif":
+        image[0].save(buffer, format="GIF", save_all=True, append_images=image[1:])
+    elif kind == "zip":
+        with zipfile.ZipFile(buffer, "w") as archive:
+            for index, frame in enumerate(image):
+                png = io.BytesIO()
+                frame.save(png, format="PNG")
+                archive.writestr(f"{index}.png", png.getvalue())
+    else:
+        image.save(buffer, format=kind.upper())
+    media = "application/zip" if kind == "zip" else f"image/{kind}"
+    return f"data:{media};base64," + base64.b64encode(buffer.getvalue()).decode()
+
+
+async def session_call(url: str, calls: list[tuple[str, dict]]) -> tuple[list, list]:
+    async with streamable_http_client(url) as (read, write, _), \
+            ClientSession(read, write) as session:
+        await session.initialize()
+        tools = (await session.list_tools()).tools
+        results = [await session.call_tool(name, arguments) for name, arguments in calls]
+    return tools, results
+
+
+def answer(result) -> dict:
+    assert not result.isError, result.content
+    return json.loads(result.content[0].text)
+
+
+def test_tools_are_listed_and_scoring_a_gif_answers_verdicts(mcp_url, photo) -> None:
+    url, runs = mcp_url
+    frames = chain_frames(photo, 7)
+    metrics = "entropy, piqe"
+    tools, (options, scored, listed, bad) = asyncio.run(session_call(url, [
+        ("list_options", {}),
+        ("score_chain", {"frames": data_url(frames, "gif"), "metrics": metrics}),
+        ("score_chain", {"frames": data_url(frames[:4], "zip"), "metrics": "entropy"}),
+        ("open_run", {"run_id": "../etc"}),
+    ]))
+    by_name = {tool.name: tool for tool in tools}
+    assert TOOLS <= set(by_name)
+    assert all(by_name[name].description for name in TOOLS)
+    assert not any(name.startswith("lambda") for name in by_name)
+
+    generators = {g["name"]: g for g in answer(options)["generators"]}
+    assert generators["simulate"]["runs_here"] is True
+
+    verdict = answer(scored)
+    assert verdict["status"] == "completed" and verdict["last_step"] == 6
+    assert {"entropy", "piqe", "psnr", "ssim"} <= set(verdict["verdict"])
+    assert verdict["verdict"]["psnr"]["detects"] == "yes"  # fidelity sees the damage
+    for row in verdict["verdict"].values():
+        assert row["detects"] in ("yes", "no", "undecided")
+        assert row["delta_5"] is not None
+    assert verdict["link"].endswith(f"/?run={verdict['run']}")
+    assert (runs / verdict["run"] / "frames" / "step_006.png").is_file()
+
+    as_list = answer(listed)
+    assert as_list["last_step"] == 3 and "entropy" in as_list["verdict"]
+
+    assert bad.isError and "not a run id" in bad.content[0].text
+
+
+def test_run_chain_answers_a_verdict_and_a_link(mcp_url, photo) -> None:
+    url, runs = mcp_url
+    _, (ran, refused) = asyncio.run(session_call(url, [
+        ("run_chain", {"image": data_url(photo.resize((64, 48))), "steps": 3,
+                       "generator": "simulate", "metrics": "entropy", "seed": 1,
+                       "profile": ""}),
+        ("run_chain", {"image": data_url(photo.resize((64, 48))), "steps": 500,
+                       "generator": "simulate", "metrics": "", "seed": 0, "profile": ""}),
+    ]))
+    verdict = answer(ran)
+    assert verdict["status"] == "completed" and verdict["last_step"] == 3
+    assert set(verdict["verdict"]) == {"entropy", "psnr", "ssim"}
+    assert (runs / verdict["run"] / "run.json").is_file()
+    assert refused.isError and "from 1 to 100" in refused.content[0].text

@@ -1,0 +1,229 @@
+"""Sources of frames (`banana_space.sources`): every kind of source in natural order, and the
+safety checks that keep a hostile file from exhausting memory (issue 18, item 2): a zip bomb
+is refused from its directory before anything is inflated, an animated image from its header
+before any frame is decoded, and each frame under the upload pixel limit. Memory is bounded by
+a subprocess's peak RSS, never by a time."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import struct
+import subprocess
+import sys
+import zipfile
+import zlib
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from banana_space.images import MAX_DECLARED_PIXELS, BadImage
+from banana_space.sources import (
+    MAX_MEMBER_BYTES,
+    MAX_RATIO,
+    MAX_ZIP_BYTES,
+    check_zip,
+    natural_key,
+    open_frames,
+)
+
+REPO = Path(__file__).resolve().parent.parent
+BOMB_BYTES = 2 * 2**30  # zeros in one member: what the issue's 2.6 MB upload held
+# A CLI that imports torch and pyiqa peaks near 1 GB here; inflating the bomb adds 2 GB.
+RSS_BOUND_MB = 1536
+
+
+def _png(image: Image.Image) -> bytes:
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def _frames(photo: Image.Image, count: int) -> list[Image.Image]:
+    small = photo.resize((64, 48))
+    return [small.rotate(3 * i) for i in range(count)]
+
+
+@pytest.fixture(scope="module")
+def bomb(tmp_path_factory) -> Path:
+    """A real frame, then a member of 2 GiB of zeros, written by streaming (never in memory)."""
+    path = tmp_path_factory.mktemp("bomb") / "chain.zip"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as archive:
+        archive.writestr("step_0.png", (REPO / "assets" / "examples" / "chelsea.png").read_bytes())
+        chunk = bytes(2**20)
+        with archive.open("step_1.png", "w", force_zip64=True) as member:
+            for _ in range(BOMB_BYTES // len(chunk)):
+                member.write(chunk)
+    assert path.stat().st_size < 5 * 2**20
+    return path
+
+
+def _gif_header_bomb(path: Path, side: int = 13_000, frames: int = 2) -> Path:
+    """An animated GIF that declares side x side pixels in a few hundred bytes: its header
+    and image descriptors are real, its pixel data a stub that is never reached."""
+    data = b"GIF89a" + struct.pack("<HHBBB", side, side, 0x80, 0, 0) + b"\0\0\0\xff\xff\xff"
+    data += b"!\xff\x0bNETSCAPE2.0\x03\x01\0\0\0"  # loop forever: an animation
+    for _ in range(frames):
+        data += b"!\xf9\x04\x04\x0a\0\0\0"  # 0.1 s per frame
+        data += b"," + struct.pack("<HHHHB", 0, 0, side, side, 0) + b"\x02\x02\x4c\x01\0"
+    path.write_bytes(data + b";")
+    return path
+
+
+def test_a_folder_sorts_naturally_and_says_what_it_skipped(photo, tmp_path) -> None:
+    for i, frame in enumerate(_frames(photo, 11)):
+        frame.save(tmp_path / f"step_{i}.png")
+    (tmp_path / "notes.txt").write_text("not a frame")
+    (tmp_path / ".DS_Store").write_bytes(b"junk")
+    frames = open_frames(tmp_path)
+    assert frames.names == [f"step_{i}.png" for i in range(11)]
+    assert frames.notes == ["skipped 1 non-image file(s): notes.txt"]
+    assert frames.frame(10).image.tobytes() == _frames(photo, 11)[10].tobytes()
+    assert sorted(["b10", "b2", "a"], key=natural_key) == ["a", "b2", "b10"]
+
+
+def test_a_run_directory_gives_its_frames_not_its_thumbnails(photo, tmp_path) -> None:
+    run = tmp_path / "run"
+    (run / "frames").mkdir(parents=True)
+    (run / ".thumbs").mkdir()
+    (run / "run.json").write_text(json.dumps({"format": 1}))
+    for i, frame in enumerate(_frames(photo, 3)):
+        frame.save(run / "frames" / f"step_{i:03d}.png")
+        frame.resize((8, 8)).save(run / ".thumbs" / f".step_{i:03d}.png")
+    frames = open_frames(run)
+    assert frames.names == [f"frames/step_{i:03d}.png" for i in range(3)]
+    assert frames.frame(2).image.size == (64, 48)
+
+
+def test_zip_and_animated_gif_give_the_same_frames(photo, tmp_path) -> None:
+    originals = _frames(photo, 4)
+    archive = tmp_path / "chain.zip"
+    with zipfile.ZipFile(archive, "w") as zipped:
+        for i, frame in enumerate(originals):
+            zipped.writestr(f"chain/{i}.png", _png(frame))
+    gif = tmp_path / "chain.gif"
+    originals[0].save(gif, save_all=True, append_images=originals[1:], duration=100)
+    from_zip, from_gif = open_frames(archive), open_frames(gif)
+    assert len(from_zip) == len(from_gif) == 4
+    assert from_zip.frame(3).image.tobytes() == originals[3].tobytes()
+    assert from_gif.frame(3).image.size == (64, 48)
+
+
+@pytest.mark.parametrize(("file_size", "compress_size", "message"), [
+    (MAX_MEMBER_BYTES + 1, MAX_MEMBER_BYTES, "limit per file"),
+    (MAX_MEMBER_BYTES // 2, MAX_MEMBER_BYTES // (4 * MAX_RATIO), "a zip bomb?"),
+])
+def test_check_zip_refuses_from_declared_sizes(file_size, compress_size, message) -> None:
+    member = zipfile.ZipInfo("step_1.png")
+    member.file_size, member.compress_size = file_size, compress_size
+    with pytest.raises(BadImage, match=message):
+        check_zip([member], "chain.zip")
+
+
+def test_check_zip_refuses_a_large_total_and_accepts_honest_frames() -> None:
+    members = []
+    for i in range(MAX_ZIP_BYTES // MAX_MEMBER_BYTES + 1):
+        member = zipfile.ZipInfo(f"{i}.png")
+        member.file_size = member.compress_size = MAX_MEMBER_BYTES
+        members.append(member)
+    with pytest.raises(BadImage, match="declares .* uncompressed; the limit is"):
+        check_zip(members, "chain.zip")
+    check_zip(members[:3], "chain.zip")  # big but honest (incompressible) frames pass
+
+
+def test_a_zip_member_over_the_pixel_limit_is_refused_from_its_header(photo, tmp_path) -> None:
+    side = int(MAX_DECLARED_PIXELS ** 0.5) + 100
+    header = b"\x89PNG\r\n\x1a\n" + b"".join(_chunk(kind, data) for kind, data in (
+        (b"IHDR", struct.pack(">IIBBBBB", side, side, 8, 2, 0, 0, 0)),
+        (b"IDAT", zlib.compress(b"\0" * 64)), (b"IEND", b"")))
+    archive = tmp_path / "chain.zip"
+    with zipfile.ZipFile(archive, "w") as zipped:
+        zipped.writestr("0.png", _png(photo))
+        zipped.writestr("1.png", header)
+    frames = open_frames(archive)
+    with pytest.raises(BadImage, match=f"declares {side} x {side} pixels"):
+        frames.frame(1)
+
+
+def _chunk(kind: bytes, data: bytes) -> bytes:
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+
+def test_a_13000_px_animated_gif_is_refused_from_its_header(tmp_path) -> None:
+    gif = _gif_header_bomb(tmp_path / "bomb.gif")
+    assert gif.stat().st_size < 1000
+    with pytest.raises(BadImage, match="13000 x 13000"):
+        open_frames(gif)
+
+
+def _peak_rss_mb(code: str, *args: str) -> tuple[int, str, float]:
+    """Run `code` in a fresh interpreter; its exit code, stderr, and peak RSS in MB."""
+    wrapper = (f"import resource, sys\n{code}\n"
+               "print('PEAK_RSS_KB', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+               "sys.exit(status)")
+    done = subprocess.run([sys.executable, "-c", wrapper, *args], cwd=REPO, text=True,
+                          capture_output=True, env={**os.environ}, timeout=600)
+    peak = [line for line in done.stdout.splitlines() if line.startswith("PEAK_RSS_KB")]
+    assert peak, done.stdout + done.stderr
+    return done.returncode, done.stderr, int(peak[0].split()[1]) / 1024
+
+
+def test_cli_score_refuses_a_zip_bomb_with_exit_2_and_flat_memory(bomb, tmp_path) -> None:
+    status, err, peak = _peak_rss_mb(
+        "from banana_space.cli import main\nstatus = main(sys.argv[1:])",
+        "score", str(bomb), "--out", str(tmp_path / "run"), "--metrics", "entropy")
+    assert status == 2
+    assert "step_1.png declares 2,048 MB uncompressed" in err
+    assert peak < RSS_BOUND_MB, f"peak RSS {peak:.0f} MB"
+    assert not (tmp_path / "run").exists()
+
+
+def test_cli_score_refuses_a_giant_animated_gif_with_exit_2(tmp_path) -> None:
+    gif = _gif_header_bomb(tmp_path / "bomb.gif")
+    status, err, peak = _peak_rss_mb(
+        "from banana_space.cli import main\nstatus = main(sys.argv[1:])",
+        "score", str(gif), "--out", str(tmp_path / "run"), "--metrics", "entropy")
+    assert status == 2 and "13000 x 13000" in err
+    assert peak < RSS_BOUND_MB, f"peak RSS {peak:.0f} MB"
+
+
+@pytest.mark.app
+def test_app_replay_refuses_a_zip_bomb_with_flat_memory(bomb, photo, tmp_path) -> None:
+    """Through gradio_client against the real app: a clear error, and the app's own peak RSS
+    (VmHWM), measured after an honest replay has loaded torch and the metric, barely moves."""
+    import psutil
+    from app_server import running_app
+    from gradio_client import Client, handle_file
+
+    from banana_space.prompts import DEFAULT_PROMPT
+
+    with running_app(tmp_path / "runs") as url:
+        app = next(p for p in psutil.Process().children(recursive=True)
+                   if "app.py" in p.cmdline())
+        client = Client(url, verbose=False)
+
+        def replay(archive: Path) -> list:
+            return client.predict(handle_file(str(archive)), 5, DEFAULT_PROMPT, "replay",
+                                  ["entropy"], [], 0, 1.0, "", 1.0, None, None, None, False,
+                                  api_name="/run")
+
+        honest = tmp_path / "honest.zip"
+        with zipfile.ZipFile(honest, "w") as archive:
+            for i, frame in enumerate(_frames(photo, 3)):
+                archive.writestr(f"{i}.png", _png(frame))
+        assert "Completed" in replay(honest)[0]
+        before = _peak_kb(app.pid)
+        with pytest.raises(Exception, match="declares 2,048 MB uncompressed") as refused:
+            replay(bomb)
+        grown_mb = (_peak_kb(app.pid) - before) / 1024
+    assert "/tmp" not in str(refused.value)  # a member name, never a server path
+    assert grown_mb < 300, f"the app's peak RSS grew by {grown_mb:.0f} MB"
+
+
+def _peak_kb(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    raise AssertionError("no VmHWM")

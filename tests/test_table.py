@@ -1,0 +1,135 @@
+"""The dataset table (issue 11), on the local process pool: discovery without a layout, the
+four outputs, broken chains reported and skipped, Ctrl-C, and resume without rescoring."""
+
+from __future__ import annotations
+
+import csv
+import json
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from chains import FRAMES, METRICS, make_chains
+
+from banana_space.cli import main as cli
+from banana_space.table.discover import chains_in
+from banana_space.table.store import resume_file
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _rows(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory) -> tuple[Path, dict[str, str]]:
+    from PIL import Image
+
+    root = tmp_path_factory.mktemp("data") / "chains"
+    with Image.open(REPO / "assets" / "examples" / "chelsea.png") as photo:
+        return root, make_chains(root, photo.convert("RGB"))
+
+
+@pytest.fixture(scope="module")
+def table(dataset, tmp_path_factory) -> Path:
+    """One full table of the dataset, with 2 workers."""
+    root, _ = dataset
+    out = tmp_path_factory.mktemp("table") / "out"
+    assert cli(["table", str(root), "--metrics", ",".join(METRICS), "--out", str(out),
+                "--workers", "2"]) == 0
+    return out
+
+
+def test_discovery_needs_no_layout() -> None:
+    listing = [(path, 10) for path in (
+        "a/b/c/0.png", "a/b/c/1.png", "a/b/c/10.png", "a/b/c/2.png",  # a folder, deep down
+        "a/zipped.zip", "anim/x.gif", "lone/one.png",  # an archive, an animation, no chain
+        "run/run.json", "run/frames/step_000.png", "run/frames/step_001.png",
+        "run/.thumbs/.step_000.png", "run/banana-run.zip",  # a run: its frames, once
+        ".cache/0.png", ".cache/1.png", "__MACOSX/a/0.png", "__MACOSX/a/1.png")]
+    found = chains_in(listing)
+    assert [(path, kind, len(files)) for path, kind, files, _ in found] == [
+        ("a/zipped.zip", "zip", 1), ("a/b/c", "folder", 4), ("anim/x.gif", "animation", 1),
+        ("run", "folder", 2)]
+    assert found[1][2] == ("a/b/c/0.png", "a/b/c/1.png", "a/b/c/2.png", "a/b/c/10.png")
+    assert found[3][3] == 20
+
+
+def test_nothing_found_is_refused_clearly(tmp_path, capsys) -> None:
+    (tmp_path / "empty" / "deep").mkdir(parents=True)
+    (tmp_path / "empty" / "deep" / "notes.txt").write_text("no frames here")
+    assert cli(["table", str(tmp_path / "empty"), "--out", str(tmp_path / "out")]) == 2
+    assert "no chains found in" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_four_outputs(dataset, table, capsys) -> None:
+    root, kinds = dataset
+    scored = sorted(set(kinds) - {f"{root.name}/broken", f"{root.name}/single/one.gif"})
+    columns = ["psnr", "ssim", *METRICS]
+    scores = _rows(table / "scores.csv")
+    assert list(scores[0]) == ["chain", "step", "metric", "score"]
+    assert Counter(r["chain"] for r in scores) == {c: FRAMES * len(columns) for c in scored}
+    verdicts = _rows(table / "verdicts.csv")
+    assert list(verdicts[0]) == ["chain", "metric", "delta_5", "delta_10", "delta_20",
+                                 "detects", "spearman_vs_psnr"]
+    assert {(r["chain"], r["metric"]) for r in verdicts} == {(c, m) for c in scored
+                                                             for m in columns}
+    # Noise piles up in every chain: fidelity falls at step 5 in each one.
+    assert {r["detects"] for r in verdicts if r["metric"] in ("psnr", "ssim")} == {"yes"}
+    tallies = {r["metric"]: r for r in _rows(table / "table.csv")}
+    assert list(tallies) == columns
+    for metric in columns:
+        words = Counter(r["detects"] for r in verdicts if r["metric"] == metric)
+        assert tallies[metric] == {"metric": metric, "chains": str(len(scored)),
+                                   "detects": str(words["yes"]), "fooled": str(words["no"]),
+                                   "undecided": str(words["undecided"])}
+    page = (table / "report.html").read_text()
+    assert "Plotly.newPlot" in page and page.count("<tr>") == len(columns) + 1
+    assert "skipped broken chain" in page and "broken" in page
+
+
+def test_a_run_directory_gives_the_verdict_its_own_run_recorded(dataset, table) -> None:
+    """The same frames, metrics and verdict math: the table's row equals the run's own."""
+    root, _ = dataset
+    own = {r["metric"]: r for r in _rows(root / "runs" / "sim" / "verdict.csv")}
+    rows = [r for r in _rows(table / "verdicts.csv") if r["chain"] == f"{root.name}/runs/sim"]
+    assert {r["metric"] for r in rows} == set(own)
+    for row in rows:
+        assert row["delta_5"] == own[row["metric"]]["delta_5"]
+        assert row["detects"] == own[row["metric"]]["detects"]
+
+
+def test_ctrl_c_stops_cleanly_and_a_rerun_scores_only_what_is_left(dataset, table,
+                                                                   tmp_path) -> None:
+    root, kinds = dataset
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "banana_space", "table", str(root), "--metrics",
+               ",".join(METRICS), "--out", str(out), "--workers", "1"]
+    process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 300
+    # Chains go in natural order, one worker: the broken one first, then at least one good.
+    while len(list((out / ".chains").glob("*.json"))) < 2 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    process.send_signal(signal.SIGINT)
+    stdout, _ = process.communicate(timeout=120)
+    assert process.returncode == 130, stdout
+    assert "found 6 chain(s)" in stdout and "run the same command again" in stdout
+    first = {f: f.stat().st_mtime_ns for f in (out / ".chains").glob("*.json")
+             if not json.loads(f.read_text())["error"]}
+    assert 1 <= len(first) < len(kinds) - 2
+    assert _rows(out / "table.csv")  # the outputs of what was done are complete files
+    rerun = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert rerun.returncode == 0, rerun.stderr
+    assert f"{len(first)} chain(s) already scored" in rerun.stdout
+    assert all(f.stat().st_mtime_ns == mtime for f, mtime in first.items())  # not rescored
+    assert (out / "table.csv").read_text() == (table / "table.csv").read_text()
+    assert (out / "scores.csv").read_text() == (table / "scores.csv").read_text()
+    assert all(resume_file(out, name).is_file() for name in kinds)

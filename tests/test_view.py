@@ -1,0 +1,110 @@
+"""The screen adapter and the magnifier are pure: known histories and images in, known words,
+rows and crops out."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from PIL import Image
+
+from banana_space.analysis import History
+from banana_space.events import Finished, Notice
+from banana_space.magnifier import CROP, GAP, box_around, largest_difference_box, side_by_side
+from banana_space.metrics import ScoreInfo
+from banana_space.view import VERDICT_COLUMN, VERDICT_HEADERS, RunView, summarise
+
+INFOS = [ScoreInfo("psnr", "fidelity", False, score_range=(0.0, 40.0)),
+         ScoreInfo("brisque", "metric", True, score_range=(0.0, 150.0)),
+         ScoreInfo("niqe", "metric", True), ScoreInfo("piqe", "metric", True)]
+
+
+def history(steps: int) -> History:
+    """PSNR falls 41 -> 41 - steps + 1; BRISQUE and PIQE call it better, NIQE worse."""
+    made = History(INFOS)
+    for step in range(steps + 1):
+        made.add(step, {"psnr": 80.0 if step == 0 else 42.0 - step, "brisque": 30.0 - step,
+                        "niqe": 5.0 + step, "piqe": 40.0 - 0.5 * step})
+    return made
+
+
+def test_the_summary_says_the_finding_in_words_and_numbers() -> None:
+    text = summarise(history(20), 20, running=False)
+    assert text.startswith("**After 20 steps**, PSNR to the input fell 41 → 22 dB")
+    assert "**2 of 3 quality metrics call it better** (brisque, piqe), 1 worse" in text
+    assert "1 detects the damage and 2 are fooled." in text and "so far" not in text
+
+
+def test_the_summary_is_provisional_while_the_run_goes_on() -> None:
+    text = summarise(history(6), 20, running=True)
+    assert text.startswith("**So far, after 6 of 20 steps**, PSNR to the input fell 41 → 36 dB")
+    assert text.endswith("are fooled so far.")
+    assert summarise(history(0), 20, running=True).startswith("Step 0 is your input")
+    assert summarise(History(INFOS), 20, running=True) == ""
+
+
+def rows_of(view: RunView) -> dict[str, list[str]]:
+    return {row[0]: row for row in view.screen().verdict}
+
+
+def test_fidelity_is_shown_by_its_value_and_early_verdicts_say_so_far() -> None:
+    view = RunView(steps=20, history=history(6), last_step=6)
+    rows = rows_of(view)
+    now, at_5, at_10 = (VERDICT_HEADERS.index(h) for h in ("Δ now", "Δ5", "Δ10"))
+    # PSNR by its value, never a delta from the 80 dB cap of frame 0 against itself.
+    assert rows["psnr (reference)"][now] == "= 36 dB" and rows["psnr (reference)"][at_5] == \
+        "= 37 dB" and rows["psnr (reference)"][at_10] == "—"
+    assert rows["brisque"][now] == "6" and rows["brisque"][VERDICT_COLUMN] == "❌ fooled so far"
+    assert rows["niqe"][VERDICT_COLUMN] == "✅ detects so far"
+    view.history = history(20)
+    assert rows_of(view)["niqe"][VERDICT_COLUMN] == "✅ detects"
+    # Before frame 0 is scored, the table lists the columns with nothing in them yet.
+    empty = rows_of(RunView(steps=20, history=History(INFOS)))
+    assert empty["psnr (reference)"][now] == "—" and empty["brisque"][now] == ""
+
+
+def test_the_status_says_why_a_run_stopped_once_and_marks_notices_by_level() -> None:
+    view = RunView(steps=20, history=history(4), last_step=4)
+    view.apply(Notice("resumed after step 4", 4, "info"))
+    view.apply(Notice("frame is 90 x 60", 4))
+    screen = view.apply(Finished("stopped", 4, "stopped by the user"))
+    assert screen.status.startswith("⏹ **Stopped** after step 4 by the user. Frames 0–4 ")
+    assert "\n\nℹ️ resumed after step 4" in screen.status
+    assert "\n\n⚠️ step 4: frame is 90 x 60" in screen.status
+    failed = view.apply(Finished("failed", 4, "failed at step 5: the API said no"))
+    assert failed.status.startswith("❌ **Failed** at step 5: the API said no. Frames 0–4")
+
+
+def frames_with_a_planted_patch() -> tuple[Image.Image, Image.Image]:
+    rng = np.random.default_rng(0)
+    pixels = rng.integers(0, 256, (200, 300, 3), dtype=np.uint8)
+    damaged = pixels.copy()
+    damaged[120:150, 200:230] = 255 - damaged[120:150, 200:230]  # the damage: one patch
+    return Image.fromarray(pixels), Image.fromarray(damaged)
+
+
+def test_the_magnifier_finds_where_the_frames_differ_most() -> None:
+    clean, damaged = frames_with_a_planted_patch()
+    left, top, right, bottom = largest_difference_box(clean, damaged)
+    assert right - left == bottom - top == CROP
+    assert left <= 200 and right >= 230 and top <= 120 and bottom >= 150
+    # A frame that came back at another size is compared at the input's size.
+    left, top, *_ = largest_difference_box(clean, damaged.resize((600, 400)))
+    assert left <= 200 <= left + CROP and top <= 120 <= top + CROP
+
+
+def test_a_click_centres_the_crop_inside_the_image() -> None:
+    assert box_around((150, 100), (300, 200)) == (102, 52, 198, 148)
+    assert box_around((5, 195), (300, 200)) == (0, 104, 96, 200)
+    assert box_around((10, 10), (64, 48)) == (0, 0, 48, 48)
+
+
+def test_side_by_side_enlarges_the_same_crop_of_both_pixel_for_pixel() -> None:
+    clean, damaged = frames_with_a_planted_patch()
+    box = (200, 120, 296, 216)
+    shown = np.asarray(side_by_side(clean, damaged, box, zoom=3))
+    assert shown.shape == (3 * CROP, 2 * 3 * CROP + GAP, 3)
+    left, right = shown[:, :3 * CROP], shown[:, 3 * CROP + GAP:]
+    assert (left[::3, ::3] == np.asarray(clean.crop(box))).all()
+    assert (right[::3, ::3] == np.asarray(damaged.crop(box))).all()
+    assert not math.isclose(float(np.abs(left.astype(int) - right).mean()), 0.0)
