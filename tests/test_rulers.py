@@ -31,7 +31,7 @@ from banana_space.rulers import (
     neutral_ab,
     noise_level,
 )
-from banana_space.rundir import ZIP_NAME, load_run
+from banana_space.rundir import load_run, zip_path
 
 SIDE = 512
 RNG_SEED = 7
@@ -199,7 +199,7 @@ def test_cli_run_and_score_with_the_rulers_preset(tmp_path, capsys) -> None:
                 "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "completed" in printed and "noise_level" in printed
-    with zipfile.ZipFile(out / ZIP_NAME) as archive:  # the zip carries what run.json says
+    with zipfile.ZipFile(zip_path(out)) as archive:  # the zip carries what run.json says
         columns = json.loads(archive.read(f"{out.name}/run.json"))["columns"]
     assert {c["name"]: c["family"] for c in columns} == {
         "psnr": "pyiqa", "ssim": "pyiqa", "piqe": "pyiqa", **dict.fromkeys(RULERS, "ours")}
