@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -30,7 +31,7 @@ from banana_space.rulers import (
     neutral_ab,
     noise_level,
 )
-from banana_space.rundir import load_run
+from banana_space.rundir import load_run, zip_path
 
 SIDE = 512
 RNG_SEED = 7
@@ -198,9 +199,11 @@ def test_cli_run_and_score_with_the_rulers_preset(tmp_path, capsys) -> None:
                 "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "completed" in printed and "noise_level" in printed
-    columns = json.loads((out / "run.json").read_text())["columns"]
+    with zipfile.ZipFile(zip_path(out)) as archive:  # the zip carries what run.json says
+        columns = json.loads(archive.read(f"{out.name}/run.json"))["columns"]
     assert {c["name"]: c["family"] for c in columns} == {
         "psnr": "pyiqa", "ssim": "pyiqa", "piqe": "pyiqa", **dict.fromkeys(RULERS, "ours")}
+    assert {c["name"]: c["meaning"] for c in columns}["grain"] == RULERS["grain"].meaning
     saved = load_run(out)
     assert all(math.isfinite(v) for name in RULERS for v in saved.history.scores[name])
     assert cli(["score", str(out / "frames"), "--metrics", "rulers",
