@@ -116,10 +116,19 @@ def metric_info(name: str) -> ScoreInfo:
         raise ValueError(f"unknown metric {name!r}; valid no-reference metrics: "
                          f"{', '.join(no_reference_names())}")
     role: Role = "fidelity" if config.get("metric_mode") == "FR" else "metric"
-    low_high = config.get("score_range")
-    score_range = (float(low_high[0]), float(low_high[1])) if low_high else None
     return ScoreInfo(name, role, bool(config.get("lower_better", False)), name,
-                     score_range=score_range)
+                     score_range=parse_score_range(config.get("score_range")))
+
+
+def parse_score_range(text: str | None) -> tuple[float, float] | None:
+    """pyiqa's `score_range` text -> (low, high): "~0, ~100" -> (0.0, 100.0) ("~" marks an
+    approximate end). None where an end is open ("0, ~") or the text is not a plain pair."""
+    parts = [part.strip().lstrip("~").strip() for part in (text or "").split(",")]
+    try:
+        low, high = (float(part) for part in parts)
+    except ValueError:  # an open end, or a multi-part description
+        return None
+    return (low, high) if high > low else None
 
 
 def build_metric(name: str, device: str) -> Any:

@@ -86,3 +86,13 @@ def test_spearman_agrees_with_scipy_on_ties_and_missing_steps() -> None:
         both = np.isfinite(a) & np.isfinite(b)
         expected = spearmanr(a[both], b[both]).statistic
         assert spearman(list(a), list(b)) == pytest.approx(expected, abs=1e-12)
+
+
+def test_pyiqa_score_ranges_are_read_as_numbers_or_none() -> None:
+    from banana_space.metrics import parse_score_range
+
+    assert parse_score_range("0, 1") == (0.0, 1.0)
+    assert parse_score_range("~0, ~100") == (0.0, 100.0)
+    assert parse_score_range("~-1, ~0.1") == (-1.0, 0.1)
+    for open_or_odd in ("0, ~", "~, 2", "quality: 0, 1; rank: 0, 2", "", None):
+        assert parse_score_range(open_or_odd) is None
