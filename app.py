@@ -21,6 +21,7 @@ from gradio_client.utils import encode_file_path
 import zerogpu  # noqa: F401  (first: installs the spaces.GPU runner; a plain call off ZeroGPU)
 from banana_space.backends import REGISTRY as BACKENDS
 from banana_space.backends import BackendUnavailable
+from banana_space.backends.simulate import DEFAULT_PROFILE, PROFILES
 from banana_space.images import BadImage, load_image
 from banana_space.judges import REGISTRY as JUDGES
 from banana_space.metrics import CPU_DEFAULTS, FIDELITY, POOL, PRESETS
@@ -28,7 +29,7 @@ from banana_space.prompts import DEFAULT_PROMPT
 from banana_space.prompts import PRESETS as PROMPTS
 from banana_space.rundir import ZIP_NAME, RunDir, load_run
 from banana_space.runs import MAX_STEPS, RunSpec, prune_runs, resume_run, start_run
-from banana_space.view import VERDICT_HEADERS, RunView, Screen
+from banana_space.view import VERDICT_HEADERS, RunView, Screen, shown_frame
 
 HERE = Path(__file__).parent
 RUNS_ROOT = Path(os.environ.get("BANANA_RUNS_DIR", HERE / "runs")).resolve()
@@ -38,7 +39,9 @@ KEEP_RUNS = int(os.environ.get("BANANA_KEEP_RUNS", "200"))  # older run director
 # 1024 px frame; bench/streaming.py). Like allowed_paths, this serves every file under it.
 gr.set_static_paths([RUNS_ROOT])
 INTRO, HELP = (HERE / "assets" / "copy.md").read_text().split("---HELP---")
-EXAMPLES = sorted(str(p) for p in (HERE / "assets" / "examples").glob("*.*") if p.suffix != ".md")
+# The clean renders first (the paper's kind of start; the first is the default), then photos.
+EXAMPLES = sorted((str(p) for p in (HERE / "assets" / "examples").glob("*.*") if p.suffix != ".md"),
+                  key=lambda path: (not Path(path).name.startswith("clean-"), path))
 RECORDED = HERE / "assets" / "recorded"  # finished runs that open instantly (no key, no GPU)
 
 STOPS: dict[str, threading.Event] = {}  # session -> the stop flag of its current run
@@ -96,7 +99,7 @@ def stream(view: RunView, events: Any, session: str, stop: threading.Event) -> A
 def run(upload: str | None, steps: int, prompt: str, backend: str, metrics: list[str],
         judges: list[str], seed: int, strength: float, api_key: str, temperature: float,
         resolution: str | None, guidance_scale: float | None, inference_steps: int | None,
-        raw: bool, request: gr.Request) -> Any:
+        raw: bool, profile: str, request: gr.Request) -> Any:
     if not upload:
         raise gr.Error("Upload an image first (or click an example).")
     entry = BACKENDS.get(backend)
@@ -108,7 +111,7 @@ def run(upload: str | None, steps: int, prompt: str, backend: str, metrics: list
             image, notes, options = loaded.image, loaded.notes, {}
         advanced = {"strength": strength, "temperature": temperature, "api_key": api_key,
                     "resolution": resolution, "guidance_scale": guidance_scale,
-                    "num_inference_steps": inference_steps}
+                    "num_inference_steps": inference_steps, "profile": profile}
         options.update({k: v for k, v in advanced.items()
                         if entry and k in entry.info.options and v not in (None, "")})
         spec = RunSpec(image, int(steps), backend, options, prompt, int(seed), metrics or [],
@@ -210,9 +213,8 @@ def preview(upload: str | None) -> tuple[Any, str]:
 def compare(run_dir: str | None, step: int) -> Any:
     if not run_dir:
         return None
-    frames = Path(run_dir) / "frames"
-    chosen = frames / f"step_{int(step):03d}.png"
-    return (str(frames / "step_000.png"), str(chosen)) if chosen.is_file() else gr.skip()
+    chosen = shown_frame(Path(run_dir), int(step))  # a recording may keep only its thumbnail
+    return (str(shown_frame(Path(run_dir), 0)), str(chosen)) if chosen.is_file() else gr.skip()
 
 
 BACKEND_CHOICES, BACKEND_HOWTOS = choices(BACKENDS)
@@ -255,6 +257,10 @@ with gr.Blocks(title="Banana Space") as demo:
                             for name in sorted(p.name for p in RECORDED.iterdir() if p.is_dir())}
             backend = gr.Dropdown(BACKEND_CHOICES, value="simulate", label="Generator",
                                   info=BACKEND_HOWTOS or None, elem_id="backend")
+            profile = gr.Dropdown([(p.label, name) for name, p in PROFILES.items()],
+                                  value=DEFAULT_PROFILE, label="Simulated: profile",
+                                  info="which generator's artifact the simulation models",
+                                  elem_id="profile")
             steps = gr.Slider(1, MAX_STEPS, value=10, step=1, label="Steps (N)", elem_id="steps")
             with gr.Row():
                 run_button = gr.Button("Run", variant="primary", elem_id="run-button")
@@ -328,7 +334,8 @@ with gr.Blocks(title="Banana Space") as demo:
     # waits mostly on its generator anyway); up to 64 more wait in the queue, then visitors are
     # told the queue is full rather than left hanging. All runs share one metric pool.
     run_button.click(run, [upload, steps, prompt, backend, metrics, judges, seed, strength,
-                           api_key, temperature, resolution, guidance, inference_steps, raw],
+                           api_key, temperature, resolution, guidance, inference_steps, raw,
+                           profile],
                      OUTPUTS, api_name="run", concurrency_limit=4, concurrency_id="runs",
                      show_progress="hidden")  # the status line says what is happening
     stop_button.click(stop_run, None, status, api_name="stop", concurrency_limit=None)

@@ -1,6 +1,6 @@
 """The command line: the same engine as the app, with a progress bar.
 
-    python -m banana_space run IMAGE --steps N --backend simulate --out DIR
+    python -m banana_space run IMAGE --steps N --backend simulate [--profile NAME] --out DIR
     python -m banana_space score FRAMES --out DIR      (a folder, zip or animated GIF/WebP)
     python -m banana_space resume DIR
 
@@ -27,7 +27,7 @@ from .prompts import DEFAULT_PROMPT
 EXIT_CODES = {"completed": 0, "failed": 1, "stopped": 130}
 
 # CLI flag -> backend option; only the flags a user gives are passed on.
-BACKEND_FLAGS = {"strength": float, "temperature": float, "resolution": str,
+BACKEND_FLAGS = {"strength": float, "profile": str, "temperature": float, "resolution": str,
                  "guidance_scale": float, "num_inference_steps": int}
 
 

@@ -79,6 +79,12 @@ class RunView:
                    unavailable=saved.meta.get("unavailable", {}), last_step=saved.last_step)
         view.history = saved.history
         view.texts = {step: row[5] for step, row in saved.steps.items() if len(row) > 5}
+        kept = [s for s in range(saved.last_step + 1)
+                if (saved.path / "frames" / frame_name(s)).is_file()]
+        if len(kept) < saved.last_step + 1:  # a bundled recording, kept small
+            view.notices.append(
+                f"full frames are kept at steps {', '.join(map(str, kept))} only; the other "
+                "steps show their 256 px thumbnails (their scores are of the full frames)")
         status = saved.meta.get("status", "running")
         view.ended = Finished(status if status != "running" else "stopped", saved.last_step,
                               saved.meta.get("reason") or
@@ -88,7 +94,7 @@ class RunView:
     def frame_path(self, step: int) -> str | None:
         if self.run_dir is None or step < 0:
             return None
-        return str(self.run_dir / "frames" / frame_name(step))
+        return str(shown_frame(self.run_dir, step))
 
     def strip_path(self, step: int) -> str | None:
         """The strip's small copy of a frame; the frame itself where a run has none."""
@@ -149,6 +155,14 @@ class RunView:
     def model_text(self) -> str:
         said = [f"**step {s}**: {t}" for s, t in sorted(self.texts.items()) if t.strip()]
         return "\n\n".join(said[-20:]) or "_The generator said nothing (or has no words)._"
+
+
+def shown_frame(run_dir: Path, step: int) -> Path:
+    """The frame to show for a step: the full frame, or its thumbnail where a recording kept
+    only that (`rundir.has_frame`)."""
+    full = Path(run_dir) / "frames" / frame_name(step)
+    thumb = thumb_path(run_dir, step)
+    return thumb if not full.is_file() and thumb.is_file() else full
 
 
 def _fmt(value: float) -> str:
