@@ -287,14 +287,14 @@ def test_stop_keeps_the_frames_made(page: Page, photo_path: Path) -> None:
 
 def test_a_recorded_chain_opens_at_once(page: Page) -> None:
     assert look(page).frames == 0
-    page.click("#recorded-chelsea-simulated-20")
+    page.click("#recorded-dunes-simulated-30")
     # The virtualised table may render a tick after the strip: wait for both, then look.
     page.wait_for_function("document.querySelectorAll('#strip .strip img').length > 0 && "
                            "document.querySelectorAll('#verdict .virtual-row').length > 0")
     first = look(page)
-    # All 21 frames and the verdict arrive in one update, not streamed in.
-    assert first.frames == 21
-    # 21 thumbnails overflow the strip sideways; it shows the newest, frame 20, in full.
+    # All 31 frames and the verdict arrive in one update, not streamed in.
+    assert first.frames == 31
+    # 31 thumbnails overflow the strip sideways; it shows the newest, frame 30, in full.
     page.wait_for_function("""() => {
       const strip = document.querySelector('#strip .strip');
       const newest = strip.lastElementChild.getBoundingClientRect();
