@@ -3,10 +3,10 @@ on every bundled start (assets/examples), through the engine (`start_run`) and t
 verdict (`History.verdict`, Banana100 Sec. 4: Δ < 0 at steps 5, 10 and 20), as a markdown table.
 
     .venv/bin/python scripts/detection_table.py --out docs/detection_table.md \
-        [--metrics brisque,niqe,piqe,entropy] [--steps 20] [--side 512] [--profiles ...]
+        [--metrics brisque,niqe,piqe,entropy] [--steps 20] [--side 256] [--starts 'clean-*']
 
-Frames are downscaled to `--side` px (longest side) first, so that the full table runs in
-minutes on 2 CPU cores; the table's heading says which size it used.
+Frames are downscaled to `--side` px (longest side, default 256) first, so that the table
+runs in well under an hour on 2 busy CPU cores; the table's heading says which size it used.
 """
 
 from __future__ import annotations
@@ -35,10 +35,11 @@ EXAMPLES = REPO / "assets" / "examples"
 MARK = {True: "✅ detects", False: "❌ fooled", None: "… undecided"}
 
 
-def starts() -> list[Path]:
-    """The clean renders first (the paper's kind of start), then the photos."""
-    files = [p for p in EXAMPLES.iterdir() if p.suffix.lower() in (".png", ".jpg", ".webp")]
-    return sorted(files, key=lambda p: (not p.name.startswith("clean-"), p.name))
+def starts(pattern: str) -> list[Path]:
+    """The bundled starts whose file name matches `pattern`: by default the clean renders, the
+    paper's kind of start; "*" adds the photos."""
+    return sorted(p for p in EXAMPLES.glob(pattern)
+                  if p.suffix.lower() in (".png", ".jpg", ".webp"))
 
 
 def verdict(start: Path, profile: str, metrics: list[str], steps: int, side: int,
@@ -59,13 +60,13 @@ def _db(value: float) -> str:
     return "" if math.isnan(value) else f"{value:.1f}"
 
 
-def table(metrics: list[str], steps: int, side: int, profiles: list[str]) -> str:
+def table(metrics: list[str], steps: int, side: int, profiles: list[str], pattern: str) -> str:
     checkpoint = min(10, steps)
     head = (f"| profile | start | PSNR@{checkpoint} dB | PSNR@{steps} dB | "
             + " | ".join(metrics) + " |")
     lines = [head, "|" + " --- |" * (4 + len(metrics))]
     detected: dict[str, dict[str, int]] = {p: dict.fromkeys(metrics, 0) for p in profiles}
-    images = starts()
+    images = starts(pattern)
     with tempfile.TemporaryDirectory() as root:
         for profile in profiles:
             for start in images:
@@ -77,7 +78,7 @@ def table(metrics: list[str], steps: int, side: int, profiles: list[str]) -> str
                 for m in metrics:
                     detected[profile][m] += bool(m in rows and rows[m].detects)
                 print(lines[-1], file=sys.stderr, flush=True)
-    summary = [f"| profile | what it models | " + " | ".join(metrics) + " |",
+    summary = ["| profile | what it models | " + " | ".join(metrics) + " |",
                "|" + " --- |" * (2 + len(metrics))]
     for profile in profiles:
         summary.append(f"| {PROFILES[profile].label} | {PROFILES[profile].models} | "
@@ -96,13 +97,15 @@ def main() -> None:
     parser.add_argument("--metrics", default=",".join(CPU_DEFAULTS),
                         help="comma-separated metric names")
     parser.add_argument("--steps", type=int, default=20)
-    parser.add_argument("--side", type=int, default=512, help="longest side, px")
+    parser.add_argument("--side", type=int, default=256, help="longest side, px")
     parser.add_argument("--profiles", default=",".join(PROFILES))
+    parser.add_argument("--starts", default="clean-*",
+                        help="which files of assets/examples (a glob; '*' adds the photos)")
     parser.add_argument("--out", type=Path, required=True, help="the markdown file to write")
     args = parser.parse_args()
     began = time.monotonic()
     text = table([m.strip() for m in args.metrics.split(",") if m.strip()], args.steps,
-                 args.side, args.profiles.split(","))
+                 args.side, args.profiles.split(","), args.starts)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text + "\n")
     print(text)
