@@ -15,7 +15,7 @@ from typing import Any
 from .analysis import REFERENCE_METRIC, History
 from .events import Event, Finished, FrameMade, FrameScored, Notice, Started
 from .plots import Figure, delta_figure, raw_figure
-from .rundir import ZIP_NAME, SavedRun, frame_name, thumb_path
+from .rundir import THUMB_SIDE, ZIP_NAME, SavedRun, frame_name, thumb_path
 
 # The answer first (it must fit a phone's width): does it detect, does it rank like fidelity.
 VERDICT_HEADERS = ["metric", "verdict", "ρ vs PSNR", "Δ now", "Δ5", "Δ10", "Δ20", "better when"]
@@ -84,7 +84,7 @@ class RunView:
         if len(kept) < saved.last_step + 1:  # a bundled recording, kept small
             view.notices.append(
                 f"full frames are kept at steps {', '.join(map(str, kept))} only; the other "
-                "steps show their 256 px thumbnails (their scores are of the full frames)")
+                f"steps show their {THUMB_SIDE} px thumbnails (scored on the full frames)")
         status = saved.meta.get("status", "running")
         view.ended = Finished(status if status != "running" else "stopped", saved.last_step,
                               saved.meta.get("reason") or
