@@ -35,11 +35,11 @@ EXAMPLES = REPO / "assets" / "examples"
 MARK = {True: "✅ detects", False: "❌ fooled", None: "… undecided"}
 
 
-def starts(pattern: str) -> list[Path]:
-    """The bundled starts whose file name matches `pattern`: by default the clean renders, the
-    paper's kind of start; "*" adds the photos."""
-    return sorted(p for p in EXAMPLES.glob(pattern)
-                  if p.suffix.lower() in (".png", ".jpg", ".webp"))
+def starts(patterns: str) -> list[Path]:
+    """The bundled starts whose file name matches one of the comma-separated `patterns`: by
+    default the clean renders, the paper's kind of start; "*" adds the photos."""
+    found = {p for pattern in patterns.split(",") for p in EXAMPLES.glob(pattern.strip())}
+    return sorted(p for p in found if p.suffix.lower() in (".png", ".jpg", ".webp"))
 
 
 def verdict(start: Path, profile: str, metrics: list[str], steps: int, side: int,
@@ -100,7 +100,8 @@ def main() -> None:
     parser.add_argument("--side", type=int, default=256, help="longest side, px")
     parser.add_argument("--profiles", default=",".join(PROFILES))
     parser.add_argument("--starts", default="clean-*",
-                        help="which files of assets/examples (a glob; '*' adds the photos)")
+                        help="which files of assets/examples (comma-separated globs; '*' "
+                             "adds the photos)")
     parser.add_argument("--out", type=Path, required=True, help="the markdown file to write")
     args = parser.parse_args()
     began = time.monotonic()

@@ -6,8 +6,8 @@ the soft-copy control on one. To keep the repository lean (a noisy 1024 px frame
 even losslessly), only the full frames at `KEEP_STEPS` and the last step stay; every step keeps
 its 256 px thumbnail and all its scores, which were computed on the full frame. The app and
 `load_run` show a thumbnail where its full frame was dropped, and say so. Run it with the venv's
-Python after changing the simulation or the metrics:
-    .venv/bin/python scripts/record_examples.py
+Python after changing the simulation or the metrics (or name the runs to re-make):
+    .venv/bin/python scripts/record_examples.py [RUN_NAME ...]
 """
 
 from __future__ import annotations
@@ -56,7 +56,9 @@ def record(name: str, start: str, profile: str) -> None:
 
 
 if __name__ == "__main__":
-    for stale in TARGET.iterdir():
-        shutil.rmtree(stale)
-    for name, (start, profile) in RECORDINGS.items():
-        record(name, start, profile)
+    chosen = sys.argv[1:] or list(RECORDINGS)  # by default all, and nothing else stays
+    if not sys.argv[1:]:
+        for stale in TARGET.iterdir():
+            shutil.rmtree(stale)
+    for name in chosen:
+        record(name, *RECORDINGS[name])

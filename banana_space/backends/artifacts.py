@@ -10,8 +10,10 @@ severe accumulation of visible noise").
 Calibration, the same for every profile, and only against fidelity to the input, never against
 a no-reference metric: on the four clean starts of assets/examples (clean-*.png, 1024 px wide)
 with seed 0, PSNR to the input is close to 30 dB at step 10 (the damage is plainly visible at
-full size within 5-10 steps, the paper's timeline) and far lower by step 100 (severe). Each
-docstring gives the numbers measured (`scripts/calibrate_profiles.py` prints them).
+full size within 5-10 steps, the paper's timeline). Each docstring gives the numbers measured
+(`scripts/calibrate_profiles.py` prints them). Every profile's damage is carried forward, so it
+keeps growing; step 100 was measured for the default profile only (15-16.5 dB, severe): 100
+steps of every profile at 1024 px did not fit the 2 shared cores of the day.
 """
 
 from __future__ import annotations
