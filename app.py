@@ -22,6 +22,7 @@ from PIL import Image
 import mcp_tools
 import zerogpu  # noqa: F401  (first: installs the spaces.GPU runner; a plain call off ZeroGPU)
 from banana_space.backends import REGISTRY as BACKENDS
+from banana_space.backends.simulate import DEFAULT_PROFILE, PROFILES
 from banana_space.judges import REGISTRY as JUDGES
 from banana_space.metrics import CPU_DEFAULTS, FIDELITY, POOL, PRESETS
 from banana_space.prompts import DEFAULT_PROMPT
@@ -65,7 +66,9 @@ gr.set_static_paths([RUNS_ROOT])
 INTRO, HELP = (HERE / "assets" / "copy.md").read_text().split("---HELP---")
 # The README's "Licences and terms" section, shown in the page's footer: one text, never two.
 LICENCES = (HERE / "README.md").read_text().split("## Licences and terms\n")[1].split("\n## ")[0]
-EXAMPLES = sorted(str(p) for p in (HERE / "assets" / "examples").glob("*.*") if p.suffix != ".md")
+# The clean renders first (the paper's kind of start; the first is the default), then photos.
+EXAMPLES = sorted((str(p) for p in (HERE / "assets" / "examples").glob("*.*") if p.suffix != ".md"),
+                  key=lambda path: (not Path(path).name.startswith("clean-"), path))
 MAX_UPLOAD = "100mb"  # a 64-Mpx PNG, or ~70 frames of 1024 px PNGs in a zip; gradio refuses more
 # Uploads stay in gradio's cache only as long as a visitor needs them (a replayed recording is
 # read while its run goes on): checked hourly, deleted after a day, all of them on a restart.
@@ -167,6 +170,10 @@ with gr.Blocks(title="Banana Space", delete_cache=DELETE_CACHE) as demo:
                             for name in sorted(p.name for p in RECORDED.iterdir() if p.is_dir())}
             backend = gr.Dropdown(BACKEND_CHOICES, value="simulate", label="Generator",
                                   info=BACKEND_HOWTOS or None, elem_id="backend")
+            profile = gr.Dropdown([(p.label, name) for name, p in PROFILES.items()],
+                                  value=DEFAULT_PROFILE, label="Simulated: profile",
+                                  info="which generator's artifact the simulation models",
+                                  elem_id="profile")
             steps = gr.Slider(1, MAX_STEPS, value=10, step=1, label="Steps (N)", elem_id="steps")
             with gr.Row():
                 run_button = gr.Button("Run", variant="primary", elem_id="run-button")
@@ -279,7 +286,8 @@ with gr.Blocks(title="Banana Space", delete_cache=DELETE_CACHE) as demo:
     streaming = {"api_visibility": "undocumented", "concurrency_id": "runs",
                  "show_progress": "hidden"}  # the status line says what is happening
     run_button.click(run, [upload, steps, prompt, backend, metrics, judges, seed, strength,
-                           api_key, temperature, resolution, guidance, inference_steps, raw],
+                           api_key, temperature, resolution, guidance, inference_steps, raw,
+                           profile],
                      OUTPUTS, api_name="run", concurrency_limit=4, **streaming)
     hub_button.click(hub_credit, hub_source, input_note, **plumbing)
     hub_button.click(replay_hub, [hub_source, steps, prompt, metrics, judges, seed, raw],

@@ -34,7 +34,7 @@ from banana_space.markup import plain
 from banana_space.rundir import RunBusy, load_run, lock_writer, write_atomic, write_zip, zip_path
 from banana_space.runids import BadRunId, copy_in, run_path
 from banana_space.runs import RunSpec, prune_runs, resume_run, start_run
-from banana_space.view import RunView, Screen
+from banana_space.view import RunView, Screen, shown_frame
 
 HERE = Path(__file__).parent
 RUNS_ROOT = Path(os.environ.get("BANANA_RUNS_DIR", HERE / "runs")).resolve()
@@ -159,7 +159,7 @@ def stream(view: RunView, events: Iterator[Any], stop: threading.Event) -> Itera
 def run(upload: str | None, steps: float, prompt: str, backend: str, metrics: list[str],
         judges: list[str], seed: float, strength: float, api_key: str, temperature: float,
         resolution: str | None, guidance_scale: float | None, inference_steps: float | None,
-        raw: bool, request: gr.Request) -> Iterator[Any]:
+        raw: bool, profile: str = "", *, request: gr.Request) -> Iterator[Any]:
     """Run a replication chain and stream the page's view of it, frame by frame.
 
     Args:
@@ -177,6 +177,7 @@ def run(upload: str | None, steps: float, prompt: str, backend: str, metrics: li
         guidance_scale: open editors' guidance scale (blank: the model's default).
         inference_steps: open editors' inference steps (blank: the model's default).
         raw: one chart of raw scores per metric instead of the shared delta axis.
+        profile: the simulated generator's profile (see /list_options; blank: its default).
     Returns:
         Status, current frame, frame strip, plot, verdict table, model text, zip, run id,
         before/after pair, compare slider; a new tuple after each frame and each score.
@@ -198,7 +199,7 @@ def run(upload: str | None, steps: float, prompt: str, backend: str, metrics: li
                 image, notes, options = loaded.image, loaded.notes, {}
             advanced = {"strength": strength, "temperature": temperature, "api_key": api_key,
                         "resolution": resolution, "guidance_scale": guidance_scale,
-                        "num_inference_steps": inference_steps}
+                        "num_inference_steps": inference_steps, "profile": profile}
             options.update({k: v for k, v in advanced.items()
                             if entry and k in entry.info.options and v not in (None, "")})
             spec = RunSpec(image, steps, backend, options, prompt, seed, metrics or [],
@@ -234,9 +235,10 @@ def resume(run_id: str | None, api_key: str, raw: bool, request: gr.Request) -> 
     if not run_id:
         raise gr.Error("Open or start a run first.")
     path = confined(run_id)
-    if complete(path):
-        gr.Info("This run is complete: every step is made. Resume goes on with a stopped or "
-                "interrupted run; press Run for a longer chain.")
+    made = completed_steps(path)
+    if made is not None:
+        gr.Info(f"This run is complete: all {made} steps are made. Resume goes on with a "
+                "stopped or interrupted run; press Run for a longer chain.")
         yield [gr.skip()] * OUTPUT_COUNT  # the run stays on screen as it is
         return
     who = visitor(request)
@@ -253,14 +255,16 @@ def resume(run_id: str | None, api_key: str, raw: bool, request: gr.Request) -> 
         release(who, stop)
 
 
-def complete(path: Path) -> bool:
-    """A run that made every step it was asked for (nothing to resume)."""
+def completed_steps(path: Path) -> int | None:
+    """How many steps a run made, if it made every step it was asked for (nothing to resume);
+    None for a run that can go on."""
     try:
         saved = load_run(path)
     except FileNotFoundError:
-        return False  # resume_run says why, below
-    return saved.meta.get("status") == "completed" and saved.last_step >= saved.meta.get(
+        return None  # resume_run says why
+    done = saved.meta.get("status") == "completed" and saved.last_step >= saved.meta.get(
         "steps", 0)
+    return saved.last_step if done else None
 
 
 def replay_hub(source: str, steps: float, prompt: str, metrics: list[str], judges: list[str],
@@ -271,7 +275,7 @@ def replay_hub(source: str, steps: float, prompt: str, metrics: list[str], judge
     if not source.startswith("hf://datasets/"):
         raise gr.Error("Write a chain on the hub as hf://datasets/OWNER/NAME/PATH.")
     yield from run(source, steps, prompt, "replay", metrics, judges, seed, 1.0, "", 1.0, None,
-                   None, None, raw, request)
+                   None, None, raw, request=request)
 
 
 def hub_credit(source: str) -> str:
@@ -392,10 +396,10 @@ def compare(run_id: str | None, step: float) -> tuple[Any, Any, Any]:
     if not run_id:
         return None, gr.skip(), gr.skip()
     path, step = confined(run_id), whole(step, "The step")
-    chosen = path / "frames" / f"step_{step:03d}.png"
+    chosen = shown_frame(path, step)  # a recording may keep only its thumbnail
     if not chosen.is_file():
         return gr.skip(), gr.skip(), gr.skip()
-    return (compared((str(path / "frames" / "step_000.png"), str(chosen)), step),
+    return (compared((str(shown_frame(path, 0)), str(chosen)), step),
             magnify(path, step), share_link(path, step))
 
 
@@ -414,11 +418,10 @@ def magnify(run_dir: Path | None, step: int, point: tuple[float, float] | None =
     """Input and frame `step` of a (confined) run directory cropped alike and enlarged, where
     they differ most (or around `point`, in the input's pixels), with a label saying which
     side is which."""
-    frames = run_dir / "frames" if run_dir else None
-    if frames is None or step < 1 or not (frames / f"step_{step:03d}.png").is_file():
+    if run_dir is None or step < 1 or not shown_frame(run_dir, step).is_file():
         return gr.update(value=None, label="Magnifier (from step 1 on)")
-    with Image.open(frames / "step_000.png") as first, \
-            Image.open(frames / f"step_{step:03d}.png") as chosen:
+    with Image.open(shown_frame(run_dir, 0)) as first, \
+            Image.open(shown_frame(run_dir, step)) as chosen:
         box = box_around(point, first.size) if point else largest_difference_box(first, chosen)
         image = side_by_side(first, chosen, box)
     where = "where you clicked" if point else "where they differ most"
@@ -429,9 +432,10 @@ def zoom_at(run_id: str | None, step: float, event: gr.SelectData) -> Any:
     """A click on the newest frame moves the magnifier there (in the input's pixels)."""
     if not run_id or not event.index:
         return gr.skip()
-    frames = confined(run_id) / "frames"
-    newest = sorted(frames.glob("step_*.png"))[-1]
-    with Image.open(frames / "step_000.png") as first, Image.open(newest) as clicked:
+    path = confined(run_id)
+    newest = load_run(path).last_step
+    with Image.open(shown_frame(path, 0)) as first, \
+            Image.open(shown_frame(path, newest)) as clicked:
         scale = (first.width / clicked.width, first.height / clicked.height)
     x, y = event.index[0] * scale[0], event.index[1] * scale[1]
-    return magnify(frames.parent, max(whole(step, "The step"), 1), (x, y))
+    return magnify(path, max(whole(step, "The step"), 1), (x, y))

@@ -1,6 +1,6 @@
 """The command line: the same engine as the app, with a progress bar.
 
-    banana-space run IMAGE --steps N --backend simulate --out DIR
+    banana-space run IMAGE --steps N --backend simulate [--profile NAME] --out DIR
     banana-space score FRAMES --out DIR      (a folder, zip, animated GIF/WebP, run directory
                                               or hf://datasets/OWNER/NAME/PATH)
     banana-space resume DIR
@@ -32,7 +32,7 @@ from .prompts import DEFAULT_PROMPT
 EXIT_CODES = {"completed": 0, "failed": 1, "stopped": 130}
 
 # CLI flag -> backend option; only the flags a user gives are passed on.
-BACKEND_FLAGS = {"strength": float, "temperature": float, "resolution": str,
+BACKEND_FLAGS = {"strength": float, "profile": str, "temperature": float, "resolution": str,
                  "guidance_scale": float, "num_inference_steps": int}
 
 

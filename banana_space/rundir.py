@@ -324,6 +324,14 @@ def _score_info(column: dict[str, Any]) -> ScoreInfo:
     return ScoreInfo(**column)
 
 
+def has_frame(run: Path, step: int) -> bool:
+    """The step's frame was made: its full frame is here, or its thumbnail alone (a bundled
+    recording keeps full frames at a few steps only, to stay small: scripts/record_examples.py).
+    A thumbnail is written before its frame, and scores after both, so a step with scores and
+    only a thumbnail was never half-written."""
+    return (Path(run) / "frames" / frame_name(step)).is_file() or thumb_path(run, step).is_file()
+
+
 def load_run(path: Path) -> SavedRun:
     path = Path(path)
     meta_file = path / "run.json"
@@ -346,8 +354,7 @@ def load_run(path: Path) -> SavedRun:
         with steps_file.open(newline="") as handle:
             steps = {int(row[0]): row for row in list(csv.reader(handle))[1:]}
     last = -1
-    while (last + 1 <= history.last_step
-           and (path / "frames" / frame_name(last + 1)).is_file()):
+    while last + 1 <= history.last_step and has_frame(path, last + 1):
         last += 1
     # Only complete steps (frame and scores) are the run; a kill may leave one half-written.
     for series in history.scores.values():

@@ -17,7 +17,7 @@ from .analysis import CHECKPOINTS, REFERENCE_METRIC, History, detects_degradatio
 from .events import Event, Finished, FrameMade, FrameScored, Notice, Started
 from .markup import plain
 from .plots import Figure, delta_figure, display_name, raw_figure, value_text
-from .rundir import SavedRun, frame_name, thumb_path, zip_path
+from .rundir import THUMB_SIDE, SavedRun, frame_name, thumb_path, zip_path
 
 # The answer first (it must fit a phone's width): does it detect, does it rank like fidelity.
 VERDICT_HEADERS = ["metric", "verdict", "ρ vs PSNR", "Δ now", "Δ5", "Δ10", "Δ20", "better when"]
@@ -86,6 +86,12 @@ class RunView:
                    unavailable=saved.meta.get("unavailable", {}), last_step=saved.last_step)
         view.history = saved.history
         view.texts = {step: row[5] for step, row in saved.steps.items() if len(row) > 5}
+        kept = [s for s in range(saved.last_step + 1)
+                if (saved.path / "frames" / frame_name(s)).is_file()]
+        if len(kept) < saved.last_step + 1:  # a bundled recording, kept small
+            view.notices.append(
+                f"full frames are kept at steps {', '.join(map(str, kept))} only; the other "
+                f"steps show their {THUMB_SIDE} px thumbnails (scored on the full frames)")
         status = saved.meta.get("status", "running")
         view.ended = Finished(status if status != "running" else "stopped", saved.last_step,
                               saved.meta.get("reason") or
@@ -95,7 +101,7 @@ class RunView:
     def frame_path(self, step: int) -> str | None:
         if self.run_dir is None or step < 0:
             return None
-        return str(self.run_dir / "frames" / frame_name(step))
+        return str(shown_frame(self.run_dir, step))
 
     def strip_path(self, step: int) -> str | None:
         """The strip's small copy of a frame; the frame itself where a run has none."""
@@ -163,6 +169,14 @@ class RunView:
     def model_text(self) -> str:
         said = [f"**step {s}**: {plain(t)}" for s, t in sorted(self.texts.items()) if t.strip()]
         return "\n\n".join(said[-20:]) or "_The generator said nothing (or has no words)._"
+
+
+def shown_frame(run_dir: Path, step: int) -> Path:
+    """The frame to show for a step: the full frame, or its thumbnail where a recording kept
+    only that (`rundir.has_frame`)."""
+    full = Path(run_dir) / "frames" / frame_name(step)
+    thumb = thumb_path(run_dir, step)
+    return thumb if not full.is_file() and thumb.is_file() else full
 
 
 def _fmt(value: float) -> str:

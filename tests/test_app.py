@@ -110,6 +110,13 @@ def test_reopen_a_past_run(app_url, photo_path) -> None:
     assert len(strip_frames(reopened)) == 2 and "Completed" in reopened[STATUS]
 
 
+def test_the_profile_picker_reaches_the_run(app_url, photo_path) -> None:
+    client = Client(app_url, verbose=False)
+    final = client.predict(*run_args(photo_path, 1), "lattice-ripple", api_name="/run")
+    meta = json.loads((Path(final[RUN_DIR]) / "run.json").read_text())
+    assert meta["settings"]["backend_settings"]["profile"] == "lattice-ripple"
+
+
 def _png(image, path: Path) -> Path:
     image.save(path)
     return path

@@ -227,7 +227,7 @@ def compare_view(page: Page) -> dict:
     return page.evaluate(COMPARE_JS)
 
 
-def open_recorded(page: Page, name: str = "chelsea-simulated-20") -> Snapshot:
+def open_recorded(page: Page, name: str = "dunes-simulated-30") -> Snapshot:
     """Click a recorded chain and wait until its frames, table and summary are drawn."""
     page.click(f"#recorded-{name}")
     page.wait_for_function("document.querySelectorAll('#strip .strip img').length > 0 && "
@@ -360,9 +360,9 @@ def test_stop_keeps_the_frames_made(page: Page, photo_path: Path) -> None:
 def test_a_recorded_chain_opens_at_once(page: Page) -> None:
     assert look(page).frames == 0
     first = open_recorded(page)
-    # All 21 frames and the verdict arrive in one update, not streamed in.
-    assert first.frames == 21
-    # 21 thumbnails overflow the strip sideways; it shows the newest, frame 20, in full.
+    # All 31 frames and the verdict arrive in one update, not streamed in.
+    assert first.frames == 31
+    # 31 thumbnails overflow the strip sideways; it shows the newest, frame 30, in full.
     page.wait_for_function("""() => {
       const strip = document.querySelector('#strip .strip');
       const newest = strip.lastElementChild.getBoundingClientRect();
@@ -373,13 +373,13 @@ def test_a_recorded_chain_opens_at_once(page: Page) -> None:
     verdicts = verdict_by_metric(first)
     assert METRICS | {"psnr (reference)"} <= set(verdicts), verdicts
     assert all(decided(verdicts[m], provisional=False) for m in METRICS), verdicts
-    assert "After 20 steps, PSNR to the input fell" in first.summary, first.summary
+    assert "After 30 steps, PSNR to the input fell" in first.summary, first.summary
     wait_for_status(page, "Completed", timeout_s=30)
     # Resume on a complete run says so, and leaves the run on screen as it was.
     page.click("#resume-button")
-    page.get_by_text("This run is complete: all 20 steps are made.").wait_for()
+    page.get_by_text("This run is complete: all 30 steps are made.").wait_for()
     after = look(page)
-    assert "Completed · step 20 of 20" in after.status and after.frames == 21, after.status
+    assert "Completed · step 30 of 30" in after.status and after.frames == 31, after.status
 
 
 def magnifier_label(page: Page) -> str:
@@ -389,30 +389,30 @@ def magnifier_label(page: Page) -> str:
 def test_the_compare_slider_follows_the_arrow_keys_and_the_magnifier_follows_it(
         page: Page) -> None:
     open_recorded(page)
-    page.wait_for_function(f"({COMPARE_JS})().label.startsWith('◀ input · step 20 ▶')")
+    page.wait_for_function(f"({COMPARE_JS})().label.startsWith('◀ input · step 30 ▶')")
     shown = compare_view(page)
-    assert shown["images"] == ["step_000.png", "step_020.png"]
-    assert shown["alts"][0].startswith("the input") and "frame 20" in shown["alts"][1]
+    assert shown["images"] == ["step_000.png", "step_030.png"]
+    assert shown["alts"][0].startswith("the input") and "frame 30" in shown["alts"][1]
     # The magnifier: the same crop of both, 3x, side by side, where they differ most.
     page.wait_for_function("document.querySelector('#magnifier img')?.naturalWidth > 0")
     assert page.evaluate("document.querySelector('#magnifier img').naturalWidth") == 2 * 3 * 96 + 6
-    assert "step 20, where they differ most" in magnifier_label(page)
+    assert "step 30, where they differ most" in magnifier_label(page)
     assert all(page.evaluate("[...document.querySelectorAll('#frame img, #magnifier img')]"
                              ".map(i => i.alt.length > 0)"))
 
     page.focus("#compare-step input[type=range]")
     for _ in range(3):
         page.keyboard.press("ArrowLeft")
-    page.wait_for_function(f"({COMPARE_JS})().label.startsWith('◀ input · step 17 ▶') && "
-                           f"({COMPARE_JS})().images.includes('step_017.png')")
-    assert "frame 17" in compare_view(page)["alts"][1]
+    page.wait_for_function(f"({COMPARE_JS})().label.startsWith('◀ input · step 27 ▶') && "
+                           f"({COMPARE_JS})().images.some(n => n.endsWith('step_027.png'))")
+    assert "frame 27" in compare_view(page)["alts"][1]
     page.wait_for_function("document.querySelector('#magnifier [data-testid=block-label]')"
-                           ".innerText.includes('step 17')")
+                           ".innerText.includes('step 27')")
     # A click on the newest frame (its middle) moves the magnifier to that spot.
     page.locator("#frame img").click()
     page.wait_for_function("document.querySelector('#magnifier [data-testid=block-label]')"
                            ".innerText.includes('where you clicked')")
-    assert "step 17" in magnifier_label(page)
+    assert "step 27" in magnifier_label(page)
 
 
 def contrast(colour: str, background: str) -> float:

@@ -61,7 +61,7 @@ def test_five_step_simulate_chain_on_a_real_photo(photo, tmp_path, weights_dir) 
     assert float(verdict["psnr"]["delta_5"]) < 0
     meta = json.loads((run / "run.json").read_text())
     assert meta["status"] == "completed" and meta["last_step"] == 5
-    assert meta["settings"]["backend_settings"] == {"strength": 1.0}
+    assert meta["settings"]["backend_settings"] == {"strength": 1.0, "profile": "nano-banana-pro"}
     assert "pyiqa" in meta["versions"]
     with zipfile.ZipFile(zip_path(run)) as archive:
         names = archive.namelist()

@@ -1,0 +1,255 @@
+"""Pure models of the artifacts one generator round trip leaves, one step function per profile.
+
+Each `step` takes a frame as float pixels (H x W x 3, 0..255), a seeded generator and a
+`strength` (0 = the perfect copy, 1 = the calibrated default) and returns the next frame, which
+may be another size where the profile says so. They know nothing of the chain: feeding each
+output back in is what makes their artifacts pile up, as in Banana100 (arXiv 2604.03400,
+abstract: "As images are repeatedly edited, minor artifacts accumulate, rapidly leading to a
+severe accumulation of visible noise").
+
+Calibration, the same for every profile, and only against fidelity to the input, never against
+a no-reference metric: on the four clean starts of assets/examples (clean-*.png, 1024 px wide)
+with seed 0, PSNR to the input is close to 30 dB at step 10 (the damage is plainly visible at
+full size within 5-10 steps, the paper's timeline). Each docstring gives the numbers measured
+(`scripts/calibrate_profiles.py` prints them). Every profile's damage is carried forward, so it
+keeps growing; step 100 was measured for the default profile only (15-16.5 dB, severe): 100
+steps of every profile at 1024 px did not fit the 2 shared cores of the day.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from PIL import Image, ImageFilter
+from scipy import ndimage
+
+Pixels = np.ndarray  # float32, H x W x 3, 0..255
+LUMA = np.array([0.299, 0.587, 0.114], np.float32)
+
+
+def _smooth_field(rng: np.random.Generator, shape: tuple[int, int], scale: float) -> np.ndarray:
+    """Gaussian random field with unit standard deviation and features about `scale` px wide."""
+    field = ndimage.gaussian_filter(rng.standard_normal(shape).astype(np.float32), scale)
+    return field / max(float(field.std()), 1e-6)
+
+
+def edge_weight(pixels: Pixels, scale: float = 1.5, contrast: float = 24.0) -> np.ndarray:
+    """0 in flat regions, towards 1 on an object's outline: the luma gradient (grey levels per
+    px, after a `scale`-px Gaussian) saturating at `contrast`."""
+    luma = ndimage.gaussian_filter(pixels @ LUMA, scale)
+    gradient = np.hypot(ndimage.sobel(luma, 0), ndimage.sobel(luma, 1)) / 8
+    return np.clip(gradient / contrast, 0, 1)
+
+
+def reframe(pixels: Pixels, rng: np.random.Generator, fraction: float) -> Pixels:
+    """Crop a margin of about `fraction` of one axis (split at random between its two sides), or
+    squeeze that axis by the same fraction: a replica that comes back at another size."""
+    axis = int(rng.integers(2))
+    length = pixels.shape[axis]
+    margin = int(round(fraction * length))
+    if margin == 0:
+        return pixels
+    if rng.random() < 0.5:
+        first = int(rng.integers(margin + 1))
+        kept = slice(first, length - (margin - first))
+        return pixels[kept] if axis == 0 else pixels[:, kept]
+    height, width = pixels.shape[:2]
+    size = (width, height - margin) if axis == 0 else (width - margin, height)
+    channels = [np.asarray(Image.fromarray(pixels[..., c]).resize(size, Image.Resampling.BICUBIC))
+                for c in range(3)]
+    return np.stack(channels, axis=-1)
+
+
+# --- Nano Banana Pro-like (the default) -------------------------------------------------------
+
+STATIC_SIGMA = 2.4  # grey levels of fresh static per step, on top of all the static before
+GREEN_GAINS = np.array([-0.0015, 0.003, -0.0015], np.float32)  # per step: green up, red/blue down
+REFRAME_CHANCE = 0.06  # per step: "now and then"
+REFRAME_FRACTION = 0.015  # of one axis
+
+
+def nano_banana_pro(pixels: Pixels, rng: np.random.Generator, strength: float) -> Pixels:
+    """Fine static carried forward and growing, a slow green cast, now and then a new frame size.
+
+    Models Nano Banana Pro's replication chains in Banana100 (arXiv 2604.03400). The abstract:
+    "minor artifacts accumulate, rapidly leading to a severe accumulation of visible noise"; the
+    paper's figures, as summarised in this project's issue 16 (not re-verified word for word
+    here), show static that accumulates and is never smoothed away, a green tint, and replicas
+    that "almost always" come back cropped or at another aspect ratio.
+
+    Mechanism: fresh Gaussian static (sigma `STATIC_SIGMA`, independent per channel) is added to
+    a frame that already carries every earlier step's static, with no blur, so the grain's energy
+    grows linearly with the step; per-channel gains `GREEN_GAINS` compound into a green cast;
+    with chance `REFRAME_CHANCE` a step crops or squeezes `REFRAME_FRACTION` of one axis.
+
+    Calibrated against PSNR to the input only: STATIC_SIGMA and GREEN_GAINS set so that the
+    clean starts reach about 30 dB at step 10 before any reframe (measured, seed 0, 1024 px:
+    33.0-33.4 dB at step 5 on all four; 29.6 dB at step 10 on the dunes; 21.4-22.2 dB on the
+    three starts where a reframe came first, since a reframe misaligns the frame with the input)
+    and 15.0-16.5 dB by step 100. The reframe chance gives a few reframes per 100 steps; its
+    fraction is a visible but small crop (15 px of 1024).
+    """
+    out = pixels + rng.normal(0, STATIC_SIGMA * strength, pixels.shape).astype(np.float32)
+    out = out * (1 + strength * GREEN_GAINS)
+    if rng.random() < REFRAME_CHANCE:
+        out = reframe(out, rng, REFRAME_FRACTION * strength)
+    return out
+
+
+# --- Contour wrinkles (Nano Banana 2) ---------------------------------------------------------
+
+WRINKLE_PX = 0.4  # displacement per step at a full-contrast edge, in px (field's std)
+WRINKLE_SCALE = 4.0  # px: how wide one wrinkle of the displacement field is
+
+
+def contour_wrinkles(pixels: Pixels, rng: np.random.Generator, strength: float) -> Pixels:
+    """Ripples along object edges, as seen in Nano Banana 2's replication chains.
+
+    Models the "contour wrinkles" that a later look at Nano Banana 2 chains describes (as cited
+    in issue 16: ripples along object edges). Each step displaces pixels by a smooth random
+    field (features `WRINKLE_SCALE` px wide) weighted by `edge_weight`: outlines move, flat
+    regions do not, so outlines turn wavy and their waves add up over the steps. The resampling
+    is cubic, so flat regions stay exactly as they were.
+
+    Calibrated against PSNR to the input only: WRINKLE_PX set so the clean starts with outlines
+    reach about 30 dB at step 10 (measured, seed 0, 1024 px: facade 27.5, illustration 28.8,
+    feathers 33.3 dB; the dunes, with almost no outlines, 48.9 dB).
+    """
+    height, width = pixels.shape[:2]
+    weight = edge_weight(pixels) * WRINKLE_PX * strength
+    dy = weight * _smooth_field(rng, (height, width), WRINKLE_SCALE)
+    dx = weight * _smooth_field(rng, (height, width), WRINKLE_SCALE)
+    rows, cols = np.mgrid[0:height, 0:width].astype(np.float32)
+    where = [rows + dy, cols + dx]
+    return np.stack([ndimage.map_coordinates(pixels[..., c], where, order=3, mode="nearest")
+                     for c in range(3)], axis=-1)
+
+
+# --- Scattered dots (FLUX.2 [dev]) ------------------------------------------------------------
+
+DOTS_PER_MEGAPIXEL = 100  # new dots per step
+DOT_SIDE = 2  # px
+
+
+def scattered_dots(pixels: Pixels, rng: np.random.Generator, strength: float) -> Pixels:
+    """Isolated light and dark specks scattered over the frame, as in FLUX.2 [dev] chains.
+
+    Models the "scattered dots" that a later look at FLUX.2 [dev] replication chains describes
+    (as cited in issue 16). Each step sets `DOTS_PER_MEGAPIXEL` x strength small squares
+    (`DOT_SIDE` px) at random places to near-black or near-white; the next steps copy them on.
+
+    Calibrated against PSNR to the input only: the dot count set so the clean starts reach
+    about 30 dB at step 10 (measured, seed 0, 1024 px: 29.1-30.1 dB on all four); everything
+    between the dots is untouched.
+    """
+    height, width = pixels.shape[:2]
+    count = int(rng.poisson(DOTS_PER_MEGAPIXEL * strength * height * width / 1e6))
+    ys = rng.integers(0, height - DOT_SIDE + 1, count)
+    xs = rng.integers(0, width - DOT_SIDE + 1, count)
+    values = np.where(rng.random(count) < 0.5, 16.0, 240.0).astype(np.float32)
+    out = pixels.copy()
+    for dy in range(DOT_SIDE):
+        for dx in range(DOT_SIDE):
+            out[ys + dy, xs + dx] = values[:, None]
+    return out
+
+
+# --- Simplification (Qwen Image Edit) ---------------------------------------------------------
+
+CORING_LEVEL = 10.0  # grey levels: finer detail than this is treated as texture
+CORING_RATE = 0.35  # of that texture removed per step
+PATCHES_PER_STEP = 1.5
+PATCH_FRACTION = 0.04  # of the short side
+PATCH_REACH = 0.15  # how far away (of each axis) a copied region comes from
+
+
+def copy_regions(pixels: Pixels, rng: np.random.Generator, count: int, side: int,
+                 reach: float) -> Pixels:
+    """`count` square regions of `side` px, each copied from a place at most `reach` of the
+    frame away, hard-edged."""
+    height, width = pixels.shape[:2]
+    out = pixels.copy()
+    for _ in range(count):
+        y, x = int(rng.integers(height - side + 1)), int(rng.integers(width - side + 1))
+        sy = int(np.clip(y + rng.integers(-reach * height, reach * height + 1), 0, height - side))
+        sx = int(np.clip(x + rng.integers(-reach * width, reach * width + 1), 0, width - side))
+        out[y:y + side, x:x + side] = pixels[sy:sy + side, sx:sx + side]
+    return out
+
+
+def simplification(pixels: Pixels, rng: np.random.Generator, strength: float) -> Pixels:
+    """Fine texture smoothed away, small regions copied from elsewhere in the frame.
+
+    Models what a later look at Qwen Image Edit's replication chains describes (as cited in
+    issue 16): texture simplified away and small regions duplicated. Each step "cores" the
+    detail (the frame minus a 1.2 px Gaussian): detail weaker than `CORING_LEVEL` grey levels is
+    texture and loses `CORING_RATE` of itself, strong edges keep theirs; then a Poisson number
+    (mean `PATCHES_PER_STEP`) of square regions (`PATCH_FRACTION` of the short side) are
+    copied from nearby (`copy_regions`).
+
+    Calibrated against PSNR to the input only: rates set so the clean starts reach about 30 dB
+    at step 10 (measured, seed 0, 1024 px: facade 30.7, feathers 29.4, illustration 31.5 dB;
+    the dunes, with no fine texture to lose, 38.7 dB).
+    """
+    smooth = ndimage.gaussian_filter(pixels, (1.2, 1.2, 0))
+    detail = pixels - smooth
+    texture = np.exp(-(detail / CORING_LEVEL) ** 2)
+    out = pixels - CORING_RATE * strength * texture * detail
+    side = max(1, int(round(PATCH_FRACTION * min(pixels.shape[:2]))))
+    count = int(rng.poisson(PATCHES_PER_STEP * strength))
+    return copy_regions(out, rng, count, side, PATCH_REACH)
+
+
+# --- Lattice ripple ---------------------------------------------------------------------------
+
+LATTICE_PERIOD = 6.0  # px
+LATTICE_AMPLITUDE = 0.6  # grey levels per step, per plane wave
+
+
+def honeycomb(shape: tuple[int, int], period: float) -> np.ndarray:
+    """Three plane waves 60 degrees apart, each of wavelength `period` px: a hexagonal lattice
+    whose peak is 3 and whose mean is 0."""
+    rows, cols = np.mgrid[0:shape[0], 0:shape[1]].astype(np.float32)
+    return sum(np.cos(2 * np.pi * (cols * np.cos(a) + rows * np.sin(a)) / period)
+               for a in (0.0, np.pi / 3, 2 * np.pi / 3))
+
+
+def lattice_ripple(pixels: Pixels, rng: np.random.Generator, strength: float,
+                   period: float = LATTICE_PERIOD) -> Pixels:
+    """A faint periodic honeycomb, invisible in thumbnails, that grows step by step.
+
+    Models the "digital ripple" described for GPT-image replication chains (as cited in
+    issue 16): a faint periodic grid or honeycomb over the whole frame. The lattice is anchored
+    to the pixel grid (as a generator's patch grid is), so each step's copy lands on the last
+    and its amplitude grows linearly. Its `period` (6 px) is finer than a 4x-downscaled 256 px
+    thumbnail can show, as the description says. `rng` is unused: the lattice is the same at
+    every step.
+
+    Calibrated against PSNR to the input only: LATTICE_AMPLITUDE set so the starts reach about
+    30 dB at step 10 (measured, seed 0, 1024 px: 29.4-29.9 dB on all four).
+    """
+    lattice = honeycomb(pixels.shape[:2], period)
+    return pixels + (LATTICE_AMPLITUDE * strength * lattice)[..., None]
+
+
+# --- Soft copy (the control) ------------------------------------------------------------------
+
+def soft_copy(pixels: Pixels, rng: np.random.Generator, strength: float) -> Pixels:
+    """The project's first model, kept as the control: blur-dominated, what classic no-reference
+    metrics were built to catch (LIVE and TID hold Gaussian blur, JPEG and white noise).
+
+    One step: a random sub-pixel shift (up to ±0.5 px, bicubic), a 0.7 px Gaussian blur, an
+    unsharp mask (radius 1.5 px, 20 %) that the blur outweighs at every spatial frequency
+    (0.7² ≥ 0.2 × 1.5²), warm per-channel gains (red +0.3 %, green +0.1 %, blue −0.3 %) with
+    seeded jitter, and fresh static of sigma 2 grey levels. Not calibrated to the paper: it is
+    the contrast, a chain that degrades the way classic metrics expect.
+    """
+    image = Image.fromarray(np.clip(np.rint(pixels), 0, 255).astype(np.uint8), "RGB")
+    shift_x, shift_y = rng.uniform(-0.5, 0.5, size=2) * strength
+    image = image.transform(image.size, Image.Transform.AFFINE,
+                            (1, 0, shift_x, 0, 1, shift_y), resample=Image.Resampling.BICUBIC)
+    image = image.filter(ImageFilter.GaussianBlur(0.7 * strength))
+    image = image.filter(ImageFilter.UnsharpMask(radius=1.5, percent=round(20 * strength),
+                                                 threshold=0))
+    gains = 1 + strength * (np.array([0.003, 0.001, -0.003]) + rng.normal(0, 0.001, size=3))
+    out = np.asarray(image, dtype=np.float32) * gains.astype(np.float32)
+    return out + rng.normal(0, 2.0 * strength, size=out.shape).astype(np.float32)
