@@ -313,8 +313,8 @@ def show_saved(path: Path, raw: bool) -> tuple[Any, ...]:
     view = RunView.from_saved(saved)
     if live:
         view.ended = None
-        view.notices.append("this run is being made right now: open it again to see its "
-                            "newest frames")
+        view.notices.append(("info", "this run is being made right now: open it again to see "
+                                     "its newest frames"))
     view.raw = raw
     return outputs_of(view.screen())
 

@@ -1,7 +1,7 @@
 """Run ids: the only way a visitor names a run, confined to the runs folder.
 
 A run id is one directory name inside the runs folder (`20260130-101500-a1b2c3`, or a copied
-recording's name such as `chelsea-simulated-20`). Whatever a visitor sends (`?run=`, the hidden
+recording's name such as `dunes-simulated-30`). Whatever a visitor sends (`?run=`, the hidden
 field the page posts back, an API call, an MCP tool call) goes through `run_path` before any
 file is touched: an absolute path, `..`, a path separator, a NUL byte, an over-long id, a hidden
 name or a symlink that leads out of the folder is refused with `BadRunId`, and nothing is read

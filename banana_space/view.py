@@ -89,9 +89,9 @@ class RunView:
         kept = [s for s in range(saved.last_step + 1)
                 if (saved.path / "frames" / frame_name(s)).is_file()]
         if len(kept) < saved.last_step + 1:  # a bundled recording, kept small
-            view.notices.append(
-                f"full frames are kept at steps {', '.join(map(str, kept))} only; the other "
-                f"steps show their {THUMB_SIDE} px thumbnails (scored on the full frames)")
+            view.notices.append((
+                "info", f"full frames are kept at steps {', '.join(map(str, kept))} only; the "
+                f"other steps show their {THUMB_SIDE} px thumbnails (scored on the full frames)"))
         status = saved.meta.get("status", "running")
         view.ended = Finished(status if status != "running" else "stopped", saved.last_step,
                               saved.meta.get("reason") or
@@ -140,7 +140,8 @@ class RunView:
             head = f"❌ **Failed** {_why(self.ended.reason, 'failed ')}. " \
                    f"Frames 0–{self.ended.last_step} and their scores are kept{money}."
         recent = self.notices[-MAX_NOTICES_SHOWN:]
-        return head + "".join(f"\n\n{NOTICE_MARKS[level]} {plain(text)}" for level, text in recent)
+        return head + "".join(f"\n\n{NOTICE_MARKS[level]} {plain(text)}"
+                              for level, text in recent)
 
     def verdict_rows(self) -> list[list[Any]]:
         """One row per column of scores; "—" where a checkpoint lies beyond the run so far."""

@@ -19,7 +19,7 @@ from raw_api import call, dependencies
 
 pytestmark = pytest.mark.app
 
-RECORDED = REPO / "assets" / "recorded" / "chelsea-simulated-20"
+RECORDED = REPO / "assets" / "recorded" / "dunes-simulated-30"
 
 
 def snapshot(*folders: Path) -> dict[str, tuple[int, int]]:
@@ -124,8 +124,8 @@ def test_recorded_examples_are_copied_in_before_anything_writes(site) -> None:
     index = dependencies(site["url"])
     opened = [n for n in index if n.startswith("partial")]
     assert opened and all(call(site["url"], index[n], [False]).success for n in opened)
-    assert (site["runs"] / "chelsea-simulated-20" / "run.json").is_file()
-    assert os.path.realpath(site["runs"] / "chelsea-simulated-20") != str(RECORDED)
+    assert (site["runs"] / "dunes-simulated-30" / "run.json").is_file()
+    assert os.path.realpath(site["runs"] / "dunes-simulated-30") != str(RECORDED)
     assert snapshot(REPO / "assets") == before
 
 

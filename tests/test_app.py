@@ -22,6 +22,7 @@ from app_server import (
 )
 from gradio_client import Client, handle_file
 
+from banana_space.backends.simulate import DEFAULT_PROFILE
 from banana_space.prompts import DEFAULT_PROMPT
 from banana_space.view import VERDICT_COLUMN
 
@@ -47,10 +48,11 @@ def psnr_points(update: list) -> int:
     return sum(y is not None for y in psnr["y"])
 
 
-def run_args(image: Path, steps: int, seed: int = 0, backend: str = "simulate") -> list:
+def run_args(image: Path, steps: int, seed: int = 0, backend: str = "simulate",
+             profile: str = DEFAULT_PROFILE) -> list:
     return [handle_file(str(image)), steps, DEFAULT_PROMPT, backend,
             ["brisque", "niqe", "piqe", "entropy"], [], seed, 1.0, "", 1.0, None, None, None,
-            False]
+            False, profile]
 
 
 def test_frames_stream_in_one_by_one_with_plot_and_table(app_url, runs_dir, photo_path) -> None:
@@ -110,10 +112,10 @@ def test_reopen_a_past_run(app_url, photo_path) -> None:
     assert len(strip_frames(reopened)) == 2 and "Completed" in reopened[STATUS]
 
 
-def test_the_profile_picker_reaches_the_run(app_url, photo_path) -> None:
+def test_the_profile_picker_reaches_the_run(app_url, runs_dir, photo_path) -> None:
     client = Client(app_url, verbose=False)
-    final = client.predict(*run_args(photo_path, 1), "lattice-ripple", api_name="/run")
-    meta = json.loads((Path(final[RUN_DIR]) / "run.json").read_text())
+    final = client.predict(*run_args(photo_path, 1, profile="lattice-ripple"), api_name="/run")
+    meta = json.loads((runs_dir / final[RUN_DIR] / "run.json").read_text())
     assert meta["settings"]["backend_settings"]["profile"] == "lattice-ripple"
 
 

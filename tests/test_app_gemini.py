@@ -23,6 +23,7 @@ from conftest import REPO
 from fake_gemini import FakeGemini, error
 from gradio_client import Client, handle_file
 
+from banana_space.backends.simulate import DEFAULT_PROFILE
 from banana_space.prompts import DEFAULT_PROMPT
 
 pytestmark = pytest.mark.app
@@ -40,7 +41,7 @@ def gemini(tmp_path_factory):
 
 def nano_banana_args(image: Path, steps: int) -> list:
     return [handle_file(str(image)), steps, DEFAULT_PROMPT, "nano-banana-pro", ["piqe"],
-            ["judge_gemini"], 0, 1.0, KEY, 0.7, "1K", None, None, False]
+            ["judge_gemini"], 0, 1.0, KEY, 0.7, "1K", None, None, False, DEFAULT_PROFILE]
 
 
 def image_requests(server: FakeGemini) -> int:

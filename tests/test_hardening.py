@@ -24,6 +24,7 @@ from gradio_client import Client, handle_file
 from PIL import Image
 from raw_api import call, dependencies
 
+from banana_space.backends.simulate import DEFAULT_PROFILE
 from banana_space.events import Finished
 from banana_space.markup import plain
 from banana_space.rundir import RunBusy, lock_writer, write_atomic, zip_path
@@ -194,7 +195,7 @@ def run_args(image: Path, steps: float, seed: float = 0, prompt: str = "Produce 
              "replica of the provided image, with no alterations.", backend: str = "simulate"
              ) -> list:
     return [handle_file(str(image)), steps, prompt, backend, ["entropy"], [], seed, 1.0, "",
-            1.0, None, None, None, False]
+            1.0, None, None, None, False, DEFAULT_PROFILE]
 
 
 def run_dirs(runs: Path) -> set[str]:

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
+from banana_space.backends.simulate import DEFAULT_PROFILE
 from banana_space.images import MAX_DECLARED_PIXELS, BadImage
 from banana_space.sources import (
     MAX_MEMBER_BYTES,
@@ -207,7 +208,7 @@ def test_app_replay_refuses_a_zip_bomb_with_flat_memory(bomb, photo, tmp_path) -
         def replay(archive: Path) -> list:
             return client.predict(handle_file(str(archive)), 5, DEFAULT_PROMPT, "replay",
                                   ["entropy"], [], 0, 1.0, "", 1.0, None, None, None, False,
-                                  api_name="/run")
+                                  DEFAULT_PROFILE, api_name="/run")
 
         honest = tmp_path / "honest.zip"
         with zipfile.ZipFile(honest, "w") as archive:
