@@ -134,7 +134,11 @@ def parse_score_range(text: str | None) -> tuple[float, float] | None:
 def build_metric(name: str, device: str) -> Any:
     """Create the metric called `name`: a callable taking (image[, reference]) tensors from
     `to_tensor` and returning a score (a number or a one-element tensor)."""
-    return _pyiqa().create_metric(name, device=device)
+    metric = _pyiqa().create_metric(name, device=device)
+    # pyiqa's own object; where its way is pathological at 2K, an exact equivalent inside it
+    from .equivalents import with_equivalent
+
+    return with_equivalent(name, metric)
 
 
 def check_metric_names(names: list[str]) -> None:
