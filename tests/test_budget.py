@@ -206,3 +206,62 @@ def test_four_visitors_under_a_budget_for_one_frame_all_complete_within_it(tmp_p
     assert sum(r["waited"] for r in report["results"].values()) >= 1
     added = (report["peak_kb"] - report["baseline_kb"]) * 1024
     assert added <= report["budget"], (added / GB, report["budget"] / GB)
+
+
+# ---- previews: 8 visitors dropping a flat 8000 x 8000 PNG at once ------------------------
+
+PREVIEWS = textwrap.dedent("""
+    import json, sys, threading
+    from pathlib import Path
+    from banana_space.budget import BUDGET
+    from banana_space.images import load_image
+
+    def status_kb(key):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(key):
+                return int(line.split()[1])
+
+    baseline = status_kb("VmRSS:")
+    Path("/proc/self/clear_refs").write_text("5")
+    sizes = []
+    threads = [threading.Thread(target=lambda: sizes.append(load_image(sys.argv[1]).image.size))
+               for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    print(json.dumps({"baseline_kb": baseline, "peak_kb": status_kb("VmHWM:"),
+                      "budget": BUDGET.capacity, "sizes": sizes}))
+""")
+
+
+def test_eight_concurrent_previews_of_a_huge_flat_png_stay_within_the_budget(tmp_path) -> None:
+    from PIL import Image
+
+    from banana_space.budget import decode_bytes
+
+    upload = tmp_path / "flat.png"
+    Image.new("RGB", (8000, 8000), (120, 130, 140)).save(upload, optimize=True)
+    assert upload.stat().st_size < 400_000  # a tiny upload that declares 64 megapixels
+    budget = 1.5 * decode_bytes(8000 * 8000)  # one decode at a time
+    environment = {**os.environ, "BANANA_MEMORY_GB": str(budget / GB), "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, "-c", PREVIEWS, str(upload)], env=environment,
+                          capture_output=True, text=True, timeout=1800)
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["sizes"] == [[2048, 2048]] * 8
+    added = (report["peak_kb"] - report["baseline_kb"]) * 1024
+    assert added <= report["budget"], (added / GB, report["budget"] / GB)
+
+
+def test_an_image_that_could_never_be_decoded_within_the_budget_is_refused(tmp_path) -> None:
+    from PIL import Image
+
+    upload = tmp_path / "big.png"
+    Image.new("RGB", (3000, 3000)).save(upload)
+    environment = {**os.environ, "BANANA_MEMORY_GB": "0.05", "PYTHONPATH": str(REPO)}
+    done = subprocess.run(
+        [sys.executable, "-c", "import sys; from banana_space.images import BadImage, load_image\n"
+         "try:\n    load_image(sys.argv[1])\nexcept BadImage as error:\n    print(error)",
+         str(upload)], env=environment, capture_output=True, text=True, timeout=600)
+    assert "decoding 3000 x 3000 pixels needs about" in done.stdout, done.stderr[-2000:]
