@@ -18,11 +18,11 @@ from PIL import Image
 
 from .backends import REGISTRY as BACKENDS
 from .backends import Backend, BackendUnavailable, create_backend
+from .budget import BUDGET, MemoryBudget
 from .chain import Chain, run_chain
 from .events import Event, Finished, Notice, Started
 from .judges import REGISTRY as JUDGES
 from .judges import create_judges
-from .budget import BUDGET, MemoryBudget
 from .metrics import CPU_DEFAULTS, MAX_METRICS_PER_RUN, POOL, MetricPool, check_metric_names
 from .prompts import DEFAULT_PROMPT
 from .rundir import RunDir, load_run

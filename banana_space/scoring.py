@@ -23,8 +23,15 @@ from PIL import Image
 from .budget import BUDGET, MemoryBudget, describe, scoring_bytes
 from .events import Notice
 from .judges import Judge
-from .metrics import (FIDELITY, POOL, MetricPool, MetricUnavailable, ScoreInfo, metric_info,
-                      to_tensor)
+from .metrics import (
+    FIDELITY,
+    POOL,
+    MetricPool,
+    MetricUnavailable,
+    ScoreInfo,
+    metric_info,
+    to_tensor,
+)
 
 
 @dataclass

@@ -23,10 +23,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
-from collections.abc import Iterator
 
 import _setup
 from startup import free_port, wait_for_page

@@ -38,7 +38,6 @@ def child(row: str, side: int) -> float:
     import tempfile
 
     import torch
-    from PIL import Image
 
     from banana_space.images import load_image
     from banana_space.metrics import FIDELITY, build_metric, to_tensor
