@@ -28,20 +28,23 @@ from pathlib import Path
 GB = 1024 ** 3
 
 # Peak bytes per pixel each metric adds while it scores one frame (the frame's tensors already
-# made), from `.venv/bin/python bench/memory_costs.py` (pyiqa 0.1.16, torch 2.14.1, CPU; the
-# numbers it printed are in the README's Performance section), rounded up.
+# made): the largest of 512², 1024² and 2048² printed by `.venv/bin/python bench/memory_costs.py`
+# (pyiqa 0.1.16, torch 2.14.1, CPU; brisque 113, niqe 416, piqe 86, entropy 28, psnr 24,
+# ssim 125), plus 10 % and rounded up.
 METRIC_BYTES_PER_PIXEL: dict[str, float] = {
-    "brisque": 200.0,
-    "niqe": 480.0,
-    "piqe": 200.0,
-    "entropy": 40.0,
-    "psnr": 40.0,
-    "ssim": 120.0,
+    "brisque": 125.0,
+    "niqe": 460.0,
+    "piqe": 95.0,
+    "entropy": 31.0,
+    "psnr": 27.0,
+    "ssim": 138.0,
 }
-# The frame's own tensors (image, reference, a resized copy) and their conversion from PIL.
-FRAME_BYTES_PER_PIXEL = 64.0
-# Decoding an upload: PIL's 4-byte pixels, the RGB conversion and the downscale's copies.
-DECODE_BYTES_PER_PIXEL = 20.0
+# The frame's own tensors (image, reference, a resized copy) and their conversion from PIL:
+# row "frame", 109 (at 512²; 62 at 2048²).
+FRAME_BYTES_PER_PIXEL = 120.0
+# Decoding an upload, per declared pixel: rows "decode" (11.4) and "decode 4x" (18.9: an upload
+# downscaled to the side limit).
+DECODE_BYTES_PER_PIXEL = 21.0
 
 
 def scoring_bytes(metrics: Iterable[str], pixels: int) -> int:

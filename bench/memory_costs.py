@@ -5,10 +5,11 @@ For each metric and size, a fresh child process creates the metric (through the 
 scores a tiny frame once (first-call set-up), then resets the kernel's high-water mark (VmHWM)
 and scores the real frame: the cost is that peak minus the resident memory just before it,
 divided by the pixels. A fresh process per cell keeps one measurement's freed-but-kept heap out
-of the next. Rows "frame" (the tensors `Scorer.score` makes from PIL images) and "decode"
-(`load_image` on a PNG of that many pixels) are measured the same way.
+of the next. Rows "frame" (the tensors `Scorer.score` makes from PIL images), "decode"
+(`load_image` on a PNG of that many pixels) and "decode 4x" (a PNG of 4 times the side,
+downscaled to the side limit; bytes per declared pixel) are measured the same way.
 
-    .venv/bin/python bench/memory_costs.py [--sides 512 1024 2048]
+    .venv/bin/python bench/memory_costs.py [--sides 512 1024 2048] [--rows niqe "decode 4x"]
 
 budget.py keeps, per row, the largest bytes/pixel printed here, rounded up.
 """
@@ -44,8 +45,10 @@ def child(row: str, side: int) -> float:
 
     image = _setup.photo(side)
     reference = image.rotate(2)
-    if row == "decode":
+    if row.startswith("decode"):
         path = Path(tempfile.mkdtemp()) / "frame.png"
+        if row == "decode 4x":  # an upload 4 times the side, downscaled to the side limit
+            image = image.resize((4 * side, 4 * side))
         image.save(path)
         del image, reference
         before = rss_mb()
@@ -79,16 +82,18 @@ def measure(row: str, side: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sides", type=int, nargs="+", default=[512, 1024, 2048])
+    parser.add_argument("--rows", nargs="+", default=[*METRICS, "frame", "decode", "decode 4x"])
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         print(json.dumps(child(args.child[0], int(args.child[1]))))
         return
     rows = []
-    for row in (*METRICS, "frame", "decode"):
+    for row in args.rows:
         added = [measure(row, side) for side in args.sides]
-        per_pixel = [mb * 1024 ** 2 / side ** 2 for mb, side in zip(added, args.sides,
-                                                                    strict=True)]
+        scale = 4 if row == "decode 4x" else 1
+        per_pixel = [mb * 1024 ** 2 / (scale * side) ** 2 for mb, side in zip(added, args.sides,
+                                                                              strict=True)]
         rows.append([row, *(round(mb) for mb in added), max(per_pixel)])
     print(_setup.describe_machine())
     _setup.print_table("peak MB added while scoring one frame (fresh process per cell)",
