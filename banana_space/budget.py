@@ -18,6 +18,7 @@ to cost as much as the costliest one it did.
 
 from __future__ import annotations
 
+import ctypes
 import math
 import os
 import threading
@@ -45,6 +46,23 @@ FRAME_BYTES_PER_PIXEL = 120.0
 # Decoding an upload, per declared pixel: rows "decode" (11.4) and "decode 4x" (18.9: an upload
 # downscaled to the side limit).
 DECODE_BYTES_PER_PIXEL = 21.0
+
+
+def return_freed_memory(threshold: int = 128 * 1024) -> None:
+    """Make glibc give large freed blocks back to the system at once.
+
+    By default glibc raises its mmap threshold (up to 32 MB) after the first large free, so a
+    frame's tensors then come from per-thread arenas that keep their peak after the frame is
+    done: four visitors scoring in four threads kept twice the budget resident (the test in
+    tests/test_budget.py). A fixed threshold maps every block above it on its own and unmaps it
+    when freed, so what the budget counts is what the process holds. Elsewhere than glibc, a
+    no-op."""
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        return
+    m_mmap_threshold = -3  # from glibc's malloc.h
+    libc.mallopt(m_mmap_threshold, threshold)
 
 
 def scoring_bytes(metrics: Iterable[str], pixels: int) -> int:
@@ -153,4 +171,5 @@ def describe(nbytes: int) -> str:
     return f"{nbytes / GB:.1f} GB" if nbytes >= GB / 10 else f"{nbytes / 1024 ** 2:.0f} MB"
 
 
+return_freed_memory()
 BUDGET = MemoryBudget(default_budget_bytes())
