@@ -153,7 +153,8 @@ def _put(outbox: queue.Queue, item: object, abandoned: threading.Event) -> bool:
 def _scored(scorer: Scorer, made: _Made, reference: Image.Image, abandoned: threading.Event
             ) -> Iterator[FrameMade | FrameScored | Notice]:
     yield FrameMade(made.step, made.image)  # our caller writes and shows it while we score
-    # Scoring waits its turn in the process's memory budget: the frame is kept, never dropped.
+    # The metrics wait their turn in the process's memory budget: the frame is kept, never
+    # dropped. Judges (a network call, a GPU slice) are asked after, holding no memory.
     reservation = scorer.budget.request(scorer.memory_needed(made.image.size, reference.size))
     try:
         if not reservation.granted:
@@ -162,9 +163,10 @@ def _scored(scorer: Scorer, made: _Made, reference: Image.Image, abandoned: thre
             if not reservation.wait(abandoned.is_set):
                 return
         started = time.perf_counter()
-        result = scorer.score(made.image, reference)
+        result = scorer.measure(made.image, reference)
     finally:
         reservation.release()
+    scorer.ask_judges(made.image, result)
     yield FrameScored(made.step, made.image, result.scores, made.text, result.judge_text,
                       made.seconds, time.perf_counter() - started, made.calls, made.cost_usd)
     for warning in result.warnings:

@@ -96,6 +96,12 @@ class Scorer:
                 + [i for i in infos if i.role == "metric"])
 
     def score(self, image: Image.Image, reference: Image.Image) -> FrameScores:
+        result = self.measure(image, reference)
+        self.ask_judges(image, result)
+        return result
+
+    def measure(self, image: Image.Image, reference: Image.Image) -> FrameScores:
+        """The metrics' scores: the part of scoring that `memory_needed` estimates."""
         result = FrameScores({})
         tensor = to_tensor(image)
         if image.size != reference.size:
@@ -110,9 +116,12 @@ class Scorer:
         for name in self.metrics:
             args = (resized, reference_tensor) if name in FIDELITY else (tensor,)
             result.scores[name] = self._safely(result, self.pool.score, name, *args)
+        return result
+
+    def ask_judges(self, image: Image.Image, result: FrameScores) -> None:
+        """The judges' ratings, added to `result` (a network call or a GPU slice each)."""
         for judge in self.judges:
             result.scores[judge.info.name] = self._rate(judge, image, result)
-        return result
 
     @staticmethod
     def _rate(judge: Judge, image: Image.Image, result: FrameScores) -> float:
