@@ -66,8 +66,9 @@ def bare(side: int) -> dict:
     import pyiqa
     import torch
 
-    from banana_space.metrics import to_tensor
+    from banana_space.metrics import seed_weights, to_tensor
 
+    seed_weights(_setup.WEIGHTS)  # as the engine does before its first pyiqa metric
     metrics = {name: pyiqa.create_metric(name, device="cpu")
                for name in (*NO_REFERENCE, *FIDELITY)}
 
