@@ -68,7 +68,8 @@ def run_once(url: str, image: Path, seed: int, steps: int = 2) -> str:
     """One visitor's run through /run, every input by name; returns the final status line."""
     from gradio_client import Client, handle_file
 
-    client = Client(url, verbose=False)
+    # a busy server answers an upload slowly: httpx's 5 s default is not a failure of ours
+    client = Client(url, verbose=False, httpx_kwargs={"timeout": 600})
     wanted = {"upload": handle_file(str(image)), "steps": steps, "backend": "simulate",
               "metrics": METRICS, "judges": [], "seed": seed}
     parameters = client.view_api(print_info=False, return_format="dict")[
