@@ -105,7 +105,7 @@ def _score(chain: Chain, stop: threading.Event, abandoned: threading.Event,
     last = chain.start
     try:
         if chain.start == 0 and not put_all(_scored(
-                chain.scorer, _Made(0, chain.image, "", 0.0, 0, None), reference)):
+                chain.scorer, _Made(0, chain.image, "", 0.0, 0, None), reference, abandoned)):
             return
         while not abandoned.is_set():
             try:
@@ -118,7 +118,7 @@ def _score(chain: Chain, stop: threading.Event, abandoned: threading.Event,
             if isinstance(item, _Made):
                 totals["calls"] += item.calls
                 totals["cost_usd"] += item.cost_usd or 0.0
-                if not put_all(_scored(chain.scorer, item, reference)):
+                if not put_all(_scored(chain.scorer, item, reference, abandoned)):
                     return
                 last = item.step
             elif isinstance(item, Notice):
@@ -150,11 +150,23 @@ def _put(outbox: queue.Queue, item: object, abandoned: threading.Event) -> bool:
     return False
 
 
-def _scored(scorer: Scorer, made: _Made, reference: Image.Image
+def _scored(scorer: Scorer, made: _Made, reference: Image.Image, abandoned: threading.Event
             ) -> Iterator[FrameMade | FrameScored | Notice]:
     yield FrameMade(made.step, made.image)  # our caller writes and shows it while we score
-    started = time.perf_counter()
-    result = scorer.score(made.image, reference)
+    # The metrics wait their turn in the process's memory budget: the frame is kept, never
+    # dropped. Judges (a network call, a GPU slice) are asked after, holding no memory.
+    reservation = scorer.budget.request(scorer.memory_needed(made.image.size, reference.size))
+    try:
+        if not reservation.granted:
+            yield Notice("waiting for memory: other runs' frames are being scored", made.step,
+                         "info")
+            if not reservation.wait(abandoned.is_set):
+                return
+        started = time.perf_counter()
+        result = scorer.measure(made.image, reference)
+    finally:
+        reservation.release()
+    scorer.ask_judges(made.image, result)
     yield FrameScored(made.step, made.image, result.scores, made.text, result.judge_text,
                       made.seconds, time.perf_counter() - started, made.calls, made.cost_usd)
     for warning in result.warnings:

@@ -16,6 +16,8 @@ from pathlib import Path
 
 from PIL import Image, ImageOps, UnidentifiedImageError
 
+from .budget import BUDGET, decode_bytes, describe
+
 # Refused outright: more pixels than this is a decompression bomb or a scan, not a photo.
 MAX_DECLARED_PIXELS = 64_000_000
 # Larger images are downscaled (aspect kept) so that metrics run in seconds on a CPU.
@@ -104,14 +106,22 @@ def load_image(source: str | Path | bytes | Image.Image) -> LoadedImage:
         image.seek(0)
     if image.format == "JPEG" and max(image.size) > 2 * MAX_SIDE:
         image.draft("RGB", (MAX_SIDE, MAX_SIDE))  # decode at reduced scale: less memory
-    try:
-        upright = ImageOps.exif_transpose(image)
-        if upright is not image and image.getexif().get(0x0112, 1) != 1:
-            notes.append("rotated upright from its EXIF orientation")
-        rgb = _to_rgb(upright, notes)
-    except (OSError, SyntaxError, ValueError) as error:
-        raise BadImage(f"the image data is damaged or truncated ({error})") from None
-    if min(rgb.size) < MIN_SIDE:
-        raise BadImage(f"the image is {rgb.size[0]} x {rgb.size[1]} pixels; metrics need at "
-                       f"least {MIN_SIDE} x {MIN_SIDE}")
-    return LoadedImage(_limit_side(rgb, notes), notes)
+    # Decoding costs memory in proportion to the pixels (a flat 8000 x 8000 PNG of 200 KB
+    # takes 1 GB): each decode takes its turn in the memory budget that scoring uses too.
+    needed = decode_bytes(image.size[0] * image.size[1])
+    if not BUDGET.fits(needed):
+        raise BadImage(f"decoding {image.size[0]} x {image.size[1]} pixels needs about "
+                       f"{describe(needed)}; this server's memory budget is "
+                       f"{describe(BUDGET.capacity)}")
+    with BUDGET.request(needed):
+        try:
+            upright = ImageOps.exif_transpose(image)
+            if upright is not image and image.getexif().get(0x0112, 1) != 1:
+                notes.append("rotated upright from its EXIF orientation")
+            rgb = _to_rgb(upright, notes)
+        except (OSError, SyntaxError, ValueError) as error:
+            raise BadImage(f"the image data is damaged or truncated ({error})") from None
+        if min(rgb.size) < MIN_SIDE:
+            raise BadImage(f"the image is {rgb.size[0]} x {rgb.size[1]} pixels; metrics need "
+                           f"at least {MIN_SIDE} x {MIN_SIDE}")
+        return LoadedImage(_limit_side(rgb, notes), notes)

@@ -21,18 +21,18 @@ from PIL import Image
 
 from .backends import REGISTRY as BACKENDS
 from .backends import Backend, BackendUnavailable, create_backend
+from .budget import BUDGET, MemoryBudget
 from .chain import Chain, run_chain
 from .events import Event, Finished, Notice, Started
 from .judges import REGISTRY as JUDGES
 from .judges import create_judges
-from .metrics import CPU_DEFAULTS, POOL, MetricPool, check_metric_names
+from .metrics import CPU_DEFAULTS, MAX_METRICS_PER_RUN, POOL, MetricPool, check_metric_names
 from .prompts import DEFAULT_PROMPT
 from .rundir import RunBusy, RunDir, load_run, lock_writer, write_zip
-from .scoring import Scorer
+from .scoring import Scorer, unavailable_notices
 
 MAX_STEPS = 100
 MAX_PROMPT_CHARS = 4000  # the paper's prompt is 72; run.json and the zip copy it
-MAX_METRICS = 32  # the Banana100 preset asks for 21; each name may mean a model to load
 MAX_SEED = 2**32 - 1  # numpy's and torch's generators take 0 .. 2**32 - 1
 SECRET_OPTIONS = frozenset({"api_key"})  # never written, logged or shown back
 
@@ -71,9 +71,9 @@ def check_spec(spec: RunSpec) -> None:
     if extra:
         raise ValueError(f"backend {spec.backend!r} takes no option(s) {', '.join(extra)}; it "
                          f"takes: {', '.join(takes) or 'none'}")
-    if len(spec.metrics) > MAX_METRICS:
-        raise ValueError(f"{len(spec.metrics)} metrics asked for; one run may score at most "
-                         f"{MAX_METRICS}")
+    if len(set(spec.metrics)) > MAX_METRICS_PER_RUN:
+        raise ValueError(f"{len(set(spec.metrics))} metrics asked for; one run may score with "
+                         f"at most {MAX_METRICS_PER_RUN}")
     check_metric_names(list(spec.metrics))
     if not spec.prompt.strip():
         raise ValueError("the prompt is empty")
@@ -102,9 +102,11 @@ def _ready_backend(name: str, options: dict[str, Any]) -> Backend:
 
 
 def start_run(spec: RunSpec, root: Path, *, stop: threading.Event | None = None,
-              pool: MetricPool = POOL, run_id: str | None = None) -> Iterator[Event]:
-    """Check, build and start a run. Raises before anything is written if the spec is bad or
-    the backend cannot run here; afterwards every problem is an event."""
+              pool: MetricPool = POOL, run_id: str | None = None,
+              budget: MemoryBudget = BUDGET) -> Iterator[Event]:
+    """Check, build and start a run. Raises before anything is written if the spec is bad, the
+    backend cannot run here or a frame could never be scored within the memory budget;
+    afterwards every problem is an event. Metrics load as the events begin (`Scorer.load`)."""
     check_spec(spec)
     backend = _ready_backend(spec.backend, spec.backend_options)
     image, notes, steps = spec.image, list(spec.image_notes), spec.steps
@@ -115,7 +117,8 @@ def start_run(spec: RunSpec, root: Path, *, stop: threading.Event | None = None,
     if image is None:
         raise ValueError("no input image")
     judges = create_judges(list(spec.judges), spec.judge_options)
-    scorer = Scorer(spec.metrics, judges, pool)
+    scorer = Scorer(spec.metrics, judges, pool, budget)
+    scorer.check_fits(image.size)
     run = RunDir.create(root, run_id)
     settings = {
         "backend": spec.backend, "backend_options": public_options(spec.backend_options),
@@ -123,10 +126,8 @@ def start_run(spec: RunSpec, root: Path, *, stop: threading.Event | None = None,
         "seed": spec.seed, "metrics": list(spec.metrics), "judges": list(spec.judges),
         "judge_options": public_options(spec.judge_options), "input_size": list(image.size),
         "input_notes": notes}
-    started = Started(run.path, steps, scorer.infos, scorer.unavailable, settings)
-    opening = [started, *(Notice(note, 0, "info") for note in notes),
-               *(Notice(f"{name} is unavailable: {why}", None)
-                 for name, why in scorer.unavailable.items())]
+    opening = _opening(scorer, run.path, steps, settings, 0,
+                       [Notice(note, 0, "info") for note in notes])
     chain = Chain(image, backend, scorer, steps, spec.prompt, spec.seed)
     return _recorded(run, opening, run_chain(chain, stop))
 
@@ -156,13 +157,22 @@ def resume_run(path: Path, *, stop: threading.Event | None = None, pool: MetricP
         os.close(lock)
         raise
     run = RunDir.reopen(saved, lock)
-    started = Started(run.path, settings["steps"], scorer.infos, scorer.unavailable, settings,
-                      first_step=saved.last_step + 1)
-    opening = [started, Notice(f"resumed after step {saved.last_step}", saved.last_step, "info")]
+    opening = _opening(scorer, run.path, settings["steps"], settings, saved.last_step + 1,
+                       [Notice(f"resumed after step {saved.last_step}", saved.last_step, "info")])
     chain = Chain(saved.frame(saved.last_step), backend, scorer, settings["steps"],
                   settings["prompt"], settings["seed"], start=saved.last_step,
                   reference=saved.frame(0))
     return _recorded(run, opening, run_chain(chain, stop))
+
+
+def _opening(scorer: Scorer, path: Path, steps: int, settings: dict[str, Any],
+             first_step: int, notices: list[Notice]) -> Iterator[Event]:
+    """The metrics load (with a line saying which one is awaited), then `Started` with the
+    columns that loaded, then the run's own notices and one line per reason a metric is out."""
+    yield from scorer.load()
+    yield Started(path, steps, scorer.infos, scorer.unavailable, settings, first_step)
+    yield from notices
+    yield from unavailable_notices(scorer.unavailable)
 
 
 def _recorded(run: RunDir, opening: Iterable[Event], events: Iterator[Event]

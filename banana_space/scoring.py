@@ -3,19 +3,35 @@
 A failing score is a NaN cell plus a warning; it never stops the run or the other scores. A
 frame whose size differs from the input's (editors sometimes change the aspect ratio) is scored
 as it is by the no-reference metrics, and resized to the input's size for fidelity only.
+
+Metrics are created when a run's events begin (`Scorer.load`, which says which one it waits
+for), not when the run is started, and what one frame's scoring will cost in memory is known
+from its size (`Scorer.memory_needed`), so the chain can wait its turn in the budget.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from PIL import Image
 
+from .budget import BUDGET, MemoryBudget, describe, scoring_bytes
+from .events import Notice
 from .judges import Judge
-from .metrics import FIDELITY, POOL, MetricPool, ScoreInfo, metric_info, to_tensor
+from .metrics import (
+    FIDELITY,
+    POOL,
+    MetricPool,
+    MetricUnavailable,
+    ScoreInfo,
+    metric_info,
+    to_tensor,
+)
 
 
 @dataclass
@@ -27,11 +43,11 @@ class FrameScores:
 
 class Scorer:
     def __init__(self, metrics: Sequence[str], judges: Sequence[Judge] = (),
-                 pool: MetricPool = POOL) -> None:
-        self.pool = pool
+                 pool: MetricPool = POOL, budget: MemoryBudget = BUDGET) -> None:
+        self.pool, self.budget = pool, budget
         self.unavailable: dict[str, str] = {}
-        wanted = [*metrics, *FIDELITY]
-        self.metrics = [name for name in dict.fromkeys(wanted) if self._loads(name)]
+        self.wanted = list(dict.fromkeys([*metrics, *FIDELITY]))
+        self.metrics: list[str] = []  # the wanted ones that loaded (`load`)
         self.judges = []
         for judge in judges:
             reason = judge.unavailable_reason()
@@ -40,11 +56,35 @@ class Scorer:
             else:
                 self.judges.append(judge)
 
-    def _loads(self, name: str) -> bool:
-        reason = self.pool.unavailable_reason(name)
-        if reason:
-            self.unavailable[name] = reason
-        return reason is None
+    def load(self) -> Iterator[Notice]:
+        """Create the wanted metrics, all at once in the background, saying which one we wait
+        for; what is not there within the pool's time limit is unavailable for this run."""
+        for name in self.wanted:
+            self.pool.begin(name)
+        deadline = time.monotonic() + self.pool.load_seconds
+        for index, name in enumerate(self.wanted, 1):
+            if not self.pool.is_ready(name):
+                yield Notice(f"loading {name} {index}/{len(self.wanted)}…", None, "info")
+            try:
+                self.pool.get(name, deadline)
+            except MetricUnavailable as error:
+                self.unavailable[name] = str(error)
+        self.metrics = [name for name in self.wanted if name not in self.unavailable]
+
+    def memory_needed(self, *sizes: tuple[int, int]) -> int:
+        """The estimated peak memory of scoring one frame (budget.py): the larger of the
+        frame's and the input's sizes, since fidelity scores the frame at the input's."""
+        return scoring_bytes(self.wanted, max(width * height for width, height in sizes))
+
+    def check_fits(self, size: tuple[int, int]) -> None:
+        """Refuse, before a run starts, frames that could never be scored within the budget."""
+        needed = self.memory_needed(size)
+        if not self.budget.fits(needed):
+            raise ValueError(
+                f"scoring a {size[0]} x {size[1]} frame with {', '.join(self.wanted)} needs "
+                f"about {describe(needed)} of memory; this server's scoring budget is "
+                f"{describe(self.budget.capacity)} (BANANA_MEMORY_GB). Use a smaller image or "
+                "fewer metrics.")
 
     @property
     def infos(self) -> list[ScoreInfo]:
@@ -56,6 +96,12 @@ class Scorer:
                 + [i for i in infos if i.role == "metric"])
 
     def score(self, image: Image.Image, reference: Image.Image) -> FrameScores:
+        result = self.measure(image, reference)
+        self.ask_judges(image, result)
+        return result
+
+    def measure(self, image: Image.Image, reference: Image.Image) -> FrameScores:
+        """The metrics' scores: the part of scoring that `memory_needed` estimates."""
         result = FrameScores({})
         tensor = to_tensor(image)
         if image.size != reference.size:
@@ -70,9 +116,12 @@ class Scorer:
         for name in self.metrics:
             args = (resized, reference_tensor) if name in FIDELITY else (tensor,)
             result.scores[name] = self._safely(result, self.pool.score, name, *args)
+        return result
+
+    def ask_judges(self, image: Image.Image, result: FrameScores) -> None:
+        """The judges' ratings, added to `result` (a network call or a GPU slice each)."""
         for judge in self.judges:
             result.scores[judge.info.name] = self._rate(judge, image, result)
-        return result
 
     @staticmethod
     def _rate(judge: Judge, image: Image.Image, result: FrameScores) -> float:
@@ -100,6 +149,16 @@ class Scorer:
         if math.isnan(value):
             result.warnings.append(f"{name} gave no finite score on this frame")
         return value
+
+
+def unavailable_notices(unavailable: dict[str, str]) -> list[Notice]:
+    """One short line per reason: "18 metrics unavailable: weights not reachable (offline?)"."""
+    by_reason: dict[str, list[str]] = defaultdict(list)
+    for name, reason in unavailable.items():
+        by_reason[reason].append(name)
+    return [Notice(f"{names[0]} is unavailable: {reason}" if len(names) == 1 else
+                   f"{len(names)} metrics unavailable: {reason}", None)
+            for reason, names in by_reason.items()]
 
 
 def _short(error: Exception) -> str:

@@ -23,7 +23,7 @@ from PIL import Image
 from banana_space import backends
 from banana_space.backends.base import BackendInfo, Edit, Entry
 from banana_space.backends.simulate import SimulateBackend
-from banana_space.events import Finished, FrameScored, Notice
+from banana_space.events import Finished, FrameScored, Notice, Started
 from banana_space.metrics import POOL, MetricPool
 from banana_space.rundir import load_run, zip_path
 from banana_space.runs import RunSpec, prune_runs, resume_run, start_run
@@ -62,13 +62,17 @@ def test_generator_failure_at_step_k_keeps_frames_before_it(photo, tmp_path,
     assert isinstance(end, Finished) and end.status == "failed" and end.last_step == 2
     assert end.reason == "failed at step 3: ConnectionError: connection reset by peer"
     assert [e.step for e in events if isinstance(e, FrameScored)] == [0, 1, 2]
-    run = events[0].run_dir
+    run = run_dir_of(events)
     saved = load_run(run)
     assert saved.last_step == 2 and saved.meta["status"] == "failed"
     assert "step 3" in saved.meta["reason"]
     with zipfile.ZipFile(zip_path(run)) as archive:
         frames = sorted(n for n in archive.namelist() if "/frames/" in n)
     assert [Path(n).name for n in frames] == ["step_000.png", "step_001.png", "step_002.png"]
+
+
+def run_dir_of(events: list) -> Path:
+    return next(e.run_dir for e in events if isinstance(e, Started))
 
 
 class FlakyPool(MetricPool):
@@ -97,7 +101,7 @@ def test_one_metric_failing_on_one_frame_is_one_missing_cell(photo, tmp_path) ->
     warnings = [(e.step, e.message) for e in events if isinstance(e, Notice)]
     assert (2, "piqe failed on this frame: RuntimeError: CUDA out of memory (pretend)") in warnings
     assert (5, "entropy gave no finite score on this frame") in warnings
-    verdict = {r["metric"]: r for r in csv.DictReader((events[0].run_dir / "verdict.csv").open())}
+    verdict = {r["metric"]: r for r in csv.DictReader((run_dir_of(events) / "verdict.csv").open())}
     assert verdict["entropy"]["detects"] == "undecided"  # NaN at the checkpoint: not a pass
     assert verdict["psnr"]["detects"] == "yes"
 
@@ -111,9 +115,9 @@ def test_stop_mid_run_keeps_what_was_made(photo, tmp_path) -> None:
             stop.set()
     end = events[-1]
     assert end.status == "stopped" and 2 <= end.last_step < 50
-    saved = load_run(events[0].run_dir)
+    saved = load_run(run_dir_of(events))
     assert saved.meta["status"] == "stopped" and saved.last_step == end.last_step
-    assert zip_path(events[0].run_dir).is_file()
+    assert zip_path(run_dir_of(events)).is_file()
 
 
 def test_a_consumer_that_goes_away_leaves_no_thread_running(photo, tmp_path) -> None:

@@ -1,0 +1,175 @@
+"""How much memory scoring and decoding may use, across every run in the process.
+
+A public Space has one container for every visitor: four 2K frames scored at once used to take
+a 16 GB Space past its limit, and every visitor's run died with it. So each frame to score (and
+each large image to decode) first reserves its estimated peak from one `MemoryBudget`; a frame
+that does not fit now waits its turn (first come, first served) and is never dropped, and a frame
+that could never fit is refused before its run starts.
+
+The budget is `BANANA_MEMORY_GB` if set; otherwise half of what the container may use (its
+cgroup limit, or the machine's memory): the other half is the process itself (torch, gradio, the
+loaded metrics), the operating system and headroom for estimates that run short.
+
+The estimates are bytes per pixel, measured (not guessed) by bench/memory_costs.py: the peak
+resident memory each metric adds while scoring one frame, the largest ratio seen at 512², 1024²
+and 2048². A metric the bench did not measure (the deep ones, which need weights) is assumed
+to cost as much as the costliest one it did.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import os
+import threading
+from collections import deque
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+GB = 1024 ** 3
+
+# Peak bytes per pixel each metric adds while it scores one frame (the frame's tensors already
+# made): the largest of 512², 1024² and 2048² printed by `.venv/bin/python bench/memory_costs.py`
+# (pyiqa 0.1.16, torch 2.14.1, CPU; brisque 113, niqe 416, piqe 86, entropy 28, psnr 24,
+# ssim 125), plus 10 % and rounded up.
+METRIC_BYTES_PER_PIXEL: dict[str, float] = {
+    "brisque": 125.0,
+    "niqe": 460.0,
+    "piqe": 95.0,
+    "entropy": 31.0,
+    "psnr": 27.0,
+    "ssim": 138.0,
+}
+# The frame's own tensors (image, reference, a resized copy) and their conversion from PIL:
+# row "frame", 109 (at 512²; 62 at 2048²).
+FRAME_BYTES_PER_PIXEL = 120.0
+# Decoding an upload, per declared pixel: rows "decode" (11.4) and "decode 4x" (18.9: an upload
+# downscaled to the side limit).
+DECODE_BYTES_PER_PIXEL = 21.0
+
+
+def return_freed_memory(threshold: int = 128 * 1024) -> None:
+    """Make glibc give large freed blocks back to the system at once.
+
+    By default glibc raises its mmap threshold (up to 32 MB) after the first large free, so a
+    frame's tensors then come from per-thread arenas that keep their peak after the frame is
+    done: four visitors scoring in four threads kept twice the budget resident (the test in
+    tests/test_budget.py). A fixed threshold maps every block above it on its own and unmaps it
+    when freed, so what the budget counts is what the process holds. Elsewhere than glibc, a
+    no-op."""
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        return
+    m_mmap_threshold = -3  # from glibc's malloc.h
+    libc.mallopt(m_mmap_threshold, threshold)
+
+
+def scoring_bytes(metrics: Iterable[str], pixels: int) -> int:
+    """Estimated peak memory to score one frame of `pixels` with `metrics`, one after another
+    (so the costliest metric, not their sum, sets the peak)."""
+    unmeasured = max(METRIC_BYTES_PER_PIXEL.values())
+    per_pixel = max((METRIC_BYTES_PER_PIXEL.get(name, unmeasured) for name in metrics),
+                    default=0.0)
+    return math.ceil((FRAME_BYTES_PER_PIXEL + per_pixel) * pixels)
+
+
+def decode_bytes(pixels: int) -> int:
+    return math.ceil(DECODE_BYTES_PER_PIXEL * pixels)
+
+
+def memory_limit_bytes() -> int:
+    """What this process may use: the cgroup's limit (v2, then v1), else the machine's memory."""
+    limits = []
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            text = Path(path).read_text().strip()
+        except OSError:
+            continue
+        if text.isdigit():
+            limits.append(int(text))
+    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return min([total, *limits])  # "no limit" in v1 is a huge number, above the machine's
+
+
+def default_budget_bytes() -> int:
+    configured = os.environ.get("BANANA_MEMORY_GB")
+    if configured:
+        return int(float(configured) * GB)
+    return memory_limit_bytes() // 2
+
+
+class Reservation:
+    """A place in the budget's queue; memory is ours from `granted` until `release`."""
+
+    def __init__(self, budget: MemoryBudget, nbytes: int) -> None:
+        self.budget, self.nbytes, self.granted = budget, nbytes, False
+
+    def wait(self, cancelled: Callable[[], bool] = lambda: False, poll: float = 0.1) -> bool:
+        """Block until granted (True), or until `cancelled()` says to give up (False)."""
+        with self.budget._changed:
+            while not self.granted:
+                if cancelled():
+                    self.budget._withdraw(self)
+                    return False
+                self.budget._changed.wait(poll)
+        return True
+
+    def release(self) -> None:
+        self.budget._release(self)
+
+    def __enter__(self) -> Reservation:
+        self.wait()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+class MemoryBudget:
+    """A first-come, first-served queue for memory. A request larger than the whole budget
+    waits until it can run alone (callers refuse those up front, see `fits`)."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self.used = 0
+        self._queue: deque[Reservation] = deque()
+        self._changed = threading.Condition()
+
+    def fits(self, nbytes: int) -> bool:
+        return nbytes <= self.capacity
+
+    def request(self, nbytes: int) -> Reservation:
+        """Join the queue; the reservation is granted at once if it fits now."""
+        reservation = Reservation(self, min(nbytes, self.capacity))
+        with self._changed:
+            self._queue.append(reservation)
+            self._grant()
+        return reservation
+
+    def _grant(self) -> None:
+        while self._queue and self.used + self._queue[0].nbytes <= self.capacity:
+            head = self._queue.popleft()
+            head.granted, self.used = True, self.used + head.nbytes
+        self._changed.notify_all()
+
+    def _withdraw(self, reservation: Reservation) -> None:
+        if reservation in self._queue:
+            self._queue.remove(reservation)
+            self._grant()
+
+    def _release(self, reservation: Reservation) -> None:
+        with self._changed:
+            if reservation.granted:
+                reservation.granted, self.used = False, self.used - reservation.nbytes
+            else:
+                self._withdraw(reservation)
+            self._grant()
+
+
+def describe(nbytes: int) -> str:
+    return f"{nbytes / GB:.1f} GB" if nbytes >= GB / 10 else f"{nbytes / 1024 ** 2:.0f} MB"
+
+
+return_freed_memory()
+BUDGET = MemoryBudget(default_budget_bytes())

@@ -1,0 +1,155 @@
+"""The real app under load: many visitors at once, and many runs in a row.
+
+`python app.py` runs in a subprocess on a free port; visitors are gradio_client clients calling
+/run as the page does. The server's memory is read from /proc/<pid>/status: VmRSS now, VmHWM
+(its peak since it started), and its thread count.
+
+- visitors: N visitors at once, each uploading its own 2048 x 2048 image (a real photo with
+  planted noise) for a 2-step simulate chain with the four CPU metrics (+ psnr, ssim). Prints
+  the server's resident memory after a warm-up run, its peak, and the budget
+  (BANANA_MEMORY_GB, given with --budget-gb); every run must complete.
+- soak: R small runs back to back in one server process; prints RSS and threads after run 10
+  and after run R (goal: RSS within 10 %, threads flat).
+
+    .venv/bin/python bench/load.py visitors [--visitors 8] [--side 2048] [--budget-gb 4]
+    .venv/bin/python bench/load.py soak [--runs 100] [--side 256]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+
+import _setup
+from startup import free_port, wait_for_page
+
+METRICS = ["brisque", "niqe", "piqe", "entropy"]
+
+
+def server_status(pid: int) -> dict[str, int]:
+    """VmRSS and VmHWM in MB, and Threads, of the server process."""
+    wanted = {"VmRSS:": "rss", "VmHWM:": "peak", "Threads:": "threads"}
+    status = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key = line.split()[0] if line.strip() else ""
+        if key in wanted:
+            value = int(line.split()[1])
+            status[wanted[key]] = value // 1024 if key != "Threads:" else value
+    return status
+
+
+@contextmanager
+def app_server(root: Path, **env: str) -> Iterator[tuple[str, int]]:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/"
+    environment = {**os.environ, "GRADIO_SERVER_NAME": "127.0.0.1",
+                   "GRADIO_SERVER_PORT": str(port), "BANANA_RUNS_DIR": str(root / "runs"),
+                   "BANANA_KEEP_RUNS": "1000", **env}
+    with (root / "app.log").open("w") as log:
+        process = subprocess.Popen([sys.executable, "app.py"], cwd=_setup.REPO, env=environment,
+                                   stdout=log, stderr=subprocess.STDOUT)
+    try:
+        wait_for_page(url, process)
+        yield url, process.pid
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def run_once(url: str, image: Path, seed: int, steps: int = 2) -> str:
+    """One visitor's run through /run, every input by name; returns the final status line."""
+    from gradio_client import Client, handle_file
+
+    # a busy server answers an upload slowly: httpx's 5 s default is not a failure of ours
+    client = Client(url, verbose=False, httpx_kwargs={"timeout": 600})
+    wanted = {"upload": handle_file(str(image)), "steps": steps, "backend": "simulate",
+              "metrics": METRICS, "judges": [], "seed": seed}
+    parameters = client.view_api(print_info=False, return_format="dict")[
+        "named_endpoints"]["/run"]["parameters"]
+    final = client.predict(api_name="/run", **{
+        p["parameter_name"]: wanted.get(p["parameter_name"], p.get("parameter_default"))
+        for p in parameters})
+    client.close()
+    return final[0]
+
+
+def noisy_photo(side: int, seed: int, path: Path) -> Path:
+    import numpy as np
+    from PIL import Image
+
+    pixels = np.asarray(_setup.photo(side), dtype=np.int16)
+    grain = np.random.default_rng(seed).integers(-8, 9, pixels.shape)
+    Image.fromarray(np.clip(pixels + grain, 0, 255).astype(np.uint8)).save(path)
+    return path
+
+
+def visitors(root: Path, count: int, side: int, budget_gb: float) -> None:
+    images = [noisy_photo(side, seed, root / f"visitor-{seed}.png") for seed in range(count)]
+    warm = noisy_photo(256, 99, root / "warm.png")
+    with app_server(root, BANANA_MEMORY_GB=str(budget_gb)) as (url, pid):
+        assert "Completed" in run_once(url, warm, 0)
+        before = server_status(pid)
+        with ThreadPoolExecutor(max_workers=count) as pool:
+            finals = list(pool.map(lambda i: run_once(url, images[i], i), range(count)))
+        after = server_status(pid)
+    completed = sum("Completed" in final for final in finals)
+    print(_setup.describe_machine())
+    _setup.print_table(
+        f"{count} visitors at once, each a 2-step chain on its own {side}² upload "
+        f"(BANANA_MEMORY_GB={budget_gb})",
+        ["server", "MB"], [["RSS after a warm-up run", before["rss"]],
+                           ["peak RSS (VmHWM) over the whole bench", after["peak"]],
+                           ["peak minus warm RSS", after["peak"] - before["rss"]],
+                           ["budget", round(budget_gb * 1024)]])
+    print(f"runs completed: {completed} of {count}")
+
+
+def soak(root: Path, runs: int, side: int) -> None:
+    image = noisy_photo(side, 1, root / "soak.png")
+    marks = {}
+    with app_server(root) as (url, pid):
+        for number in range(1, runs + 1):
+            assert "Completed" in run_once(url, image, number), number
+            if number in (10, runs):
+                marks[number] = server_status(pid)
+    ten, last = marks[10], marks[runs]
+    print(_setup.describe_machine())
+    _setup.print_table(f"{runs} runs back to back in one server (2 steps, {side}², "
+                       f"{', '.join(METRICS)} + psnr, ssim)",
+                       ["after run", "RSS MB", "threads"],
+                       [[10, ten["rss"], ten["threads"]], [runs, last["rss"], last["threads"]]])
+    print(f"RSS change from run 10 to run {runs}: {100 * (last['rss'] / ten['rss'] - 1):+.1f} % "
+          f"(goal within 10 %); threads {ten['threads']} -> {last['threads']}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="what", required=True)
+    crowd = sub.add_parser("visitors")
+    crowd.add_argument("--visitors", type=int, default=8)
+    crowd.add_argument("--side", type=int, default=2048)
+    crowd.add_argument("--budget-gb", type=float, default=4.0)
+    long = sub.add_parser("soak")
+    long.add_argument("--runs", type=int, default=100)
+    long.add_argument("--side", type=int, default=256)
+    args = parser.parse_args()
+    root = Path(tempfile.mkdtemp(prefix="banana-bench-load-"))
+    try:
+        if args.what == "visitors":
+            visitors(root, args.visitors, args.side, args.budget_gb)
+        else:
+            soak(root, args.runs, args.side)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

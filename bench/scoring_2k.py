@@ -1,0 +1,146 @@
+"""One 2048 x 2048 frame scored with brisque, niqe, piqe, entropy, psnr and ssim: the engine
+against bare pyiqa, side by side in one run (issue 12's goals: <= 1/3 of the time, <= 2 GB
+added to the peak).
+
+Each way runs in its own child process (bare pyiqa peaks near 10 GB at 2K, so it runs once, not
+in a loop): every metric is created once and warmed up on a small frame, then the 2K frame (a
+real photo, and one `simulate` step of it as the frame) is scored once and timed metric by
+metric. Peak memory is the kernel's high-water mark (VmHWM) reset just before scoring, minus the
+resident memory at that moment. The scores of both ways must agree to 1e-6 relative. A third
+child is the engine with THP_MEM_ALLOC_ENABLE=0 (4 KiB pages), to see what huge pages do for
+niqe, now the costliest metric. Check `free -g` first: nothing else heavy should run meanwhile.
+
+    .venv/bin/python bench/scoring_2k.py [--side 2048] [--skip-bare]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import _setup
+
+NO_REFERENCE = ("brisque", "niqe", "piqe", "entropy")
+FIDELITY = ("psnr", "ssim")
+
+
+def rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmRSS")
+
+
+def frames(side: int) -> tuple:
+    from banana_space.backends.simulate import SimulateBackend
+
+    reference = _setup.photo(side)
+    return SimulateBackend().edit(reference, "", seed=0, step=1).image, reference
+
+
+def engine(side: int) -> dict:
+    """The engine's Scorer, as a run scores a frame (memory budget and all)."""
+    from banana_space.scoring import Scorer
+
+    scorer = Scorer(NO_REFERENCE)
+    list(scorer.load())
+    assert scorer.metrics == [*NO_REFERENCE, *FIDELITY], scorer.unavailable
+    scorer.score(*frames(256))
+    per_metric: dict[str, float] = {}
+    pool_score = scorer.pool.score
+
+    def timed(name: str, *args: object) -> float:  # the pool's own call, with a stopwatch
+        started = time.perf_counter()
+        value = pool_score(name, *args)
+        per_metric[name] = time.perf_counter() - started
+        return value
+
+    scorer.pool.score = timed
+    image, reference = frames(side)
+    before = rss_mb()
+    _setup.reset_peak()
+    wall, cpu = time.perf_counter(), time.process_time()
+    scores = scorer.score(image, reference).scores
+    return {"wall": time.perf_counter() - wall, "cpu": time.process_time() - cpu,
+            "peak_added": _setup.peak_since_reset_mb() - before, "scores": scores,
+            "per_metric": per_metric}
+
+
+def bare(side: int) -> dict:
+    """pyiqa itself: metrics created once, called on tensors, one after another."""
+    import pyiqa
+    import torch
+
+    from banana_space.metrics import seed_weights, to_tensor
+
+    seed_weights(_setup.WEIGHTS)  # as the engine does before its first pyiqa metric
+    metrics = {name: pyiqa.create_metric(name, device="cpu")
+               for name in (*NO_REFERENCE, *FIDELITY)}
+
+    def score_all(image, reference, per_metric: dict) -> dict:
+        x, ref = to_tensor(image), to_tensor(reference)
+        scores = {}
+        with torch.inference_mode():
+            for name, metric in metrics.items():
+                started = time.perf_counter()
+                scores[name] = float(metric(x, ref) if name in FIDELITY else metric(x))
+                per_metric[name] = time.perf_counter() - started
+        return scores
+
+    score_all(*frames(256), {})
+    image, reference = frames(side)
+    before, per_metric = rss_mb(), {}
+    _setup.reset_peak()
+    wall, cpu = time.perf_counter(), time.process_time()
+    scores = score_all(image, reference, per_metric)
+    return {"wall": time.perf_counter() - wall, "cpu": time.process_time() - cpu,
+            "peak_added": _setup.peak_since_reset_mb() - before, "scores": scores,
+            "per_metric": per_metric}
+
+
+def in_child(way: str, side: int, **env: str) -> dict:
+    done = subprocess.run([sys.executable, __file__, "--child", way, "--side", str(side)],
+                          env={**os.environ, **env}, capture_output=True, text=True)
+    if done.returncode:
+        raise RuntimeError(done.stderr[-3000:])
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--side", type=int, default=2048)
+    parser.add_argument("--skip-bare", action="store_true")
+    parser.add_argument("--child", choices=("engine", "bare"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps((engine if args.child == "engine" else bare)(args.side)))
+        return
+    results = {"engine": in_child("engine", args.side),
+               "engine, THP off": in_child("engine", args.side, THP_MEM_ALLOC_ENABLE="0")}
+    if not args.skip_bare:
+        results["bare pyiqa"] = in_child("bare", args.side)
+        reference = results["bare pyiqa"]["scores"]
+        for name, value in results["engine"]["scores"].items():
+            assert abs(value - reference[name]) <= 1e-6 * abs(reference[name]), (name, value)
+    floor = results.get("bare pyiqa", results["engine"])
+    print(_setup.describe_machine())
+    _setup.print_table(
+        f"one {args.side} x {args.side} frame, {', '.join((*NO_REFERENCE, *FIDELITY))}; goals: "
+        "engine <= 1/3 of bare pyiqa's time, <= 2048 MB added",
+        ["way", "wall s", "CPU s", "peak MB added", "wall / bare", "CPU / bare"],
+        [[way, r["wall"], r["cpu"], round(r["peak_added"]), round(r["wall"] / floor["wall"], 3),
+          round(r["cpu"] / floor["cpu"], 3)] for way, r in results.items()])
+    for way, result in results.items():
+        print(f"{way}, wall seconds by metric: " + ", ".join(
+            f"{name} {seconds:.2f}" for name, seconds in result["per_metric"].items()))
+    print("scores (engine): " + ", ".join(f"{name} {value:.6g}" for name, value in
+                                          results["engine"]["scores"].items()))
+
+
+if __name__ == "__main__":
+    main()

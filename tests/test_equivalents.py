@@ -1,0 +1,105 @@
+"""The exact equivalents (banana_space/equivalents.py) give pyiqa's own scores.
+
+Every case compares the engine's metric object with a fresh `pyiqa.create_metric` of the same
+name, on real photos, random images, odd sizes and tiny ones. Sizes stay at or below 1024² so
+that pyiqa's own entropy (2 GB of one-hot at 1024²) fits a CI machine.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from conftest import EXAMPLES
+from PIL import Image
+
+from banana_space import equivalents
+from banana_space.metrics import build_metric, to_tensor
+
+RELATIVE = 1e-6
+
+
+def photo(name: str, size: tuple[int, int] | None = None) -> Image.Image:
+    with Image.open(EXAMPLES / name) as image:
+        rgb = image.convert("RGB")
+    return rgb.resize(size, Image.Resampling.BICUBIC) if size else rgb
+
+
+def noise(width: int, height: int, seed: int) -> Image.Image:
+    pixels = np.random.default_rng(seed).integers(0, 256, (height, width, 3), dtype=np.uint8)
+    return Image.fromarray(pixels)
+
+
+def damaged(image: Image.Image, seed: int) -> Image.Image:
+    """The reference for ssim: the frame with planted noise (a chain's typical damage)."""
+    pixels = np.asarray(image, dtype=np.int16)
+    grain = np.random.default_rng(seed).integers(-20, 21, pixels.shape)
+    return Image.fromarray(np.clip(pixels + grain, 0, 255).astype(np.uint8))
+
+
+CASES = {
+    "photo chelsea 451x300": lambda: photo("chelsea.png"),
+    "photo coffee": lambda: photo("coffee.png"),
+    "photo rocket (jpeg)": lambda: photo("rocket.jpg"),
+    "photo astronaut 1024x1024": lambda: photo("astronaut.png", (1024, 1024)),
+    "random 640x480": lambda: noise(640, 480, 1),
+    "random odd 1023x517": lambda: noise(1023, 517, 2),
+    "photo odd 517x1023": lambda: photo("astronaut.png", (517, 1023)),
+    "flat grey 300x200": lambda: Image.new("RGB", (300, 200), (128, 128, 128)),
+    "tiny 11x11": lambda: noise(11, 11, 3),
+    "tiny 12x40": lambda: noise(12, 40, 4),
+    "tiny 9x9": lambda: noise(9, 9, 5),
+}
+
+
+@pytest.fixture(scope="module")
+def metrics() -> dict[str, tuple[object, object]]:
+    import pyiqa
+
+    return {name: (build_metric(name, "cpu"), pyiqa.create_metric(name, device="cpu"))
+            for name in equivalents.EQUIVALENTS}
+
+
+def outcome(metric, *args: torch.Tensor) -> float | type:
+    """The score, or the type of error pyiqa's way raises on this input (e.g. 9x9 for ssim)."""
+    try:
+        with torch.inference_mode():
+            return float(metric(*args))
+    except (RuntimeError, ValueError, AssertionError) as error:
+        return type(error)
+
+
+def test_the_engine_builds_the_equivalents(metrics) -> None:
+    assert type(metrics["entropy"][0].net) is equivalents.CountedEntropy
+    assert type(metrics["ssim"][0].net) is equivalents.TiledSSIM
+    assert type(metrics["ssim"][1].net) is not equivalents.TiledSSIM
+
+
+@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("name", sorted(equivalents.EQUIVALENTS))
+def test_equivalent_scores_are_pyiqas(metrics, name: str, case: str) -> None:
+    image = CASES[case]()
+    args = (to_tensor(image),)
+    if name == "ssim":
+        args += (to_tensor(damaged(image, 7)),)
+    ours, theirs = (outcome(metric, *args) for metric in metrics[name])
+    if isinstance(theirs, type):
+        assert ours is theirs
+    else:
+        assert ours == pytest.approx(theirs, rel=RELATIVE, abs=1e-12)
+
+
+def test_ssim_tiles_cover_every_pixel_once(metrics, monkeypatch) -> None:
+    """With tiles far smaller than the frame (many edges, a ragged last row and column), the
+    stitched map is still pyiqa's map: a missing or doubled strip would change the mean."""
+    monkeypatch.setattr(equivalents, "SSIM_TILE_SIDE", 7)
+    image = photo("chelsea.png", (131, 97))
+    reference = damaged(image, 3)
+    ours, theirs = (outcome(metric, to_tensor(image), to_tensor(reference))
+                    for metric in metrics["ssim"])
+    assert ours == pytest.approx(theirs, rel=RELATIVE)
+
+
+def test_ssim_of_a_frame_with_itself_is_one(metrics) -> None:
+    image = to_tensor(photo("coffee.png"))
+    assert outcome(metrics["ssim"][0], image, image) == pytest.approx(1.0, rel=1e-12)
