@@ -159,7 +159,7 @@ def stream(view: RunView, events: Iterator[Any], stop: threading.Event) -> Itera
 def run(upload: str | None, steps: float, prompt: str, backend: str, metrics: list[str],
         judges: list[str], seed: float, strength: float, api_key: str, temperature: float,
         resolution: str | None, guidance_scale: float | None, inference_steps: float | None,
-        raw: bool, profile: str = "", *, request: gr.Request) -> Iterator[Any]:
+        raw: bool, request: gr.Request, profile: str = "") -> Iterator[Any]:
     """Run a replication chain and stream the page's view of it, frame by frame.
 
     Args:

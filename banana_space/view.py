@@ -127,7 +127,9 @@ class RunView:
         made = f"step {max(self.last_step, 0)} of {self.steps}"
         # Calls and spend matter where calls cost money; an offline backend's are noise.
         money = f" · {self.calls} calls · ≈ ${self.cost_usd:.2f} spent" if self.cost_usd else ""
-        if self.ended is None:
+        if self.ended is None and self.run_dir is None:  # metrics load before `Started`
+            head = "⏳ **Starting** · loading the metrics…"
+        elif self.ended is None:
             scoring = " · scoring it…" if self.history.last_step < self.last_step else ""
             head = f"⏳ **Running** · {made}{scoring}{money}"
         elif self.ended.status == "completed":

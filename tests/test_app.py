@@ -44,7 +44,9 @@ def app_url(runs_dir) -> str:
 def psnr_points(update: list) -> int:
     """How many steps the fidelity (PSNR) curve has reached in this update's plot."""
     figure = json.loads(update[PLOT]["plot"])
-    psnr = next(t for t in figure["data"] if t["name"].startswith("psnr"))
+    psnr = next((t for t in figure["data"] if t["name"].startswith("psnr")), None)
+    if psnr is None:  # the metrics are still loading: no curve yet
+        return 0
     return sum(y is not None for y in psnr["y"])
 
 
