@@ -27,7 +27,7 @@ from PIL import Image  # noqa: E402
 
 from banana_space.analysis import VerdictRow  # noqa: E402
 from banana_space.backends.simulate import PROFILES  # noqa: E402
-from banana_space.metrics import CPU_DEFAULTS  # noqa: E402
+from banana_space.metrics import CPU_DEFAULTS, expand_metric_names  # noqa: E402
 from banana_space.rundir import load_run  # noqa: E402
 from banana_space.runs import RunSpec, start_run  # noqa: E402
 
@@ -95,7 +95,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--metrics", default=",".join(CPU_DEFAULTS),
-                        help="comma-separated metric names")
+                        help="comma-separated metric names or presets (rulers, classics)")
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--side", type=int, default=256, help="longest side, px")
     parser.add_argument("--profiles", default=",".join(PROFILES))
@@ -105,7 +105,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True, help="the markdown file to write")
     args = parser.parse_args()
     began = time.monotonic()
-    text = table([m.strip() for m in args.metrics.split(",") if m.strip()], args.steps,
+    text = table(expand_metric_names(args.metrics), args.steps,
                  args.side, args.profiles.split(","), args.starts)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text + "\n")
