@@ -75,7 +75,8 @@ MAX_UPLOAD = "100mb"  # a 64-Mpx PNG, or ~70 frames of 1024 px PNGs in a zip; gr
 UPLOADS_KEEP_S = int(os.environ.get("BANANA_UPLOADS_KEEP_S", "86400"))
 DELETE_CACHE = (min(3600, UPLOADS_KEEP_S), UPLOADS_KEEP_S)
 WARMED = threading.Event()  # the metric pool's warm-up has been started
-STREAMING = {"run", "resume", "open"}  # the page's events a client may still call by name
+# The page's events a client may still call by name.
+STREAMING = {"run", "resume", "open", "replay_hub"}
 
 
 def choices(registry: dict[str, Any]) -> tuple[list[tuple[str, str]], str]:
@@ -291,7 +292,7 @@ with gr.Blocks(title="Banana Space", delete_cache=DELETE_CACHE) as demo:
                      OUTPUTS, api_name="run", concurrency_limit=4, **streaming)
     hub_button.click(hub_credit, hub_source, input_note, **plumbing)
     hub_button.click(replay_hub, [hub_source, steps, prompt, metrics, judges, seed, raw],
-                     OUTPUTS, concurrency_id="runs", show_progress="hidden", **plumbing)
+                     OUTPUTS, api_name="replay_hub", **streaming)
     stop_button.click(stop_run, None, status, api_name="stop", concurrency_limit=None)
     resume_button.click(resume, [run_dir, api_key, raw], OUTPUTS, api_name="resume",
                         **streaming)

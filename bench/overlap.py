@@ -109,6 +109,7 @@ def main() -> None:
     try:
         frame = _setup.photo(FRAME_SIDE)
         scorer = Scorer(CPU_DEFAULTS)
+        list(scorer.load())
         rows = []
         for t_gen in GENERATOR_SECONDS:
             before = score_seconds(scorer, frame)

@@ -61,6 +61,7 @@ def scorers() -> dict[str, Callable[[Any, Any], dict[str, float]]]:
     import pyiqa
 
     engine = Scorer(CPU_DEFAULTS)
+    list(engine.load())
     assert engine.metrics == list(NAMES), engine.unavailable
     created_once = {name: pyiqa.create_metric(name, device="cpu") for name in NAMES}
 

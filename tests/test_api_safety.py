@@ -90,7 +90,7 @@ def test_every_event_by_index_refuses_every_hostile_id_and_writes_nothing(site) 
             assert not answer.success, (name, run_id[:60], answer.data)
             assert_refused(answer.error or "", run_id)
     good = call(site["url"], index["compare"], ["good", 1])
-    assert good.success and good.data[0][1]["path"].endswith("step_001.png")
+    assert good.success and good.data[0]["value"][1]["path"].endswith("step_001.png")
     assert snapshot(site["outside"], REPO / "assets") == before
     assert not list(site["outside"].rglob("*.zip"))
 

@@ -50,33 +50,33 @@ def image_requests(server: FakeGemini) -> int:
 
 def test_five_step_nano_banana_run_streams_six_frames_and_the_judge_line(gemini,
                                                                          photo_path) -> None:
-    server, url, _ = gemini
+    server, url, root = gemini
     before = image_requests(server)
     job = Client(url, verbose=False).submit(*nano_banana_args(photo_path, 5), api_name="/run")
     final = job.result(timeout=300)
     sizes = [len(strip_frames(u)) for u in job.outputs()]
     assert sorted(set(sizes)) == [0, 1, 2, 3, 4, 5, 6]
     assert "Completed" in final[STATUS] and "5 calls" in final[STATUS]
-    assert "judge_gemini (reference)" in {row[0] for row in final[TABLE]["data"]}
+    assert "Gemini judge (gemini-2.5-flash) (reference)" in {row[0] for row in final[TABLE]["data"]}
     assert "Here is the exact replica." in final[TEXT]
     assert image_requests(server) - before == 5
     sent = [r for r in server.requests if r.wants_image][-1]
     assert sent.prompt == DEFAULT_PROMPT and sent.config["temperature"] == 0.7
-    with (Path(final[RUN_DIR]) / "scores.csv").open(newline="") as handle:
+    with (root / "runs" / final[RUN_DIR] / "scores.csv").open(newline="") as handle:
         judged = [float(r["score"]) for r in csv.DictReader(handle)
                   if r["metric"] == "judge_gemini"]
     assert judged == [3.42] * 6
 
 
 def test_a_safety_block_at_step_3_keeps_frames_0_to_2(gemini, photo_path) -> None:
-    server, url, _ = gemini
+    server, url, root = gemini
     server.fail_at(image_requests(server) + 3)
     final = Client(url, verbose=False).predict(*nano_banana_args(photo_path, 5),
                                                api_name="/run")
     assert "Failed" in final[STATUS] and "step 3" in final[STATUS]
     assert "SAFETY" in final[STATUS]
     assert len(strip_frames(final)) == 3
-    assert len(list((Path(final[RUN_DIR]) / "frames").glob("*.png"))) == 3
+    assert len(list((root / "runs" / final[RUN_DIR] / "frames").glob("*.png"))) == 3
 
 
 def test_an_error_that_echoes_the_key_is_scrubbed(gemini, photo_path) -> None:

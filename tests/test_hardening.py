@@ -25,7 +25,7 @@ from PIL import Image
 from raw_api import call, dependencies
 
 from banana_space.backends.simulate import DEFAULT_PROFILE
-from banana_space.events import Finished
+from banana_space.events import Finished, Started
 from banana_space.markup import plain
 from banana_space.rundir import RunBusy, lock_writer, write_atomic, zip_path
 from banana_space.runids import BadRunId, run_path
@@ -113,7 +113,7 @@ def test_markup_a_visitor_controls_is_shown_as_text() -> None:
                '<img src=http://host/x.png> [click](http://evil) ![i](http://evil/i.png)')
     view = RunView(run_dir=Path("runs/20260101-000000-abcdef"))
     view.ended = Finished("failed", 2, f"failed at step 3: frame {hostile}.png: damaged")
-    view.notices.append(f"skipped {hostile}.txt")
+    view.notices.append(("warning", f"skipped {hostile}.txt"))
     view.texts[1] = hostile
     for text in (view.status(), view.model_text(), plain(hostile)):
         assert "<a" not in text and "<img" not in text
@@ -124,7 +124,7 @@ def test_markup_a_visitor_controls_is_shown_as_text() -> None:
 
 def test_the_zip_is_named_after_the_run_and_explains_itself(photo, tmp_path) -> None:
     events = list(start_run(RunSpec(small(photo), 3, metrics=["entropy"]), tmp_path))
-    run_dir = events[0].run_dir
+    run_dir = next(e.run_dir for e in events if isinstance(e, Started))
     with zipfile.ZipFile(zip_path(run_dir)) as archive:
         names = set(archive.namelist())
         readme = archive.read(f"{run_dir.name}/README.txt").decode()

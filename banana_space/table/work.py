@@ -60,7 +60,10 @@ _SCORERS: dict[tuple[str, ...], Scorer] = {}
 
 def scorer_for(metrics: tuple[str, ...]) -> Scorer:
     if metrics not in _SCORERS:
-        _SCORERS[metrics] = Scorer(metrics)
+        scorer = Scorer(metrics)
+        for _ in scorer.load():  # a table has no status line: the progress bar is enough
+            pass
+        _SCORERS[metrics] = scorer
     return _SCORERS[metrics]
 
 
