@@ -59,3 +59,29 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
+
+
+# Debian's Chromium (not Playwright's download), started as the machine's notes say: without the
+# background-networking flags it keeps trying hosts this closed network refuses.
+CHROMIUM = Path("/usr/bin/chromium")
+LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+               "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """Headless Chromium for the browser tests; in CI a missing Chromium fails, elsewhere it
+    skips with how to install it."""
+    from playwright.sync_api import sync_playwright
+
+    if not CHROMIUM.is_file():
+        message = (f"{CHROMIUM} not found: install Debian's Chromium "
+                   "(`apt-get install -y chromium`; scripts/test.sh does it as root)")
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True,
+                                              args=LAUNCH_ARGS)
+        yield launched
+        launched.close()

@@ -34,16 +34,13 @@ from urllib.parse import urlparse
 import pytest
 from app_server import running_app
 from PIL import Image
-from playwright.sync_api import Browser, ConsoleMessage, Page, sync_playwright
+from playwright.sync_api import Browser, ConsoleMessage, Page
 
 from banana_space.view import VERDICT_COLUMN
 
 pytestmark = [pytest.mark.browser, pytest.mark.app]
 
-CHROMIUM = Path("/usr/bin/chromium")
 EXAMPLES = Path(__file__).parents[1] / "assets" / "examples"
-LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-               "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 SCREENSHOTS = Path(os.environ.get("BANANA_SCREENSHOTS") or tempfile.mkdtemp(prefix="shots-"))
 DESKTOP = {"width": 1280, "height": 900}
 PROJECTOR = {"width": 1280, "height": 720}
@@ -92,24 +89,6 @@ def look(page: Page) -> Snapshot:
     return Snapshot(**page.evaluate(SNAPSHOT_JS))
 
 
-@pytest.fixture(scope="module")
-def chromium() -> Path:
-    if not CHROMIUM.is_file():
-        message = (f"{CHROMIUM} not found: install Debian's Chromium "
-                   "(`apt-get install -y chromium`; scripts/test.sh does it as root)")
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
-    return CHROMIUM
-
-
-@pytest.fixture(scope="module")
-def browser(chromium: Path) -> Iterator[Browser]:
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(chromium), headless=True,
-                                              args=LAUNCH_ARGS)
-        yield launched
-        launched.close()
 
 
 @pytest.fixture(scope="module")

@@ -120,3 +120,23 @@ def test_installed_command_scores_a_tiny_chain(installed: Path, tmp_path: Path) 
     assert scored.returncode == 0, scored.stderr[-2000:]
     assert (tmp_path / "scored" / "verdict.csv").read_text().splitlines()[0].startswith("metric")
     assert "piqe" in scored.stdout
+
+
+def test_extras_exist_and_every_pin_matches_the_constraints() -> None:
+    """`pip install .[gpu|ray|mcp|test]` resolve to what the Space and CI install."""
+    import tomllib
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    assert {"gpu", "ray", "mcp", "test"} <= set(project["optional-dependencies"])
+    def normal(name: str) -> str:
+        return name.split("[")[0].strip().lower().replace("_", "-")
+
+    lines = [line.split("#")[0].strip() for file in ("constraints.txt", "requirements.txt")
+             for line in (REPO / file).read_text().splitlines()]
+    pinned = {normal(line.split("==")[0]): line.split("==")[1].strip()
+              for line in lines if "==" in line}
+    wanted = [*project["dependencies"], *(d for extra in project["optional-dependencies"].values()
+                                          for d in extra)]
+    for requirement in wanted:
+        name, version = requirement.split("==")
+        assert pinned.get(normal(name)) == version.strip(), (requirement, pinned.get(normal(name)))

@@ -10,13 +10,10 @@ moves (fooled in every chain); "mixed" falls in one chain and rises in the other
 from __future__ import annotations
 
 import math
-import os
-from collections.abc import Iterator
 from dataclasses import asdict
-from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, sync_playwright
+from playwright.sync_api import Browser
 
 from banana_space.metrics import ScoreInfo
 from banana_space.table import write_report
@@ -25,30 +22,9 @@ from banana_space.table.work import ChainResult
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = Path("/usr/bin/chromium")
-LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-               "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 STEPS = 21
 
 
-@pytest.fixture(scope="module")
-def chromium() -> Path:
-    if not CHROMIUM.is_file():
-        message = (f"{CHROMIUM} not found: install Debian's Chromium "
-                   "(`apt-get install -y chromium`; scripts/test.sh does it as root)")
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
-    return CHROMIUM
-
-
-@pytest.fixture(scope="module")
-def browser(chromium: Path) -> Iterator[Browser]:
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(chromium), headless=True,
-                                              args=LAUNCH_ARGS)
-        yield launched
-        launched.close()
 
 
 def _result(name: str, mixed_sign: float) -> ChainResult:
