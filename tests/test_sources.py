@@ -160,9 +160,12 @@ def test_a_13000_px_animated_gif_is_refused_from_its_header(tmp_path) -> None:
 
 
 def _peak_rss_mb(code: str, *args: str) -> tuple[int, str, float]:
-    """Run `code` in a fresh interpreter; its exit code, stderr, and peak RSS in MB."""
-    wrapper = (f"import resource, sys\n{code}\n"
-               "print('PEAK_RSS_KB', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+    """Run `code` in a fresh interpreter; its exit code, stderr, and peak RSS in MB. The peak is
+    the child's own VmHWM: getrusage's ru_maxrss carries the parent's high-water mark across
+    fork and exec, so after a long test session it reported pytest's 3.5 GB, not the CLI's."""
+    wrapper = (f"import sys\n{code}\n"
+               "hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM:')][0]\n"
+               "print('PEAK_RSS_KB', hwm.split()[1])\n"
                "sys.exit(status)")
     done = subprocess.run([sys.executable, "-c", wrapper, *args], cwd=REPO, text=True,
                           capture_output=True, env={**os.environ}, timeout=600)
