@@ -68,10 +68,11 @@ LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-ru
                "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
-    """Headless Chromium for the browser tests; in CI a missing Chromium fails, elsewhere it
-    skips with how to install it."""
+    """Headless Chromium for a browser test module; in CI a missing Chromium fails, elsewhere
+    it skips with how to install it. Per module, not per session: Playwright's sync API keeps an
+    event loop running while it is open, and other tests (the MCP client) run their own."""
     from playwright.sync_api import sync_playwright
 
     if not CHROMIUM.is_file():
