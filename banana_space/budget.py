@@ -30,39 +30,75 @@ GB = 1024 ** 3
 
 # Peak bytes per pixel each metric adds while it scores one frame (the frame's tensors already
 # made): the largest of 512², 1024² and 2048² printed by `.venv/bin/python bench/memory_costs.py`
-# (pyiqa 0.1.16, torch 2.14.1, CPU; brisque 113, niqe 416, piqe 86, entropy 28, psnr 24,
-# ssim 125), plus 10 % and rounded up.
+# (pyiqa 0.1.16, torch 2.14.1, CPU, with this module's malloc settings; brisque 100, niqe 415,
+# piqe 99.1, entropy 32, psnr 24, ssim 32.6), plus 10 % and rounded up.
 METRIC_BYTES_PER_PIXEL: dict[str, float] = {
-    "brisque": 125.0,
-    "niqe": 460.0,
-    "piqe": 95.0,
-    "entropy": 31.0,
+    "brisque": 110.0,
+    "niqe": 457.0,
+    "piqe": 110.0,
+    "entropy": 36.0,
     "psnr": 27.0,
-    "ssim": 138.0,
+    "ssim": 36.0,
 }
 # The frame's own tensors (image, reference, a resized copy) and their conversion from PIL:
-# row "frame", 109 (at 512²; 62 at 2048²).
-FRAME_BYTES_PER_PIXEL = 120.0
-# Decoding an upload, per declared pixel: rows "decode" (11.4) and "decode 4x" (18.9: an upload
+# row "frame", 71.5 (at 512²; 62 at 2048²).
+FRAME_BYTES_PER_PIXEL = 79.0
+# Decoding an upload, per declared pixel: rows "decode" (3.4) and "decode 4x" (18.8: an upload
 # downscaled to the side limit).
 DECODE_BYTES_PER_PIXEL = 21.0
 
 
-def return_freed_memory(threshold: int = 128 * 1024) -> None:
-    """Make glibc give large freed blocks back to the system at once.
+# glibc's malloc, set once for the process (elsewhere than glibc these are no-ops).
+_LIBC: ctypes.CDLL | None
+try:
+    _LIBC = ctypes.CDLL("libc.so.6")
+except OSError:
+    _LIBC = None
+GLIBC_MALLOC = _LIBC is not None
+# Blocks above this are mapped on their own and unmapped when freed; smaller ones are reused
+# from malloc's arena. Just above a 2K frame's float64 plane (2048² x 8 = 32 MiB), so the planes
+# pyiqa's metrics make and drop again and again at 2K, and the tiled SSIM's unfolded tiles
+# (15 MiB, 1,280 per 2K frame), are reused rather than faulted in and zeroed by the kernel each
+# time. Whole RGB frames (48 MiB and up) stay mapped on their own.
+MMAP_THRESHOLD = 32 * 1024 ** 2 + 1
+# The freed top of the arena kept for reuse rather than given back at once.
+TRIM_THRESHOLD = 2 * MMAP_THRESHOLD
+# One arena for every thread: glibc's default (8 per core) lets each visitor's threads keep
+# their own freed memory; scoring is one thread at a time per frame, so sharing costs little.
+ARENAS = 1
+# What glibc may hold freed between two trims, on top of what the budget counts.
+ALLOCATOR_SLACK_BYTES = ARENAS * TRIM_THRESHOLD
 
-    By default glibc raises its mmap threshold (up to 32 MB) after the first large free, so a
-    frame's tensors then come from per-thread arenas that keep their peak after the frame is
-    done: four visitors scoring in four threads kept twice the budget resident (the test in
-    tests/test_budget.py). A fixed threshold maps every block above it on its own and unmaps it
-    when freed, so what the budget counts is what the process holds. Elsewhere than glibc, a
-    no-op."""
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-    except OSError:
+
+def return_freed_memory() -> None:
+    """Make glibc reuse what a frame frees, and give it back when the frame is done.
+
+    By default glibc raises its mmap threshold (up to 32 MB) after the first large free, and
+    every thread may get its own arena (8 per core) that keeps its peak after the frame is done:
+    four visitors scoring in four threads kept twice the budget resident (the test in
+    tests/test_budget.py). Here the process has one arena with a fixed threshold and trim
+    threshold, and `trim_freed_memory` gives every freed page back each time a frame's
+    reservation ends, so what the process holds between frames is what the budget counts plus
+    at most `ALLOCATOR_SLACK_BYTES`.
+
+    A low fixed threshold (128 KiB) held memory tighter still, but then every large block was
+    mapped, faulted in and zeroed again on each use: one 2K frame spent more time in the kernel
+    than in the metrics (bench/scoring_2k.py: ssim 5.5 s instead of 1.6 s, brisque and niqe
+    1.5 s more). Torch's huge-page CPU allocator (THP_MEM_ALLOC_ENABLE=1) softened that, and the
+    engine used to turn it on; with blocks reused it no longer helps (equal at 1024², 12 % slower
+    at 2K, where the kernel compacts memory to find huge pages), so it is left off."""
+    if _LIBC is None:
         return
-    m_mmap_threshold = -3  # from glibc's malloc.h
-    libc.mallopt(m_mmap_threshold, threshold)
+    m_trim_threshold, m_mmap_threshold, m_arena_max = -1, -3, -8  # from glibc's malloc.h
+    _LIBC.mallopt(m_mmap_threshold, MMAP_THRESHOLD)
+    _LIBC.mallopt(m_trim_threshold, TRIM_THRESHOLD)  # left alone, it would stay at 128 KiB
+    _LIBC.mallopt(m_arena_max, ARENAS)
+
+
+def trim_freed_memory() -> None:
+    """Give every free page in malloc's arenas back to the system (glibc's `malloc_trim`)."""
+    if _LIBC is not None:
+        _LIBC.malloc_trim(0)
 
 
 def scoring_bytes(metrics: Iterable[str], pixels: int) -> int:
@@ -159,6 +195,8 @@ class MemoryBudget:
             self._grant()
 
     def _release(self, reservation: Reservation) -> None:
+        if reservation.granted:
+            trim_freed_memory()  # the frame's memory is free now: hand it back before the next
         with self._changed:
             if reservation.granted:
                 reservation.granted, self.used = False, self.used - reservation.nbytes
@@ -172,4 +210,5 @@ def describe(nbytes: int) -> str:
 
 
 return_freed_memory()
-BUDGET = MemoryBudget(default_budget_bytes())
+# What glibc may keep freed is held back from the budget: frames share what is left.
+BUDGET = MemoryBudget(max(0, default_budget_bytes() - ALLOCATOR_SLACK_BYTES))

@@ -31,13 +31,6 @@ from .rulers import RULERS
 
 Role = Literal["metric", "fidelity", "judge"]
 
-# pyiqa's classic metrics make GB-sized temporaries for each 1024 px frame (ssim's float64
-# convolutions, entropy's one-hot histogram). On 4 KiB pages the kernel spends more CPU time
-# faulting them in than the metrics spend computing; torch backs large tensors with transparent
-# huge pages when this is set before its first allocation (bench/scoring.py). Scores are the
-# same to the bit; THP_MEM_ALLOC_ENABLE=0 turns it off.
-os.environ.setdefault("THP_MEM_ALLOC_ENABLE", "1")
-
 # Full-reference fidelity to frame 0: in a replication chain the input *is* the right answer.
 FIDELITY = ("psnr", "ssim")
 # The no-reference metrics that load on any CPU with no download beyond ../shared/weights.

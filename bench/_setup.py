@@ -46,8 +46,6 @@ def describe_machine() -> str:
     """CPU model, cores, torch threads and versions: printed above every table."""
     import torch
 
-    import banana_space.metrics  # noqa: F401  (sets THP_MEM_ALLOC_ENABLE as a run does)
-
     return (f"{cpu_model()} · {os.cpu_count()} cores · torch {torch.__version__} with "
             f"{torch.get_num_threads()} threads · Python {platform.python_version()} · "
             f"THP_MEM_ALLOC_ENABLE={os.environ.get('THP_MEM_ALLOC_ENABLE', 'unset')}")

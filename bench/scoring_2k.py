@@ -7,8 +7,9 @@ in a loop): every metric is created once and warmed up on a small frame, then th
 real photo, and one `simulate` step of it as the frame) is scored once and timed metric by
 metric. Peak memory is the kernel's high-water mark (VmHWM) reset just before scoring, minus the
 resident memory at that moment. The scores of both ways must agree to 1e-6 relative. A third
-child is the engine with THP_MEM_ALLOC_ENABLE=0 (4 KiB pages), to see what huge pages do for
-niqe, now the costliest metric. Check `free -g` first: nothing else heavy should run meanwhile.
+child is the engine with THP_MEM_ALLOC_ENABLE=1 (torch's CPU allocator on transparent huge
+pages, which the engine once turned on and now leaves off: see budget.return_freed_memory).
+Check `free -g` first: nothing else heavy should run meanwhile.
 
     .venv/bin/python bench/scoring_2k.py [--side 2048] [--skip-bare]
 """
@@ -121,7 +122,7 @@ def main() -> None:
         print(json.dumps((engine if args.child == "engine" else bare)(args.side)))
         return
     results = {"engine": in_child("engine", args.side),
-               "engine, THP off": in_child("engine", args.side, THP_MEM_ALLOC_ENABLE="0")}
+               "engine, THP on": in_child("engine", args.side, THP_MEM_ALLOC_ENABLE="1")}
     if not args.skip_bare:
         results["bare pyiqa"] = in_child("bare", args.side)
         reference = results["bare pyiqa"]["scores"]

@@ -54,18 +54,19 @@ def wait_for_page(url: str, process: subprocess.Popen, limit: float = 120) -> No
 
 
 def first_frame(url: str, image: Path) -> float:
-    """Submit a 1-step simulate run; return when an update holds frame 0. Arguments go by
-    name, every other input at its default, so the bench follows the app's signature."""
+    """Submit a 1-step simulate run through the page's own streaming event; return when an
+    update holds frame 0."""
     from gradio_client import Client, handle_file
 
+    from banana_space.backends.simulate import DEFAULT_PROFILE
+    from banana_space.prompts import DEFAULT_PROMPT
+
     client = Client(url, verbose=False)
-    wanted = {"upload": handle_file(str(image)), "steps": 1, "backend": "simulate",
-              "metrics": METRICS, "judges": []}
-    parameters = client.view_api(print_info=False, return_format="dict")[
-        "named_endpoints"]["/run"]["parameters"]
-    job = client.submit(api_name="/run", **{
-        p["parameter_name"]: wanted.get(p["parameter_name"], p.get("parameter_default"))
-        for p in parameters})
+    # /run is undocumented (view_api does not list it): its inputs in app.py's order, i.e.
+    # upload, steps, prompt, backend, metrics, judges, seed, strength, api_key, temperature,
+    # resolution, guidance, inference_steps, raw, profile
+    job = client.submit(handle_file(str(image)), 1, DEFAULT_PROMPT, "simulate", METRICS, [], 0,
+                        1.0, "", 1.0, None, None, None, False, DEFAULT_PROFILE, api_name="/run")
     for update in job:
         if update[2]:  # the strip holds frame 0
             job.cancel()
