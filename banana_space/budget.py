@@ -30,15 +30,15 @@ GB = 1024 ** 3
 
 # Peak bytes per pixel each metric adds while it scores one frame (the frame's tensors already
 # made): the largest of 512², 1024² and 2048² printed by `.venv/bin/python bench/memory_costs.py`
-# (pyiqa 0.1.16, torch 2.14.1, CPU, with this module's malloc settings; brisque 100, niqe 415,
-# piqe 99.1, entropy 32, psnr 24, ssim 32.6), plus 10 % and rounded up.
+# (pyiqa 0.1.16, torch 2.14.1, CPU, with this module's malloc settings; the larger of two runs:
+# brisque 100, niqe 419, piqe 99.1, entropy 32, psnr 24, ssim 39.7), plus 10 % and rounded up.
 METRIC_BYTES_PER_PIXEL: dict[str, float] = {
     "brisque": 110.0,
-    "niqe": 457.0,
+    "niqe": 461.0,
     "piqe": 110.0,
     "entropy": 36.0,
     "psnr": 27.0,
-    "ssim": 36.0,
+    "ssim": 44.0,
 }
 # The frame's own tensors (image, reference, a resized copy) and their conversion from PIL:
 # row "frame", 71.5 (at 512²; 62 at 2048²).
@@ -85,8 +85,8 @@ def return_freed_memory() -> None:
     mapped, faulted in and zeroed again on each use: one 2K frame spent more time in the kernel
     than in the metrics (bench/scoring_2k.py: ssim 5.5 s instead of 1.6 s, brisque and niqe
     1.5 s more). Torch's huge-page CPU allocator (THP_MEM_ALLOC_ENABLE=1) softened that, and the
-    engine used to turn it on; with blocks reused it no longer helps (equal at 1024², 12 % slower
-    at 2K, where the kernel compacts memory to find huge pages), so it is left off."""
+    engine used to turn it on; with blocks reused it no longer helps (0-23 % slower at 1024²,
+    9-32 % at 2K, where the kernel compacts memory to find huge pages), so it is left off."""
     if _LIBC is None:
         return
     m_trim_threshold, m_mmap_threshold, m_arena_max = -1, -3, -8  # from glibc's malloc.h
