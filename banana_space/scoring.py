@@ -109,7 +109,7 @@ class Scorer:
                 f"frame is {image.size[0]} x {image.size[1]}, the input "
                 f"{reference.size[0]} x {reference.size[1]}: resized to the input's size "
                 "for fidelity")
-            resized = to_tensor(image.resize(reference.size, Image.Resampling.BICUBIC))
+            resized = to_tensor(at_input_size(image, reference))
         else:
             resized = tensor
         reference_tensor = to_tensor(reference)
@@ -149,6 +149,14 @@ class Scorer:
         if math.isnan(value):
             result.warnings.append(f"{name} gave no finite score on this frame")
         return value
+
+
+def at_input_size(image: Image.Image, reference: Image.Image) -> Image.Image:
+    """The frame as fidelity sees it: a cropped or resized frame is compared with the input at
+    the input's size."""
+    if image.size == reference.size:
+        return image
+    return image.resize(reference.size, Image.Resampling.BICUBIC)
 
 
 def unavailable_notices(unavailable: dict[str, str]) -> list[Notice]:

@@ -34,7 +34,7 @@ import _setup
 
 from banana_space.backends.simulate import SimulateBackend
 from banana_space.metrics import CPU_DEFAULTS, FIDELITY, to_tensor
-from banana_space.scoring import Scorer
+from banana_space.scoring import Scorer, at_input_size
 
 FRAME_SIDE = 1024
 NAMES = (*CPU_DEFAULTS, *FIDELITY)
@@ -50,12 +50,10 @@ def chain_frames(count: int) -> list[Any]:
 
 def _bare_scores(metrics: dict[str, Any], frame: Any, reference: Any) -> dict[str, float]:
     import torch
-    from PIL import Image
 
     image, ref = to_tensor(frame), to_tensor(reference)
-    # as the engine does: a cropped frame is compared with the input at the input's size
-    resized = (image if frame.size == reference.size else
-               to_tensor(frame.resize(reference.size, Image.Resampling.BICUBIC)))
+    fidelity = at_input_size(frame, reference)  # as the engine does
+    resized = image if fidelity is frame else to_tensor(fidelity)
     with torch.inference_mode():
         return {name: float(metric(resized, ref) if name in FIDELITY else metric(image))
                 for name, metric in metrics.items()}

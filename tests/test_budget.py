@@ -82,18 +82,21 @@ def events_of(spec: RunSpec, root, pool: MetricPool, into: list) -> None:
         into.append(event)
 
 
+def held_at(held: str, gate: threading.Event, calls: list):
+    """A real metric factory that records each name and holds `held` until `gate` is set."""
+    def build(name: str, device: str):
+        calls.append(name)
+        if name == held:
+            gate.wait()
+        return build_metric(name, device)
+    return build
+
+
 def test_a_hanging_metric_creation_does_not_delay_another_visitors_run(photo, tmp_path) -> None:
     """Visitor A asks for niqe, whose creation hangs (a real factory that blocks until we let
     it go); visitor B's run, with other metrics from the same pool, ends meanwhile."""
     gate, calls = threading.Event(), []
-
-    def slow_build(name: str, device: str):
-        calls.append(name)
-        if name == "niqe":
-            gate.wait()
-        return build_metric(name, device)
-
-    pool = MetricPool(device="cpu", build=slow_build, load_seconds=600)
+    pool = MetricPool(device="cpu", build=held_at("niqe", gate, calls), load_seconds=600)
     a_events: list = []
     a = threading.Thread(target=events_of, args=(RunSpec(small(photo), 2, metrics=["niqe"]),
                                                  tmp_path / "a", pool, a_events))
@@ -115,14 +118,7 @@ def test_a_hanging_metric_creation_does_not_delay_another_visitors_run(photo, tm
 
 def test_a_creation_that_overruns_is_not_waited_for_twice(photo, tmp_path) -> None:
     gate, calls = threading.Event(), []
-
-    def hanging_build(name: str, device: str):
-        calls.append(name)
-        if name == "piqe":
-            gate.wait()
-        return build_metric(name, device)
-
-    pool = MetricPool(device="cpu", build=hanging_build, load_seconds=1)
+    pool = MetricPool(device="cpu", build=held_at("piqe", gate, calls), load_seconds=1)
     for name in ("entropy", "psnr", "ssim"):  # made before the limit applies to any run
         pool.begin(name).wait()
     try:
