@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .floors import floor_of
 from .metrics import ScoreInfo
 
 CHECKPOINTS = (5, 10, 20)
@@ -72,6 +73,27 @@ def detects_degradation(deltas: Sequence[float]) -> bool | None:
     return None
 
 
+def detects_robust(deltas: Sequence[float], floor: float | None) -> bool | None:
+    """The paper's checkpoints, with a noise floor: True when every checkpoint's oriented
+    delta is below -floor (worse by more than the score moves on nuisance chains), False
+    when a finite one is not, None when undecidable (no floor measured, no step yet, or a
+    checkpoint missing and none says False).
+
+    Args:
+        deltas: oriented deltas by step (negative = worse), step 0 first.
+        floor: the score's floor from `floors.floor_of`, >= 0, or None.
+    """
+    steps = checkpoints(len(deltas) - 1)
+    if floor is None or not steps:
+        return None
+    values = [deltas[s] for s in steps]
+    if any(math.isfinite(v) and v >= -floor for v in values):
+        return False
+    if all(math.isfinite(v) for v in values):
+        return True
+    return None
+
+
 def spearman(a: Sequence[float], b: Sequence[float]) -> float:
     """Spearman's rank correlation over the steps where both are finite (NaN below 3): the
     Pearson correlation of their average ranks, as scipy's `spearmanr` defines it, without
@@ -96,6 +118,7 @@ class VerdictRow:
     delta_20: float
     detects: bool | None
     spearman_vs_psnr: float
+    detects_robust: bool | None = None
 
 
 class History:
@@ -125,5 +148,6 @@ class History:
             deltas = self.deltas(name)
             at = {s: deltas[s] if s < len(deltas) else math.nan for s in CHECKPOINTS}
             rows.append(VerdictRow(name, info.role, at[5], at[10], at[20],
-                                   detects_degradation(deltas), spearman(deltas, reference)))
+                                   detects_degradation(deltas), spearman(deltas, reference),
+                                   detects_robust(deltas, floor_of(name))))
         return rows

@@ -10,6 +10,7 @@ from banana_space.analysis import (
     History,
     checkpoints,
     detects_degradation,
+    detects_robust,
     normalised,
     oriented_deltas,
     spearman,
@@ -96,3 +97,16 @@ def test_pyiqa_score_ranges_are_read_as_numbers_or_none() -> None:
     assert parse_score_range("~-1, ~0.1") == (-1.0, 0.1)
     for open_or_odd in ("0, ~", "~, 2", "quality: 0, 1; rank: 0, 2", "", None):
         assert parse_score_range(open_or_odd) is None
+
+
+def test_detects_robust_needs_every_checkpoint_below_the_floor() -> None:
+    worse = [0.0] + [-1.0] * 20
+    assert detects_robust(worse, floor=0.5) is True
+    assert detects_robust(worse, floor=1.0) is False  # -1 is not below -1: inside the floor
+    assert detects_robust(worse, floor=None) is None  # no floor measured: undecided
+    tiny = [0.0] + [-1e-13] * 20  # float noise: the paper's verdict fires, the robust one not
+    assert detects_degradation(tiny) is True
+    assert detects_robust(tiny, floor=1e-6) is False
+    gap = [0.0] + [-1.0] * 9 + [math.nan] + [-1.0] * 10
+    assert detects_robust(gap, floor=0.1) is None
+    assert detects_robust([0.0], floor=0.1) is None

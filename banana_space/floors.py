@@ -1,0 +1,36 @@
+"""Noise floors: how far each score moves on chains with no damage a person would name.
+
+A verdict that fires on float noise is not a detection. Each score's floor is the largest
+|oriented Δ| it shows at a checkpoint step on the *nuisance chains* (an identical copy, a
+±0.5 px shift, a lossless re-save, a mild JPEG re-encode) run on the bundled clean starts.
+`scripts/measure_floors.py` measures them and writes `floors.csv` beside this file; nothing
+here is typed by hand. A score with no measured floor (a plug-in, a judge, a deep metric that
+could not load where the floors were measured) has none: its robust verdict is undecided.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from functools import cache
+from pathlib import Path
+
+FLOORS_CSV = Path(__file__).with_name("floors.csv")
+
+
+@cache
+def floors() -> dict[str, float]:
+    """Score name -> its floor (same units as its oriented Δ), from `floors.csv`.
+
+    Returns:
+        An empty dict when the file has not been generated yet."""
+    if not FLOORS_CSV.exists():
+        return {}
+    with FLOORS_CSV.open(newline="") as handle:
+        return {row["metric"]: float(row["floor"]) for row in csv.DictReader(handle)
+                if math.isfinite(float(row["floor"]))}
+
+
+def floor_of(name: str) -> float | None:
+    """The floor of one score column, or None when none was measured."""
+    return floors().get(name)
