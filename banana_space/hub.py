@@ -1,22 +1,29 @@
 """Chains on the Hugging Face hub: `hf://datasets/OWNER/NAME[/PATH]`.
 
 Read through the real `huggingface_hub` client, so files land in its usual cache (HF_HOME) and
-only the files a chain needs are fetched. Two calls are used: the tree listing
-(`list_repo_tree`) and file downloads (`hf_hub_download`). HF_ENDPOINT points both at another
-server (the tests' `tests/fake_hub.py`); HF_HUB_OFFLINE=1 turns the hub off. Sizes come from
-the listing and are checked before anything is downloaded. The dataset card's `license:` line
-becomes a credit that goes with the frames (Banana100, arXiv 2604.03400, is CC BY-NC-SA 4.0).
+only the files a chain needs are fetched. Three calls are used: the tree listing
+(`list_repo_tree`), file downloads (`hf_hub_download`), and, for parquet shards (the hub's
+usual image dataset, `shards.py`), HTTP range requests on a file's resolve URL, so only the
+footer, the image paths and the row groups holding a wanted frame are transferred.
+HF_ENDPOINT points them all at another server (the tests' `tests/fake_hub.py`); HF_HUB_OFFLINE=1
+turns the hub off. Sizes come from the listing and are checked before anything is downloaded.
+The dataset card's `license:` line becomes a credit that goes with the frames (Banana100, arXiv 2604.03400, is CC BY-NC-SA 4.0).
 """
 
 from __future__ import annotations
 
+import hashlib
+import io
 import os
 import re
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .images import BadImage
+from .shards import chain_rows, frames_in_rows, is_shard_name
 from .sources import (
     ANIMATION_SUFFIXES,
     ARCHIVE_SUFFIXES,
@@ -32,6 +39,8 @@ HUB_PATTERN = re.compile(r"hf://datasets/([A-Za-z0-9][\w.-]*/[\w.-]+)(?:/(.*))?"
 # A replayed chain (app, `score`) uses at most MAX_STEPS + 1 = 101 frames: fetch no more.
 MAX_REPLAY_FRAMES = 101
 MAX_CARD_BYTES = 1 << 20
+RANGE_BLOCK = 4 * 2**20  # a parquet shard is read in ranges of at least this
+MAX_ARROW_BYTES = 2 * 2**30
 LICENCES = {"cc-by-nc-sa-4.0": "CC BY-NC-SA 4.0", "cc-by-sa-4.0": "CC BY-SA 4.0",
             "cc-by-nc-4.0": "CC BY-NC 4.0", "cc-by-4.0": "CC BY 4.0", "cc0-1.0": "CC0 1.0",
             "mit": "MIT", "apache-2.0": "Apache 2.0"}
@@ -66,17 +75,104 @@ def _failed(what: str, error: Exception) -> BadImage:
                     + (f": {text[0][:200]}" if text else ""))
 
 
+class NotOnHub(BadImage):
+    """The path is not in the dataset (the dataset itself exists)."""
+
+
 def list_files(hub: HubPath) -> list[tuple[str, int]]:
     """Every file under `hub.path` (at any depth), as (path in the dataset, size in bytes)."""
     from huggingface_hub import HfApi
+    from huggingface_hub.errors import EntryNotFoundError
     from huggingface_hub.hf_api import RepoFile
 
     try:
         entries = HfApi(endpoint=_endpoint()).list_repo_tree(
             hub.repo_id, path_in_repo=hub.path or None, repo_type="dataset", recursive=True)
         return [(entry.path, entry.size) for entry in entries if isinstance(entry, RepoFile)]
+    except EntryNotFoundError as error:
+        raise NotOnHub(str(_failed(f"{hub.root}/{hub.path}", error))) from None
     except Exception as error:  # offline, not found, refused: one clear message
         raise _failed(f"{hub.root}/{hub.path}", error) from None
+
+
+class RemoteFile(io.RawIOBase):
+    """A file on the hub read by HTTP range requests (seekable, read-only), for pyarrow."""
+
+    def __init__(self, url: str, size: int, name: str) -> None:
+        self.url, self.size, self.name, self.position = url, size, name, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self.position
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        start = {io.SEEK_SET: 0, io.SEEK_CUR: self.position, io.SEEK_END: self.size}[whence]
+        self.position = max(0, start + offset)
+        return self.position
+
+    def readinto(self, buffer: Any) -> int:
+        from huggingface_hub.utils import build_hf_headers, hf_raise_for_status, http_backoff
+
+        end = min(self.position + len(buffer), self.size)
+        if end <= self.position:
+            return 0
+        headers = {**build_hf_headers(), "Range": f"bytes={self.position}-{end - 1}"}
+        try:
+            answer = http_backoff("GET", self.url, headers=headers)
+            hf_raise_for_status(answer)
+        except Exception as error:  # offline, gone, refused: one clear message
+            raise _failed(self.name, error) from None
+        data = answer.content
+        if answer.status_code != 206 or len(data) != end - self.position:
+            raise BadImage(f"the hub did not answer a range request for {self.name}")
+        buffer[:len(data)] = data
+        self.position = end
+        return len(data)
+
+
+class HubShards:
+    """Parquet shards of one dataset read in ranges (arrow files are downloaded whole: they
+    cannot be read in pieces); rows extracted under HF_HOME, keyed by each shard's ETag."""
+
+    def __init__(self, repo_id: str) -> None:
+        self.repo_id = repo_id
+        self._metadata: dict[str, Any] = {}
+
+    def _meta(self, shard: str) -> Any:
+        from huggingface_hub import get_hf_file_metadata, hf_hub_url
+
+        if shard not in self._metadata:
+            url = hf_hub_url(self.repo_id, shard, repo_type="dataset", endpoint=_endpoint())
+            try:
+                self._metadata[shard] = (url, get_hf_file_metadata(url, endpoint=_endpoint()))
+            except Exception as error:  # offline, not found, refused: one clear message
+                raise _failed(f"{shard} of {self.repo_id}", error) from None
+        return self._metadata[shard]
+
+    def open(self, shard: str) -> AbstractContextManager[Any]:
+        import pyarrow as pa
+
+        if not shard.lower().endswith(".parquet"):
+            size = self._meta(shard)[1].size or 0
+            if size > MAX_ARROW_BYTES:
+                raise BadImage(f"{shard} is {size / 2**20:,.0f} MB; an arrow shard is "
+                               f"downloaded whole, up to {MAX_ARROW_BYTES / 2**20:,.0f} MB")
+            return pa.memory_map(str(fetch(self.repo_id, [shard]) / shard))
+        url, meta = self._meta(shard)
+        return io.BufferedReader(RemoteFile(url, meta.size or 0, f"{shard} of {self.repo_id}"),
+                                 buffer_size=RANGE_BLOCK)
+
+    def cache(self, shard: str) -> Path:
+        from huggingface_hub import constants
+
+        version = self._meta(shard)[1].etag or ""
+        key = hashlib.sha1(f"{self.repo_id}|{shard}|{version}".encode()).hexdigest()[:20]
+        return Path(constants.HF_HOME) / "banana-space-rows" / key
 
 
 def fetch(repo_id: str, files: Sequence[str]) -> Path:
@@ -103,16 +199,20 @@ def check_sizes(listing: Sequence[tuple[str, int]]) -> None:
 
 
 def open_hub_frames(source: str) -> Frames:
-    """One chain on the hub: an archive or animation, one of our run directories, or the
-    images under a folder; the credit is the last note."""
+    """One chain on the hub: an archive or animation, one of our run directories, the images
+    under a folder, or a chain among the rows of parquet/arrow shards; the credit is the last
+    note."""
     hub = parse_hub(source)
-    if Path(hub.path).suffix.lower() in ARCHIVE_SUFFIXES | ANIMATION_SUFFIXES:
+    suffix = Path(hub.path).suffix.lower()
+    if suffix in ARCHIVE_SUFFIXES | ANIMATION_SUFFIXES:
         parent = HubPath(hub.repo_id, str(Path(hub.path).parent).strip("."))
         listing = [(n, s) for n, s in list_files(parent) if n == hub.path]
         if not listing:
             raise BadImage(f"{source} was not found on the hub")
         check_sizes(listing)
         frames = open_local(fetch(hub.repo_id, [hub.path]) / hub.path)
+    elif is_shard_name(hub.path):  # the chain(s) in one shard
+        frames = _chain_in_shards(hub, source, [(hub.path, 0)])
     else:
         frames = _hub_folder(hub, source)
     frames.notes.append(credit(hub.repo_id))
@@ -120,7 +220,10 @@ def open_hub_frames(source: str) -> Frames:
 
 
 def _hub_folder(hub: HubPath, source: str) -> Frames:
-    listing = list_files(hub)
+    try:
+        listing = list_files(hub)
+    except NotOnHub:  # a chain inside shards: its folder exists only in the rows' paths
+        return _chain_in_shards(hub, source)
     prefix = f"{hub.path}/" if hub.path else ""
     run_frames = f"{prefix}frames/"
     if any(name == f"{prefix}run.json" for name, _ in listing):  # one of our run directories
@@ -128,15 +231,42 @@ def _hub_folder(hub: HubPath, source: str) -> Frames:
     images = sorted(((n, s) for n, s in listing if is_image_name(n)
                      and not any(p.startswith(".") for p in n.split("/"))),
                     key=lambda item: natural_key(item[0]))
+    if not images and any(is_shard_name(n) for n, _ in listing):
+        return _chain_in_shards(hub, source, listing)
     if not images:
         raise BadImage(f"no images under {source}")
-    notes = []
-    if len(images) > MAX_REPLAY_FRAMES:
-        notes.append(f"only the first {MAX_REPLAY_FRAMES} of {len(images)} frames were used")
-        images = images[:MAX_REPLAY_FRAMES]
+    images, notes = _at_most_replayed(images)
     check_sizes(images)
     names = [n for n, _ in images]
     frames = frames_from_files(fetch(hub.repo_id, names), names, source)
+    frames.notes.extend(notes)
+    return frames
+
+
+def _at_most_replayed(files: list[Any]) -> tuple[list[Any], list[str]]:
+    if len(files) <= MAX_REPLAY_FRAMES:
+        return files, []
+    return files[:MAX_REPLAY_FRAMES], [
+        f"only the first {MAX_REPLAY_FRAMES} of {len(files)} frames were used"]
+
+
+def _chain_in_shards(hub: HubPath, source: str,
+                     listing: Sequence[tuple[str, int]] | None = None) -> Frames:
+    """The chain `source` names among the rows of the shards under it, or of the nearest
+    folder above it that exists: `hf://datasets/OWNER/NAME/chain_07` is the rows whose paths
+    lie in `chain_07/`, as `table` names that chain."""
+    folder = hub.path
+    while listing is None:
+        folder = str(Path(folder).parent).strip(".")
+        try:
+            listing = list_files(HubPath(hub.repo_id, folder))
+        except NotOnHub:
+            if not folder:
+                raise
+    names = (hub.path, hub.path[len(folder):].strip("/")) if hub.path != folder else ()
+    shards = HubShards(hub.repo_id)
+    refs, notes = _at_most_replayed(chain_rows(listing, shards, source, names))
+    frames = frames_in_rows(refs, shards, source)
     frames.notes.extend(notes)
     return frames
 

@@ -1,8 +1,9 @@
 """Sources of frames: whatever holds a recorded chain, turned into one ordered list of frames.
 
 A source is a folder of frames (sorted naturally: `2.png` before `10.png`), a zip of frames, an
-animated GIF/WebP, one of our run directories (its `frames/`), or a chain on the Hugging Face
-hub, `hf://datasets/OWNER/NAME[/PATH]` (see `hub.py`). Replay, `score` and `table` all read
+animated GIF/WebP, one of our run directories (its `frames/`), the rows of parquet/arrow
+shards (see `shards.py`), or a chain on the Hugging Face hub, `hf://datasets/OWNER/NAME[/PATH]`
+(see `hub.py`). Replay, `score` and `table` all read
 through here, so every source gets the same checks:
 
 - a zip's declared sizes, compression ratio and total are checked before any member is
@@ -30,6 +31,7 @@ from .images import BadImage, LoadedImage, load_image, open_image
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".webp", ".bmp", ".tif", ".tiff", ".gif"}
 ANIMATION_SUFFIXES = {".gif", ".webp"}  # a lone one in a folder is a chain by itself
 ARCHIVE_SUFFIXES = {".zip"}
+SHARD_SUFFIXES = {".parquet", ".arrow"}  # image datasets as rows of {bytes, path}
 HUB_PREFIX = "hf://"
 
 # A frame is at most 64 megapixels (images.MAX_DECLARED_PIXELS): 192 MB as raw 8-bit RGB, the
@@ -82,6 +84,11 @@ def open_frames(source: str | Path) -> Frames:
 
 
 def open_local(path: Path) -> Frames:
+    shards = path if path.exists() else _dataset_above(path)
+    if shards and _holds_shards(shards):  # a shard, a folder of them, or a chain in their rows
+        from .shards import frames_in_local_shards  # pyarrow only for shards
+
+        return frames_in_local_shards(shards, path.relative_to(shards).as_posix().strip("."))
     if path.is_dir():
         if (path / "run.json").is_file():
             return frames_in_run(path)
@@ -92,6 +99,24 @@ def open_local(path: Path) -> Frames:
     if path.is_file():
         return frames_in_animation(path)
     raise BadImage(f"{path.name} is not a folder, zip or animated image")
+
+
+def _dataset_above(path: Path) -> Path | None:
+    """For a path that does not exist (a chain named by its rows' folder, `DATASET/chain_07`):
+    the nearest folder above it with shards at its top or one level down, else None."""
+    folder = next((p for p in path.parents if p.exists()), None)
+    near = [p for suffix in SHARD_SUFFIXES for p in (*folder.glob(f"*{suffix}"),
+                                                   *folder.glob(f"*/*{suffix}"))] if folder else []
+    return folder if near else None
+
+
+def _holds_shards(path: Path) -> bool:
+    """A parquet/arrow shard, or a folder of shards with no loose images (`shards.py`)."""
+    if path.is_file():
+        return path.suffix.lower() in SHARD_SUFFIXES
+    files = [p for p in path.rglob("*") if p.is_file()] if path.is_dir() else []
+    return (any(p.suffix.lower() in SHARD_SUFFIXES for p in files)
+            and not any(is_image_name(p.name) for p in files))
 
 
 def _hidden(relative: Path) -> bool:

@@ -4,7 +4,9 @@ makes, for tests of the real `huggingface_hub` client (pointed here by HF_ENDPOI
 - `GET /api/datasets/{owner}/{name}/tree/{revision}[/{path}]?recursive=…`: the tree listing,
   JSON entries `{"type": "file"|"directory", "oid", "size", "path"}`, as the hub answers it;
 - `HEAD|GET /datasets/{owner}/{name}/resolve/{revision}/{path}`: a file, with the headers the
-  client reads (`X-Repo-Commit`, `ETag`, `Content-Length`).
+  client reads (`X-Repo-Commit`, `ETag`, `Content-Length`); a `Range: bytes=A-B` request is
+  answered `206 Partial Content` with that slice, as the hub's CDN does (parquet shards are
+  read that way). Every range served is recorded (`ranges`).
 
 An unknown dataset answers 404 with `X-Error-Code: RepoNotFound`, an unknown file 404 with
 `EntryNotFound`, as the hub does. Every request path is recorded (`requests`), so a test can
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import unquote, urlsplit
@@ -30,6 +33,7 @@ class FakeHub:
     def __init__(self, datasets: dict[str, dict[str, bytes]]) -> None:
         self.datasets = datasets
         self.requests: list[str] = []
+        self.ranges: list[tuple[str, int, int]] = []  # (path in its dataset, first, last byte)
         hub = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -54,13 +58,14 @@ class FakeHub:
         self._server.server_close()
 
     def fetched(self) -> list[str]:
-        """The files downloaded (GET on resolve), as paths in their dataset."""
+        """The files downloaded whole (GET on resolve, no range), as paths in their dataset."""
         return [path.split("/resolve/", 1)[1].split("/", 1)[1] for path in self.requests
                 if path.startswith("GET /datasets/")]
 
     def answer(self, handler: BaseHTTPRequestHandler, with_body: bool) -> None:
         path = unquote(urlsplit(handler.path).path)
-        self.requests.append(f"{handler.command} {path}")
+        ranged = " (range)" if handler.headers.get("Range") else ""
+        self.requests.append(f"{handler.command}{ranged} {path}")
         parts = path.strip("/").split("/")
         if parts[:2] == ["api", "datasets"] and len(parts) >= 6 and parts[4] == "tree":
             self._tree(handler, "/".join(parts[2:4]), parts[5], "/".join(parts[6:]))
@@ -104,9 +109,17 @@ class FakeHub:
         elif name not in files:
             self._send(handler, 404, b"", {"X-Error-Code": "EntryNotFound"}, with_body)
         else:
-            self._send(handler, 200, files[name],
-                       {"X-Repo-Commit": COMMIT, "ETag": f'"{_oid(files[name])}"',
-                        "Content-Type": "application/octet-stream"}, with_body)
+            data, status = files[name], 200
+            headers = {"X-Repo-Commit": COMMIT, "ETag": f'"{_oid(data)}"',
+                       "Content-Type": "application/octet-stream", "Accept-Ranges": "bytes"}
+            wanted = re.fullmatch(r"bytes=(\d+)-(\d*)", handler.headers.get("Range") or "")
+            if wanted and with_body:
+                first = int(wanted.group(1))
+                last = min(int(wanted.group(2) or len(data) - 1), len(data) - 1)
+                self.ranges.append((name, first, last))
+                headers["Content-Range"] = f"bytes {first}-{last}/{len(data)}"
+                data, status = data[first:last + 1], 206
+            self._send(handler, status, data, headers, with_body)
 
     @staticmethod
     def _send(handler: BaseHTTPRequestHandler, status: int, body: bytes,

@@ -2,9 +2,11 @@
 
 A chain is a directory of at least 2 frames, one archive (a zip), a lone animated GIF/WebP in
 its folder, or one of our run directories (its `frames/`). Sub-folders are searched at any
-depth. The rule works on a plain list of (path, size), so a local folder and a dataset on the
-hub (`hf://datasets/OWNER/NAME[/PATH]`, listed by the hub's tree call) are read the same way,
-and only the files a chain needs are ever fetched.
+depth. Parquet/arrow shards (the hub's usual image dataset) count by their rows: each image row
+is a file at its `path` (`shards.py`), and a chain of rows is of kind "rows". The rule works
+on a plain list of (path, size), so a local folder and a dataset on the hub
+(`hf://datasets/OWNER/NAME[/PATH]`, listed by the hub's tree call) are read the same way, and
+only the files a chain needs are ever fetched.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from ..images import BadImage
+from ..shards import LocalShards, ShardSource, expand_shards, is_shard_name
 from ..sources import ANIMATION_SUFFIXES, ARCHIVE_SUFFIXES, HUB_PREFIX, is_image_name, natural_key
 
 Listing = Sequence[tuple[str, int]]  # (path relative to the source's root, size in bytes)
@@ -27,14 +30,14 @@ class ChainRef:
 
     name: str  # unique and readable: the source's name, then the chain's path in it
     root: str  # a local folder, or "hf://datasets/OWNER/NAME"
-    kind: str  # "folder" (frames, or a run directory's frames) | "zip" | "animation"
-    files: tuple[str, ...]  # relative to root: the frames, or the one archive
+    kind: str  # "folder" (frames, or a run directory's frames) | "rows" | "zip" | "animation"
+    files: tuple[str, ...]  # relative to root: the frames, the one archive, or rows (SHARD#ROW)
     size: int  # bytes
 
     @property
     def frames_known(self) -> int | None:
         """How many frames, where the listing says (a folder's); None for an archive."""
-        return len(self.files) if self.kind == "folder" else None
+        return len(self.files) if self.kind in ("folder", "rows") else None
 
 
 def chains_in(listing: Listing) -> list[tuple[str, str, tuple[str, ...], int]]:
@@ -84,14 +87,24 @@ def local_listing(root: Path) -> Listing:
     return found
 
 
+def shards_at(root: str) -> ShardSource:
+    """Where the shards of a chain's root are read from: the hub, or a local folder."""
+    if root.startswith(HUB_PREFIX):
+        from ..hub import HubShards, parse_hub
+
+        return HubShards(parse_hub(root).repo_id)
+    return LocalShards(Path(root))
+
+
 def find_chains(source: str) -> list[ChainRef]:
-    """Every chain in one source: a local folder, a single archive, or a hub dataset path."""
+    """Every chain in one source: a local folder, a single archive or shard, or a hub
+    dataset path."""
     if source.startswith(HUB_PREFIX):
         from ..hub import list_files, parse_hub
 
         hub = parse_hub(source)
         root, label, base = hub.root, hub.repo_id, hub.path
-        listing = list_files(hub)
+        listing = [(hub.path, 0)] if is_shard_name(hub.path) else list_files(hub)
     else:
         path = Path(source).resolve()
         if not path.exists():
@@ -102,9 +115,14 @@ def find_chains(source: str) -> list[ChainRef]:
         else:
             root, label, base = str(path), path.name, ""
             listing = local_listing(path)
+    rows: dict[str, str] = {}
+    if any(is_shard_name(name) for name, _ in listing):
+        listing, rows = expand_shards(listing, shards_at(root))
     refs = []
     for chain, kind, files, size in chains_in(listing):
         relative = chain[len(base):].strip("/") if chain.startswith(base) else chain
+        if files[0] in rows:  # a chain of shard rows
+            kind, files = "rows", tuple(rows[f] for f in files)
         refs.append(ChainRef(f"{label}/{relative}".rstrip("/") if relative else label,
                              root, kind, files, size))
     return refs

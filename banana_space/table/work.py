@@ -17,8 +17,9 @@ from typing import Any
 
 from ..images import BadImage
 from ..scoring import Scorer
+from ..shards import frames_in_rows
 from ..sources import HUB_PREFIX, Frames, frames_from_files, frames_in_animation, frames_in_zip
-from .discover import ChainRef
+from .discover import ChainRef, shards_at
 
 MAX_WARNINGS = 20  # per chain; the rest are counted
 
@@ -41,7 +42,10 @@ class ChainResult:
 
 
 def open_chain(ref: ChainRef) -> Frames:
-    """The chain's frames, fetching a hub chain's files first (cached by huggingface_hub)."""
+    """The chain's frames, fetching a hub chain's files first (cached by huggingface_hub);
+    a chain of shard rows reads only the row groups that hold its frames."""
+    if ref.kind == "rows":
+        return frames_in_rows(ref.files, shards_at(ref.root), ref.name)
     if ref.root.startswith(HUB_PREFIX):
         from ..hub import fetch, parse_hub
 
