@@ -7,7 +7,8 @@ usual image dataset, `shards.py`), HTTP range requests on a file's resolve URL, 
 footer, the image paths and the row groups holding a wanted frame are transferred.
 HF_ENDPOINT points them all at another server (the tests' `tests/fake_hub.py`); HF_HUB_OFFLINE=1
 turns the hub off. Sizes come from the listing and are checked before anything is downloaded.
-The dataset card's `license:` line becomes a credit that goes with the frames (Banana100, arXiv 2604.03400, is CC BY-NC-SA 4.0).
+The dataset card's `license:` line becomes a credit that goes with the frames (Banana100,
+arXiv 2604.03400, is CC BY-NC-SA 4.0).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ HUB_PATTERN = re.compile(r"hf://datasets/([A-Za-z0-9][\w.-]*/[\w.-]+)(?:/(.*))?"
 # A replayed chain (app, `score`) uses at most MAX_STEPS + 1 = 101 frames: fetch no more.
 MAX_REPLAY_FRAMES = 101
 MAX_CARD_BYTES = 1 << 20
-RANGE_BLOCK = 4 * 2**20  # a parquet shard is read in ranges of at least this
+RANGE_BLOCK = 64 * 2**10  # read-ahead: pyarrow asks for whole column chunks, small or large
 MAX_ARROW_BYTES = 2 * 2**30
 LICENCES = {"cc-by-nc-sa-4.0": "CC BY-NC-SA 4.0", "cc-by-sa-4.0": "CC BY-SA 4.0",
             "cc-by-nc-4.0": "CC BY-NC 4.0", "cc-by-4.0": "CC BY 4.0", "cc0-1.0": "CC0 1.0",

@@ -108,6 +108,9 @@ def image_column(schema: Any) -> str:
 
 
 def _parquet(handle: Any, name: str) -> Any:
+    """The shard's reader, its footer read exactly (its declared length checked first): not
+    pyarrow's speculative 64 KB, which on the hub would be 64 KB of someone's images."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     handle.seek(0, os.SEEK_END)
@@ -115,12 +118,14 @@ def _parquet(handle: Any, name: str) -> Any:
     if size < 12:
         raise BadImage(f"{name} is not a parquet file ({size} bytes)")
     handle.seek(size - 8)
-    footer, magic = struct.unpack("<I4s", handle.read(8))
+    tail = handle.read(8)
+    footer, magic = struct.unpack("<I4s", tail)
     if magic != b"PAR1" or footer > min(MAX_FOOTER_BYTES, size - 12):
         raise BadImage(f"{name}: not a parquet file, or its footer declares {footer:,} bytes "
                        f"(the limit is {MAX_FOOTER_BYTES // 2**20} MB)")
-    handle.seek(0)
-    return pq.ParquetFile(handle)
+    handle.seek(size - 8 - footer)
+    metadata = pq.read_metadata(pa.BufferReader(b"PAR1" + handle.read(footer) + tail))
+    return pq.ParquetFile(handle, metadata=metadata)
 
 
 def _chunk_bytes(meta: Any, group: int, column: str, stored: bool = False) -> int:

@@ -17,6 +17,7 @@ import pytest
 from chains import METRICS, noisy_chain
 from fake_hub import FakeHub
 from PIL import Image
+from shard_data import parquet_shards, row_group_spans
 
 from banana_space.images import BadImage
 from banana_space.sources import open_frames
@@ -148,3 +149,105 @@ def test_the_app_replays_a_hub_chain_and_shows_its_licence(hub, tmp_path) -> Non
         with pytest.raises(Exception, match="hf://datasets/OWNER/NAME/PATH"):
             client.predict("/etc", 3, DEFAULT_PROMPT, ["entropy"], [], 0, False,
                            api_name="/replay_hub")
+
+
+# ---- The same dataset stored as the hub usually stores images: parquet shards of rows ----
+
+@pytest.fixture(scope="module")
+def shard_chains() -> dict[str, list[Image.Image]]:
+    with Image.open(REPO / "assets" / "examples" / "chelsea.png") as photo:
+        photo = photo.convert("RGB")
+    return {"cat": noisy_chain(photo, 1), "dog": noisy_chain(photo, 2)}
+
+
+@pytest.fixture(scope="module")
+def shard_files(shard_chains) -> dict[str, bytes]:
+    """Two chains as rows of two parquet shards: `dog` straddles them."""
+    return {"README.md": CARD, **parquet_shards(shard_chains)}
+
+
+@pytest.fixture()
+def shard_hub(shard_files, tmp_path, monkeypatch):
+    """The parquet dataset on a fake hub, for the real client in this process."""
+    import huggingface_hub.constants
+
+    with FakeHub({DATASET: shard_files}) as server:
+        monkeypatch.setenv("HF_ENDPOINT", server.url)
+        monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+        monkeypatch.setattr(huggingface_hub.constants, "HF_HOME", str(tmp_path / "hf-home"))
+        monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE",
+                            str(tmp_path / "hf-home" / "hub"))
+        yield server
+
+
+def _pixels(image: Image.Image) -> bytes:
+    return image.convert("RGB").tobytes()
+
+
+def test_replay_reads_a_chain_from_parquet_rows_by_range_only_where_its_frames_are(
+        shard_hub, shard_files, shard_chains, monkeypatch) -> None:
+    import banana_space.hub
+
+    # No read-ahead: the ranges served are then exactly what pyarrow asked for.
+    monkeypatch.setattr(banana_space.hub, "RANGE_BLOCK", 1)
+    frames = open_frames(f"hf://datasets/{DATASET}/cat")
+    assert len(frames) == 7
+    assert [_pixels(frames.frame(i).image) for i in range(7)] == [
+        _pixels(f) for f in shard_chains["cat"]]
+    assert "licence: CC BY-NC-SA 4.0" in frames.notes[-1]
+    assert shard_hub.fetched() == ["README.md"]  # the shards were never downloaded whole
+    # cat's rows all lie in the first shard: no image bytes of the second were transferred.
+    second = sorted(name for name in shard_files if name.endswith(".parquet"))[1]
+    spans = row_group_spans(shard_files[second])
+    served = [(first, last) for name, first, last in shard_hub.ranges if name == second]
+    assert served, "the second shard's paths must be read to know where cat's rows are"
+    assert not [s for s in spans for first, last in served if first <= s[2] and last >= s[1]]
+    # A second reading transfers no image bytes again: the rows were extracted to the cache.
+    before = len(shard_hub.ranges)
+    assert _pixels(open_frames(f"hf://datasets/{DATASET}/cat").frame(6).image) == _pixels(
+        shard_chains["cat"][6])
+    first = sorted(name for name in shard_files if name.endswith(".parquet"))[0]
+    images = row_group_spans(shard_files[first])
+    assert not [s for s in images for name, start, last in shard_hub.ranges[before:]
+                if name == first and start <= s[2] and last >= s[1]]
+
+
+def test_a_chain_straddling_two_shards_and_the_ways_to_name_one(shard_hub, shard_chains
+                                                                ) -> None:
+    dog = open_frames(f"hf://datasets/{DATASET}/data/dog")  # below the shards' folder
+    assert [_pixels(dog.frame(i).image) for i in range(7)] == [
+        _pixels(f) for f in shard_chains["dog"]]
+    assert {name.split("#")[0] for name in dog.names} == {
+        "data/train-00000-of-00002.parquet", "data/train-00001-of-00002.parquet"}
+    with pytest.raises(BadImage, match=r"holds 2 chains \(cat, dog\): add one's name"):
+        open_frames(f"hf://datasets/{DATASET}")
+    with pytest.raises(BadImage, match="no chain called .*/mouse in the shards' rows"):
+        open_frames(f"hf://datasets/{DATASET}/mouse")
+
+
+def test_score_replays_a_parquet_chain_losslessly(shard_hub, shard_chains, tmp_path) -> None:
+    from banana_space.cli import main as cli
+
+    run = tmp_path / "run"
+    assert cli(["score", f"hf://datasets/{DATASET}/dog", "--metrics", "entropy",
+                "--out", str(run)]) == 0
+    saved = sorted((run / "frames").glob("step_*.png"))
+    assert len(saved) == 7
+    with Image.open(saved[6]) as last:
+        assert _pixels(last) == _pixels(shard_chains["dog"][6])
+    notes = json.loads((run / "run.json").read_text())["settings"]["input_notes"]
+    assert any("licence: CC BY-NC-SA 4.0" in note for note in notes)
+
+
+def test_table_reads_parquet_shards_on_the_hub(shard_files, tmp_path) -> None:
+    with FakeHub({DATASET: shard_files}) as server:
+        out = tmp_path / "out"
+        done = _cli(_env(server, tmp_path), "table", f"hf://datasets/{DATASET}", "--metrics",
+                    ",".join(METRICS), "--out", str(out), "--workers", "1")
+        assert done.returncode == 0, done.stderr
+        assert "found 2 chain(s) (2 rows): 14 frames" in done.stdout
+        with (out / "verdicts.csv").open() as handle:
+            assert {row["chain"] for row in csv.DictReader(handle)} == {
+                f"{DATASET}/cat", f"{DATASET}/dog"}
+        assert server.fetched() == ["README.md"]  # shards by range only, never whole
+        assert "licence: CC BY-NC-SA 4.0" in (out / "report.html").read_text()
