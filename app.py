@@ -27,20 +27,25 @@ from banana_space.judges import REGISTRY as JUDGES
 from banana_space.metrics import CPU_DEFAULTS, FIDELITY, POOL, PRESETS
 from banana_space.prompts import DEFAULT_PROMPT
 from banana_space.prompts import PRESETS as PROMPTS
+from banana_space.real_chains import examples as chain_examples
+from banana_space.real_chains import start_preparing
 from banana_space.runs import MAX_STEPS
 from banana_space.view import VERDICT_HEADERS
 from handlers import (
     HERE,
     OUTPUT_COUNT,
+    REAL_SLOTS,
     RECORDED,
     RUNS_ROOT,
     compare,
     compared,
     hub_credit,
     on_load,
+    open_real_chain,
     open_recorded,
     past_runs,
     preview,
+    real_chain_buttons,
     redraw,
     reopen,
     replay_hub,
@@ -89,12 +94,6 @@ def choices(registry: dict[str, Any]) -> tuple[list[tuple[str, str]], str]:
         labels.append((entry.info.label + (f" — {short}" if short else ""), entry.info.name))
         howtos.setdefault(short, reason)
     return labels, " · ".join(why for short, why in howtos.items() if short)
-
-
-def recorded_label(name: str) -> str:
-    """"chelsea-simulated-20" -> "Chelsea · simulated · 20 steps"."""
-    photo, backend, steps = name.rsplit("-", 2)
-    return f"{photo.capitalize()} · {backend} · {steps} steps"
 
 
 def warm_up_metrics() -> None:
@@ -164,11 +163,14 @@ with gr.Blocks(title="Banana Space", delete_cache=DELETE_CACHE) as demo:
             examples = gr.Gallery(example_thumbnails(), label="Example pictures (click one)",
                                   columns=4, height="auto", allow_preview=False,
                                   object_fit="cover", elem_id="examples", buttons=[])
-            gr.Markdown("**Recorded chains** — open instantly, no key or GPU:")
+            # Real chains first (shown once prepared, `real_chain_buttons`), then ours.
+            examples_heading = gr.Markdown(real_chain_buttons()[0], elem_id="examples-heading")
             with gr.Row():
-                recorded = {name: gr.Button(recorded_label(name), size="sm",
-                                            elem_id=f"recorded-{name}")
-                            for name in sorted(p.name for p in RECORDED.iterdir() if p.is_dir())}
+                real = [gr.Button(visible=False, size="sm", elem_id=f"real-chain-{i}")
+                        for i in range(REAL_SLOTS)]
+                recorded = {e.path.name: gr.Button(e.label, size="sm",
+                                                   elem_id=f"recorded-{e.path.name}")
+                            for e in chain_examples(RUNS_ROOT, RECORDED) if not e.real}
             backend = gr.Dropdown(BACKEND_CHOICES, value="simulate", label="Generator",
                                   info=BACKEND_HOWTOS or None, elem_id="backend")
             profile = gr.Dropdown([(p.label, name) for name, p in PROFILES.items()],
@@ -300,6 +302,11 @@ with gr.Blocks(title="Banana Space", delete_cache=DELETE_CACHE) as demo:
                       api_visibility="undocumented")
     for name, button in recorded.items():
         button.click(partial(open_recorded, name), raw, OUTPUTS, **plumbing)
+    for index, button in enumerate(real):
+        button.click(partial(open_real_chain, index), raw, OUTPUTS,
+                     api_name=f"real_chain_{index}", **plumbing)
+    demo.load(real_chain_buttons, None, [examples_heading, *real], api_name="real_chains",
+              **plumbing)
     # .change, not .release: arrow keys move the slider too, and the picture must follow.
     compare_step.change(compare, [run_dir, compare_step], [before_after, magnifier, share],
                         show_progress="hidden", **plumbing)
@@ -330,6 +337,7 @@ with gr.Blocks(title="Banana Space", delete_cache=DELETE_CACHE) as demo:
 
 if __name__ == "__main__":
     RUNS_ROOT.mkdir(parents=True, exist_ok=True)
+    start_preparing(RUNS_ROOT)  # Banana100's own chains, where the hub is reachable
     demo.queue(max_size=64, default_concurrency_limit=8).launch(
         allowed_paths=[str(RUNS_ROOT)], theme=THEME, css=PAGE_CSS, js=PAGE_JS,
         max_file_size=MAX_UPLOAD, mcp_server=True)

@@ -31,6 +31,7 @@ from banana_space.backends import BackendUnavailable
 from banana_space.images import BadImage, load_image
 from banana_space.magnifier import ZOOM, box_around, largest_difference_box, side_by_side
 from banana_space.markup import plain
+from banana_space.real_chains import LABEL, PLAN, examples
 from banana_space.rundir import RunBusy, load_run, lock_writer, write_atomic, write_zip, zip_path
 from banana_space.runids import BadRunId, copy_in, run_path
 from banana_space.runs import RunSpec, prune_runs, resume_run, start_run
@@ -41,6 +42,7 @@ RUNS_ROOT = Path(os.environ.get("BANANA_RUNS_DIR", HERE / "runs")).resolve()
 KEEP_RUNS = int(os.environ.get("BANANA_KEEP_RUNS", "200"))  # older run directories are deleted
 KEEP_BYTES = int(float(os.environ.get("BANANA_KEEP_GB", "20")) * 1e9)  # ...and beyond this
 RECORDED = HERE / "assets" / "recorded"  # finished runs that open instantly (no key, no GPU)
+REAL_SLOTS = PLAN.count  # buttons for real chains, shown once they are prepared
 PREVIEWS = RUNS_ROOT / ".previews"  # a dot-name: never a run id, never pruned as a run
 PREVIEW_SIDE = 512  # the page shows it 120 px tall
 PREVIEW_LIFETIME_S = 3600
@@ -131,14 +133,15 @@ def outputs_of(screen: Screen, stopping: bool = False) -> tuple[Any, ...]:
             share_link(run_dir, newest), zoomed)
 
 
-def strip_html(strip: list[tuple[str, str]]) -> str:
+def strip_html(strip: list[Any]) -> str:
     """The frame strip: a thumbnail per step, each a link to its full frame, both served from
     the runs folder as they lie. Plain HTML, so an update costs a string where a gr.Gallery
     hashed every frame's file on every update (bench/streaming.py); it only ever grows at the
     end, so gradio streams just the new link."""
+    shown = [(step, *pair) for step, pair in enumerate(strip) if pair]  # not a sampled gap
     return "".join(f'<a href="{file_url(frame)}" target="_blank" rel="noopener" title="step '
                    f'{step}: open the full frame"><img src="{file_url(thumb)}" alt="step {step}">'
-                   f"<span>{step}</span></a>" for step, (thumb, frame) in enumerate(strip))
+                   f"<span>{step}</span></a>" for step, thumb, frame in shown)
 
 
 def file_url(path: str) -> str:
@@ -336,6 +339,30 @@ def reopen(run_id: str | None, raw: bool) -> tuple[Any, ...]:
 def open_recorded(name: str, raw: bool) -> tuple[Any, ...]:
     """Copy a bundled recorded run into the runs folder (once), then show it."""
     return show_saved(copy_in(RECORDED / name, RUNS_ROOT), raw)
+
+
+def real_chain_buttons() -> list[Any]:
+    """The examples' heading and the real-chain buttons (`REAL_SLOTS` of them), for the real
+    chains prepared so far (`banana_space.real_chains`): they come first, with their licence;
+    the bundled recordings after them are our simulations, and say so."""
+    real = [e for e in examples(RUNS_ROOT, RECORDED) if e.real]
+    credits = sorted({e.credit for e in real if e.credit})
+    heading = (f"**Real chains first** — open instantly: {LABEL}, "
+               + "; ".join(plain(c) for c in credits)
+               + ". **Below them, our simulations** (a model of the damage, not a real "
+               "editor's output)." if real else
+               "**Recorded chains** — open instantly, no key or GPU. These are **simulated** "
+               "(a model of the damage, not a real editor's output).")
+    return [heading, *(gr.update(value=real[i].label, visible=True) if i < len(real)
+                       else gr.update(visible=False) for i in range(REAL_SLOTS))]
+
+
+def open_real_chain(index: int, raw: bool) -> tuple[Any, ...]:
+    """Copy the `index`-th prepared real chain into the runs folder (once), then show it."""
+    real = [e for e in examples(RUNS_ROOT, RECORDED) if e.real]
+    if index >= len(real):
+        raise gr.Error("That real chain is not ready (the hub is not reachable from here).")
+    return show_saved(copy_in(real[index].path, RUNS_ROOT), raw)
 
 
 def redraw(run_id: str | None, raw: bool) -> Any:

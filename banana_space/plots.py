@@ -101,7 +101,7 @@ def delta_figure(history: History, title: str = DELTA_TITLE) -> Figure:
         scale = "" if on_range else " · own scale"
         traces.append({
             "type": "scatter", "x": list(range(len(deltas))), "y": _clean(curve),
-            "mode": "lines+markers",
+            "mode": "lines+markers", "connectgaps": True,  # a sampled chain's steps between
             "name": f"{display_name(info)} ({info.direction}) · {kind}{scale}",
             "line": _style(info.role, detects, index),
             "marker": {"size": 7 if info.family == "ours" else 5,
@@ -156,7 +156,8 @@ def raw_figure(history: History) -> Figure:
         axis = "" if i == 0 else str(i + 1)
         traces.append({
             "type": "scatter", "x": list(range(len(series))), "y": _clean(series),
-            "mode": "lines+markers", "name": name, "line": _style(info.role, detects, 0),
+            "mode": "lines+markers", "connectgaps": True, "name": name,
+            "line": _style(info.role, detects, 0),
             "showlegend": False, "xaxis": f"x{axis}", "yaxis": f"y{axis}",
             "hovertemplate": f"{name}<br>step %{{x}}<br>%{{y:.4g}}{UNITS.get(name, '')}"
                              "<extra></extra>"})

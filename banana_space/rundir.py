@@ -332,6 +332,14 @@ def has_frame(run: Path, step: int) -> bool:
     return (Path(run) / "frames" / frame_name(step)).is_file() or thumb_path(run, step).is_file()
 
 
+def never_made(history: History, step: int) -> bool:
+    """A step inside a run with no score at all (and no frame): a chain sampled at some steps
+    only (a real chain fetched at its checkpoints, `real_chains.py`) skipped it. A run that
+    makes every step never has one: its scores are written after its frame."""
+    return all(math.isnan(series[step]) for series in history.scores.values()
+               if step < len(series))
+
+
 def load_run(path: Path) -> SavedRun:
     path = Path(path)
     meta_file = path / "run.json"
@@ -354,7 +362,8 @@ def load_run(path: Path) -> SavedRun:
         with steps_file.open(newline="") as handle:
             steps = {int(row[0]): row for row in list(csv.reader(handle))[1:]}
     last = -1
-    while last + 1 <= history.last_step and has_frame(path, last + 1):
+    while last + 1 <= history.last_step and (has_frame(path, last + 1)
+                                              or never_made(history, last + 1)):
         last += 1
     # Only complete steps (frame and scores) are the run; a kill may leave one half-written.
     for series in history.scores.values():

@@ -17,7 +17,7 @@ from .analysis import CHECKPOINTS, REFERENCE_METRIC, History, detects_degradatio
 from .events import Event, Finished, FrameMade, FrameScored, Notice, Started
 from .markup import plain
 from .plots import Figure, delta_figure, display_name, raw_figure, value_text
-from .rundir import THUMB_SIDE, SavedRun, frame_name, thumb_path, zip_path
+from .rundir import THUMB_SIDE, SavedRun, frame_name, has_frame, thumb_path, zip_path
 
 # The answer first (it must fit a phone's width): does it detect, does it rank like fidelity.
 VERDICT_HEADERS = ["metric", "verdict", "ρ vs PSNR", "Δ now", "Δ5", "Δ10", "Δ20", "better when"]
@@ -34,7 +34,7 @@ class Screen:
     summary: str  # the finding in words and numbers, one or two lines
     frame: str | None
     first_frame: str | None  # frame 0, what every frame is compared with
-    strip: list[tuple[str, str]]  # (thumbnail, frame) paths for each step so far
+    strip: list[tuple[str, str] | None]  # (thumbnail, frame) per step so far; None: no frame
     figure: Figure  # a plotly figure spec (plain dict)
     verdict: list[list[Any]]
     model_text: str
@@ -56,6 +56,7 @@ class RunView:
     calls: int = 0
     cost_usd: float = 0.0
     ended: Finished | None = None
+    gaps: frozenset[int] = frozenset()  # steps a sampled chain does not have (no frame)
 
     def apply(self, event: Event) -> Screen:
         if isinstance(event, Started):
@@ -86,9 +87,13 @@ class RunView:
                    unavailable=saved.meta.get("unavailable", {}), last_step=saved.last_step)
         view.history = saved.history
         view.texts = {step: row[5] for step, row in saved.steps.items() if len(row) > 5}
-        kept = [s for s in range(saved.last_step + 1)
-                if (saved.path / "frames" / frame_name(s)).is_file()]
-        if len(kept) < saved.last_step + 1:  # a bundled recording, kept small
+        # What the input was (its source, its licence, a downscale): facts of the run.
+        view.notices += [("info", note) for note in
+                         saved.meta.get("settings", {}).get("input_notes", [])]
+        made = [s for s in range(saved.last_step + 1) if has_frame(saved.path, s)]
+        view.gaps = frozenset(range(saved.last_step + 1)) - set(made)
+        kept = [s for s in made if (saved.path / "frames" / frame_name(s)).is_file()]
+        if len(kept) < len(made):  # a bundled recording, kept small
             view.notices.append((
                 "info", f"full frames are kept at steps {', '.join(map(str, kept))} only; the "
                 f"other steps show their {THUMB_SIDE} px thumbnails (scored on the full frames)"))
@@ -111,7 +116,8 @@ class RunView:
         return str(thumb) if thumb.is_file() else self.frame_path(step)
 
     def screen(self) -> Screen:
-        strip = [(self.strip_path(s), self.frame_path(s)) for s in range(self.last_step + 1)]
+        strip = [None if s in self.gaps else (self.strip_path(s), self.frame_path(s))
+                 for s in range(self.last_step + 1)]
         download = zip_path(self.run_dir) if self.run_dir else None
         figure = raw_figure(self.history) if self.raw else delta_figure(self.history)
         return Screen(

@@ -1,0 +1,148 @@
+"""Real chains first (`banana_space.real_chains`): a Banana100-like dataset on a local stand-in
+of the hub, in both layouts (loose files, parquet shards), read by the real `huggingface_hub`
+client. Only the frames at the chosen steps are fetched, scored once and kept at their true
+step numbers, with their licence; offline, nothing but one line in the log. The app then lists
+the real chains first, and offline only the recordings, labelled "simulated"."""
+
+from __future__ import annotations
+
+import logging
+import math
+from pathlib import Path
+
+import httpx
+import pytest
+from chains import METRICS, noisy_chain
+from fake_hub import FakeHub
+from PIL import Image
+from shard_data import parquet_shards, png
+
+from banana_space.real_chains import LABEL, Plan, examples, prepare
+from banana_space.rundir import load_run
+
+REPO = Path(__file__).resolve().parent.parent
+RECORDED = REPO / "assets" / "recorded"
+DATASET = "kenantang/Banana100"
+CARD = b"---\nlicense: cc-by-nc-sa-4.0\npretty_name: Banana100\n---\n# Banana100\n"
+FRAMES = 21  # steps 0-20: the paper's checkpoints 5, 10 and 20 exist
+SAMPLED = [0, 1, 2, 3, 5, 10, 20]  # the plan's steps that such a chain has
+
+
+@pytest.fixture(scope="module")
+def chains() -> dict[str, list[Image.Image]]:
+    with Image.open(REPO / "assets" / "examples" / "chelsea.png") as photo:
+        photo = photo.convert("RGB")
+    return {"0001": noisy_chain(photo, 1, FRAMES), "0002": noisy_chain(photo, 2, FRAMES)}
+
+
+def layout(kind: str, chains: dict[str, list[Image.Image]]) -> dict[str, bytes]:
+    if kind == "files":
+        return {"README.md": CARD, **{f"chains/{name}/{step}.png": png(frame)
+                                      for name, frames in chains.items()
+                                      for step, frame in enumerate(frames)}}
+    return {"README.md": CARD, **parquet_shards(chains, rows_per_group=4)}
+
+
+@pytest.fixture(params=["files", "parquet"])
+def hub(request, chains, tmp_path, monkeypatch):
+    import huggingface_hub.constants
+
+    with FakeHub({DATASET: layout(request.param, chains)}) as server:
+        monkeypatch.setenv("HF_ENDPOINT", server.url)
+        monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+        monkeypatch.setattr(huggingface_hub.constants, "HF_HOME", str(tmp_path / "hf-home"))
+        monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE",
+                            str(tmp_path / "hf-home" / "hub"))
+        server.kind = request.param
+        yield server
+
+
+def test_a_real_chain_is_fetched_at_its_steps_scored_once_and_listed_first(
+        hub, chains, tmp_path) -> None:
+    plan = Plan(chains=("not/on/the/hub",), count=1, metrics=tuple(METRICS))
+    [run] = prepare(tmp_path / "runs", plan)  # the name does not match: the first chain found
+    saved = load_run(run)
+    assert saved.last_step == 20
+    assert sorted(int(p.stem[5:]) for p in (run / "frames").glob("step_*.png")) == SAMPLED
+    with Image.open(run / "frames" / "step_010.png") as frame:
+        assert frame.convert("RGB").tobytes() == chains["0001"][10].tobytes()
+    # The steps keep their numbers: Δ10 is step 10's, and step 4 was never fetched.
+    brisque = saved.history.scores["brisque"]
+    assert [step for step, v in enumerate(brisque) if not math.isnan(v)] == SAMPLED
+    assert saved.history.deltas("brisque")[10] == pytest.approx(brisque[0] - brisque[10])
+    if hub.kind == "files":  # only the sampled frames were downloaded, and the card
+        assert sorted(hub.fetched()) == sorted(
+            ["README.md", *(f"chains/0001/{s}.png" for s in SAMPLED)])
+    shown = examples(tmp_path / "runs", RECORDED)
+    assert shown[0].real and shown[0].label.startswith(LABEL)
+    assert "licence: CC BY-NC-SA 4.0" in shown[0].credit and DATASET in shown[0].credit
+    assert [e.real for e in shown] == [True] + [False] * (len(shown) - 1)
+    assert all("simulated" in e.label for e in shown[1:])
+    requests = len(hub.requests)
+    assert prepare(tmp_path / "runs", plan) == [run]  # cached: the hub is not asked again
+    assert hub.requests[requests:] == []
+
+
+def test_chains_named_in_the_plan_are_the_ones_prepared(hub, tmp_path) -> None:
+    plan = Plan(chains=("0002",) if hub.kind == "parquet" else ("chains/0002",),
+                metrics=("entropy",))
+    [run] = prepare(tmp_path / "runs", plan)
+    assert run.name.startswith("banana100-") and run.name.endswith("0002")
+
+
+def test_offline_start_up_logs_one_line_and_prepares_nothing(tmp_path, caplog) -> None:
+    with caplog.at_level(logging.WARNING, logger="banana_space.real_chains"):
+        assert prepare(tmp_path / "runs", Plan(metrics=("entropy",))) == []
+    assert len(caplog.records) == 1 and "not reachable" in caplog.records[0].getMessage()
+    shown = examples(tmp_path / "runs", RECORDED)
+    assert shown and not any(e.real for e in shown)
+    assert all("simulated" in e.label for e in shown)
+
+
+def _config_labels(url: str) -> dict[str, str]:
+    config = httpx.get(f"{url}config", timeout=30).json()
+    return {c["props"].get("elem_id"): c["props"].get("value") for c in config["components"]
+            if str(c["props"].get("elem_id", "")).startswith(("recorded-", "real-chain-"))}
+
+
+@pytest.mark.app
+def test_the_app_offline_offers_the_recordings_marked_simulated(tmp_path) -> None:
+    from app_server import running_app
+    from raw_api import call, dependencies
+
+    with running_app(tmp_path / "runs") as url:
+        labels = _config_labels(url)
+        recorded = {k: v for k, v in labels.items() if k.startswith("recorded-")}
+        assert recorded and all("simulated" in v for v in recorded.values())
+        shown = call(url, dependencies(url)["real_chains"], [])
+        assert shown.success and "**simulated**" in shown.data[0]
+        assert all(not update.get("visible", True) for update in shown.data[1:])
+
+
+@pytest.mark.app
+def test_the_app_online_lists_and_opens_a_real_chain_with_its_licence(chains,
+                                                                       tmp_path) -> None:
+    import time
+
+    from app_server import STATUS, STRIP, running_app
+    from raw_api import call, dependencies
+
+    with FakeHub({DATASET: layout("parquet", chains)}) as server, running_app(
+            tmp_path / "runs", HF_ENDPOINT=server.url, HF_HUB_OFFLINE="0",
+            HF_HOME=str(tmp_path / "hf-home"), BANANA_REAL_CHAINS="0002") as url:
+        index = dependencies(url)
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:  # prepared in the background after start-up
+            shown = call(url, index["real_chains"], [])
+            if shown.data[1].get("visible"):
+                break
+            time.sleep(2)
+        heading, first = shown.data[0], shown.data[1]
+        assert first["visible"] and first["value"].startswith(LABEL) and "0002" in first["value"]
+        assert "licence: CC BY-NC-SA 4.0" in heading and "simulations" in heading
+        opened = call(url, index["real_chain_0"], [False])
+        assert opened.success, opened.error
+        assert "Completed" in opened.data[STATUS] and "step 20 of 20" in opened.data[STATUS]
+        assert "licence: CC BY-NC-SA 4.0" in opened.data[STATUS]
+        strip = opened.data[STRIP]
+        assert "step 20" in strip and ">4<" not in strip and ">5<" in strip
