@@ -31,7 +31,7 @@ from banana_space.backends import BackendUnavailable
 from banana_space.images import BadImage, load_image
 from banana_space.magnifier import ZOOM, box_around, largest_difference_box, side_by_side
 from banana_space.markup import plain
-from banana_space.real_chains import LABEL, PLAN, examples
+from banana_space.real_chains import LABEL, PLAN, examples, plan_from_env
 from banana_space.rundir import RunBusy, load_run, lock_writer, write_atomic, write_zip, zip_path
 from banana_space.runids import BadRunId, copy_in, run_path
 from banana_space.runs import RunSpec, prune_runs, resume_run, start_run
@@ -42,7 +42,8 @@ RUNS_ROOT = Path(os.environ.get("BANANA_RUNS_DIR", HERE / "runs")).resolve()
 KEEP_RUNS = int(os.environ.get("BANANA_KEEP_RUNS", "200"))  # older run directories are deleted
 KEEP_BYTES = int(float(os.environ.get("BANANA_KEEP_GB", "20")) * 1e9)  # ...and beyond this
 RECORDED = HERE / "assets" / "recorded"  # finished runs that open instantly (no key, no GPU)
-REAL_SLOTS = PLAN.count  # buttons for real chains, shown once they are prepared
+# Buttons for real chains, shown once they are prepared (banana_space/real_chains.py).
+REAL_SLOTS = max(PLAN.count, len(plan_from_env().chains))
 PREVIEWS = RUNS_ROOT / ".previews"  # a dot-name: never a run id, never pruned as a run
 PREVIEW_SIDE = 512  # the page shows it 120 px tall
 PREVIEW_LIFETIME_S = 3600
