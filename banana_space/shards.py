@@ -90,11 +90,6 @@ def split_ref(ref: str) -> tuple[str, int]:
     return shard, int(row)
 
 
-def is_row_ref(name: str) -> bool:
-    shard, _, row = name.rpartition(ROW_MARK)
-    return is_shard_name(shard) and row.isdigit()
-
-
 def image_column(schema: Any) -> str:
     """The first column of `{bytes, path}` structs (the Image feature), or a clear refusal."""
     import pyarrow as pa
