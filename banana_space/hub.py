@@ -40,7 +40,6 @@ HUB_PATTERN = re.compile(r"hf://datasets/([A-Za-z0-9][\w.-]*/[\w.-]+)(?:/(.*))?"
 # A replayed chain (app, `score`) uses at most MAX_STEPS + 1 = 101 frames: fetch no more.
 MAX_REPLAY_FRAMES = 101
 MAX_CARD_BYTES = 1 << 20
-RANGE_BLOCK = 64 * 2**10  # read-ahead: pyarrow asks for whole column chunks, small or large
 MAX_ARROW_BYTES = 2 * 2**30
 LICENCES = {"cc-by-nc-sa-4.0": "CC BY-NC-SA 4.0", "cc-by-sa-4.0": "CC BY-SA 4.0",
             "cc-by-nc-4.0": "CC BY-NC 4.0", "cc-by-4.0": "CC BY 4.0", "cc0-1.0": "CC0 1.0",
@@ -165,8 +164,9 @@ class HubShards:
                                f"downloaded whole, up to {MAX_ARROW_BYTES / 2**20:,.0f} MB")
             return pa.memory_map(str(fetch(self.repo_id, [shard]) / shard))
         url, meta = self._meta(shard)
-        return io.BufferedReader(RemoteFile(url, meta.size or 0, f"{shard} of {self.repo_id}"),
-                                 buffer_size=RANGE_BLOCK)
+        # Unbuffered: pyarrow asks for the footer and whole column chunks, one range each, and
+        # a read-ahead would fetch the neighbouring images with every small `path` chunk.
+        return RemoteFile(url, meta.size or 0, f"{shard} of {self.repo_id}")
 
     def cache(self, shard: str) -> Path:
         from huggingface_hub import constants

@@ -185,11 +185,7 @@ def _pixels(image: Image.Image) -> bytes:
 
 
 def test_replay_reads_a_chain_from_parquet_rows_by_range_only_where_its_frames_are(
-        shard_hub, shard_files, shard_chains, monkeypatch) -> None:
-    import banana_space.hub
-
-    # No read-ahead: the ranges served are then exactly what pyarrow asked for.
-    monkeypatch.setattr(banana_space.hub, "RANGE_BLOCK", 1)
+        shard_hub, shard_files, shard_chains) -> None:
     frames = open_frames(f"hf://datasets/{DATASET}/cat")
     assert len(frames) == 7
     assert [_pixels(frames.frame(i).image) for i in range(7)] == [
