@@ -170,7 +170,6 @@ def prepare(root: Path, plan: Plan | None = None) -> list[Path]:
     if plan.count <= 0 and not plan.chains:
         return []
     folder = Path(root) / FOLDER
-    folder.mkdir(parents=True, exist_ok=True)
     if _index(folder).get("plan") == json.loads(json.dumps(asdict(plan))) and prepared(root):
         return prepared(root)  # made by an earlier start: the hub is not asked again
     try:
@@ -179,6 +178,7 @@ def prepare(root: Path, plan: Plan | None = None) -> list[Path]:
         LOG.warning("real chains: %s is not reachable (%s); showing the recordings only",
                     plan.dataset, str(error).splitlines()[0][:200] if str(error) else error)
         return []
+    folder.mkdir(parents=True, exist_ok=True)  # only once there is something to keep
     ready = []
     for ref in chosen:
         try:

@@ -94,6 +94,7 @@ def test_offline_start_up_logs_one_line_and_prepares_nothing(tmp_path, caplog) -
     with caplog.at_level(logging.WARNING, logger="banana_space.real_chains"):
         assert prepare(tmp_path / "runs", Plan(metrics=("entropy",))) == []
     assert len(caplog.records) == 1 and "not reachable" in caplog.records[0].getMessage()
+    assert not (tmp_path / "runs").exists()  # nothing written
     shown = examples(tmp_path / "runs", RECORDED)
     assert shown and not any(e.real for e in shown)
     assert all("simulated" in e.label for e in shown)
