@@ -41,7 +41,9 @@ from pathlib import Path
 from typing import Any
 
 import gradio as gr
+import gradio_client.utils as client_utils
 from gradio.context import LocalContext
+from gradio.utils import NamedString
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 
@@ -107,6 +109,22 @@ def install(demo: gr.Blocks) -> None:
         return await join(body, request, username)
 
     queue.push = push
+    gr.File._process_single_file = _filepath_without_litter
+
+
+def _filepath_without_litter(self: gr.File, payload: Any) -> Any:
+    """gradio 6.31's `gr.File(type="filepath")` makes an empty temporary file in the upload
+    folder for every file it is given, and forgets it: one more per call, forever. This is its
+    preprocessing without that file (the type check as gradio's own)."""
+    if self.type != "filepath":
+        return _file_preprocess(self, payload)
+    if self.file_types and not client_utils.is_valid_file(payload.path, self.file_types):
+        raise gr.Error("Invalid file type. Please upload a file that is one of these formats: "
+                       f"{self.file_types}")
+    return NamedString(payload.path)
+
+
+_file_preprocess = gr.File._process_single_file
 
 
 def _fetched_urls(data: Any) -> Iterator[str]:

@@ -392,8 +392,10 @@ def test_a_member_name_with_newlines_makes_no_markup_in_a_shared_link(app, photo
     assert "\n" not in stored
     shown = call(app["url"], app["index"]["on_load"], [], query=f"?run={final[RUN_DIR]}")
     assert shown.success
-    html = MarkdownIt("gfm-like").render(shown.data[STATUS])
+    html = MarkdownIt("commonmark").enable("table").render(shown.data[STATUS])
     assert "<h1" not in html and "<a " not in html and "Session expired" in html
+    # GFM also links bare addresses (the page's renderer does): none is left bare.
+    assert "http://evil" not in shown.data[STATUS] and "www.x" not in shown.data[STATUS]
 
 
 # --- item 8: four chains at once from the start -----------------------------------------------
