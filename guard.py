@@ -15,7 +15,11 @@ What one address may hold:
 - chains in flight worth at most `COST_PER_VISITOR` megapixel-steps (pixels x steps) together
   (`admitted`); one chain alone is always admitted, so nothing a single visitor may ask for is
   refused for its size;
-- uploads of at most `UPLOAD_BYTES_PER_VISITOR` within `UPLOAD_WINDOW_S` (`UploadGuard`).
+- uploads of at most `UPLOAD_BYTES_PER_VISITOR` within `UPLOAD_WINDOW_S` (`UploadGuard`);
+- its share of the runs kept (`started`: disk.RUNS_PER_VISITOR, disk.RUN_BYTES_PER_VISITOR).
+
+An API or MCP chain is stopped only by the token its caller gave it (`claim_token`); a chain
+whose caller disconnected is stopped by its handler (`alive`).
 
 File arguments are the files gradio received (`received_file`): never a folder, never a path a
 client names, never a URL for the server to fetch (refused when the chain joins the queue, so
@@ -44,10 +48,13 @@ import gradio as gr
 import gradio_client.utils as client_utils
 from gradio.context import LocalContext
 from gradio.utils import NamedString
+from PIL import Image
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 
 import disk
+from banana_space.images import MAX_SIDE
+from banana_space.runs import OWNER_NAME, mark_owner, prune_runs
 
 CHAIN_GROUP = "runs"  # the concurrency id every chain event shares (app.py)
 TRUST_PROXY = os.environ.get("BANANA_TRUST_PROXY", "1" if os.environ.get("SPACE_ID") else "0"
@@ -58,12 +65,15 @@ CHAINS_WAITING = int(os.environ.get("BANANA_CHAINS_WAITING", "64"))
 COST_PER_VISITOR = float(os.environ.get("BANANA_COST_PER_VISITOR", "420")) * 1e6
 UPLOAD_BYTES_PER_VISITOR = int(float(os.environ.get("BANANA_UPLOAD_MB_PER_VISITOR", "500")) * 1e6)
 UPLOAD_WINDOW_S = disk.UPLOADS_KEEP_S
+MIN_TOKEN = 16  # an API caller's stop token is a secret: a short one would be guessable
 _SALT = secrets.token_bytes(16)  # owners are unknowable from a run's files, even offline
 
 _demo: gr.Blocks | None = None
 _cost_lock = threading.Lock()
 _costs: dict[str, list[float]] = defaultdict(list)  # address -> costs of its chains in flight
 _upload_lock = threading.Lock()
+_token_lock = threading.Lock()
+_by_token: dict[str, set[threading.Event]] = {}  # token digest -> its API chains' stop flags
 _uploads: dict[str, deque[tuple[float, int]]] = defaultdict(deque)  # address -> (time, bytes)
 
 
@@ -169,6 +179,56 @@ def alive(request: gr.Request) -> bool:
             if event.request is request.request:
                 return event.alive
     return True
+
+
+# --- API and MCP chains: stopped by their caller's token ----------------------------------------
+
+def claim_token(token: str) -> threading.Event:
+    """The stop flag of an API chain, filed under its caller's `token` (if any) for
+    `token_flags`: only whoever knows the token can stop the chain."""
+    flag = threading.Event()
+    if token:
+        if len(token) < MIN_TOKEN:
+            raise Refused(f"A token is a secret of at least {MIN_TOKEN} characters.")
+        with _token_lock:
+            _by_token.setdefault(_digest(token), set()).add(flag)
+    return flag
+
+
+def release_token(token: str, flag: threading.Event) -> None:
+    with _token_lock:
+        flags = _by_token.get(_digest(token), set())
+        flags.discard(flag)
+        if not flags:
+            _by_token.pop(_digest(token), None)
+
+
+def token_flags(token: str) -> list[threading.Event]:
+    """The stop flags of the chains in flight under `token`."""
+    with _token_lock:
+        return list(_by_token.get(_digest(token), ()))
+
+
+def _digest(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+# --- shares -------------------------------------------------------------------------------------
+
+def chain_cost(image: Image.Image | None, steps: int) -> float:
+    """A chain's cost for admission: pixels x steps (a replay's frames: the largest there are)."""
+    width, height = image.size if image is not None else (MAX_SIDE, MAX_SIDE)
+    return float(width * height * steps)
+
+
+def started(run_dir: Path, request: gr.Request) -> None:
+    """Once a new run's first event is on disk: its owner is recorded and old runs are pruned,
+    the owner's own beyond its share first (the new run counts toward both)."""
+    owner = owner_key(request)
+    if not (run_dir / OWNER_NAME).is_file():  # a resumed run keeps its owner
+        mark_owner(run_dir, owner)
+    prune_runs(disk.RUNS_ROOT, disk.KEEP_RUNS, keep_bytes=disk.RUNS_BYTES, owner=owner,
+               owner_keep=disk.RUNS_PER_VISITOR, owner_bytes=disk.RUN_BYTES_PER_VISITOR)
 
 
 @contextlib.contextmanager

@@ -10,7 +10,6 @@ refusal is a `gr.Error` whose text is escaped (toasts render HTML) and holds no 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import html
 import io
 import json
@@ -32,23 +31,14 @@ import guard
 from banana_space.backends import REGISTRY as BACKENDS
 from banana_space.backends import BackendUnavailable
 from banana_space.events import Started
-from banana_space.images import MAX_SIDE, BadImage, load_image
+from banana_space.images import BadImage, load_image
 from banana_space.magnifier import ZOOM, box_around, largest_difference_box, side_by_side
 from banana_space.markup import plain, without_paths
 from banana_space.rundir import RunBusy, load_run, lock_writer, write_atomic, write_zip, zip_path
 from banana_space.runids import BadRunId, copy_in, run_path
-from banana_space.runs import RunSpec, mark_owner, prune_runs, resume_run, start_run
+from banana_space.runs import RunSpec, resume_run, start_run
 from banana_space.view import RunView, Screen, shown_frame
-from disk import (
-    KEEP_RUNS,
-    PREVIEWS,
-    PREVIEWS_BYTES,
-    RUN_BYTES_PER_VISITOR,
-    RUNS_BYTES,
-    RUNS_PER_VISITOR,
-    RUNS_ROOT,
-    make_room,
-)
+from disk import PREVIEWS, PREVIEWS_BYTES, RUNS_ROOT, make_room
 
 HERE = Path(__file__).parent
 RECORDED = HERE / "assets" / "recorded"  # finished runs that open instantly (no key, no GPU)
@@ -62,11 +52,9 @@ STOPPING = "⏹ **Stopping…** (the frames made so far are kept)"
 # Errors the engine raises for bad input or a run that cannot go ahead: shown, never a crash.
 REFUSALS = (BadImage, BadRunId, ValueError, BackendUnavailable, FileExistsError,
             FileNotFoundError, RunBusy, guard.Refused)
-MIN_TOKEN = 16  # an API caller's stop token is a secret: too short would be guessable
 FRAME_QUERY = re.compile(r"[0-9]{1,4}")  # `?frame=`: a step, 0-100 (a few digits to spare)
 
 _ACTIVE: dict[str, threading.Event] = {}  # browser tab -> the stop flag of its chain in flight
-_BY_TOKEN: dict[str, set[threading.Event]] = {}  # token digest -> its API chains' stop flags
 _ACTIVE_LOCK = threading.Lock()
 
 
@@ -92,52 +80,12 @@ def visitor(request: gr.Request) -> str:
     return request.session_hash or "anonymous"
 
 
-def claim_token(token: str) -> threading.Event:
-    """The stop flag of an API chain, filed under its caller's `token` (if any) for `stop_run`:
-    only whoever knows the token can stop the chain."""
-    flag = threading.Event()
-    if token:
-        if len(token) < MIN_TOKEN:
-            raise gr.Error(f"A token is a secret of at least {MIN_TOKEN} characters.")
-        with _ACTIVE_LOCK:
-            _BY_TOKEN.setdefault(_digest(token), set()).add(flag)
-    return flag
-
-
-def release_token(token: str, flag: threading.Event) -> None:
-    with _ACTIVE_LOCK:
-        flags = _BY_TOKEN.get(_digest(token), set())
-        flags.discard(flag)
-        if not flags:
-            _BY_TOKEN.pop(_digest(token), None)
-
-
-def _digest(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
-
-
 def received(path: Any) -> str:
     """A file argument as a path gradio received, or a clear `gr.Error` (`guard.received_file`)."""
     try:
         return guard.received_file(path)
     except guard.Refused as error:
         raise refusal(error) from None
-
-
-def chain_cost(image: Image.Image | None, steps: int) -> float:
-    """A chain's cost for admission: pixels x steps (a replay's frames: the largest there are)."""
-    width, height = image.size if image is not None else (MAX_SIDE, MAX_SIDE)
-    return float(width * height * steps)
-
-
-def started(run_dir: Path, request: gr.Request) -> None:
-    """Once a new run's first event is on disk: its owner is recorded and old runs are pruned,
-    the owner's own beyond its share first (the new run counts toward both)."""
-    owner = guard.owner_key(request)
-    if not (run_dir / ".owner").is_file():  # a resumed run keeps its owner
-        mark_owner(run_dir, owner)
-    prune_runs(RUNS_ROOT, KEEP_RUNS, keep_bytes=RUNS_BYTES, owner=owner,
-               owner_keep=RUNS_PER_VISITOR, owner_bytes=RUN_BYTES_PER_VISITOR)
 
 
 def claim(who: str) -> threading.Event:
@@ -216,7 +164,7 @@ def stream(view: RunView, events: Iterator[Any], stop: threading.Event,
     for event in events:
         screen = view.apply(event)
         if isinstance(event, Started) and view.run_dir is not None:
-            started(Path(event.run_dir), request)
+            guard.started(Path(event.run_dir), request)
         yield outputs_of(screen, stop.is_set())
 
 
@@ -279,7 +227,7 @@ def _run(source: str, steps: float, prompt: str, backend: str, metrics: list[str
                             if entry and k in entry.info.options and v not in (None, "")})
             spec = RunSpec(image, steps, backend, options, prompt, seed, metrics or [],
                            judges or [], {"api_key": api_key} if api_key else {}, notes)
-            held.enter_context(guard.admitted(request, chain_cost(image, steps)))
+            held.enter_context(guard.admitted(request, guard.chain_cost(image, steps)))
             events = start_run(spec, RUNS_ROOT, stop=stop)
         except REFUSALS as error:
             raise refusal(error) from None
@@ -296,11 +244,8 @@ def stop_run(token: str = "", request: gr.Request = None) -> Any:
     Returns:
         A line saying the chain is stopping.
     """
-    if token:
-        with _ACTIVE_LOCK:
-            flags = list(_BY_TOKEN.get(_digest(token), ()))
-    else:
-        flags = [flag for flag in [_ACTIVE.get(visitor(request))] if flag is not None]
+    flags = guard.token_flags(token) if token else [
+        flag for flag in [_ACTIVE.get(visitor(request))] if flag is not None]
     if not flags:
         gr.Info("Nothing is running.")
         return gr.skip()  # the status of a finished run stays on screen

@@ -31,19 +31,7 @@ from banana_space.prompts import DEFAULT_PROMPT
 from banana_space.prompts import PRESETS as PROMPTS
 from banana_space.rundir import live_status, load_run
 from banana_space.runs import MAX_STEPS, RunSpec, resume_run, start_run
-from handlers import (
-    REFUSALS,
-    RUNS_ROOT,
-    chain_cost,
-    claim_token,
-    completed_steps,
-    confined,
-    received,
-    refusal,
-    release_token,
-    started,
-    whole,
-)
+from handlers import REFUSALS, RUNS_ROOT, completed_steps, confined, received, refusal, whole
 
 DETECTS = {True: "yes", False: "no", None: "undecided"}
 NOTICES_SHOWN = 5
@@ -95,7 +83,7 @@ def _until_end(events: Iterator[Event], request: gr.Request) -> Path:
     for event in events:
         if isinstance(event, Started) and run_dir is None:
             run_dir = event.run_dir
-            started(run_dir, request)
+            guard.started(run_dir, request)
         if not guard.alive(request):
             events.close()
             break
@@ -112,7 +100,10 @@ def compact(answer: dict[str, Any]) -> str:
 def _chain(start: Any, request: gr.Request, token: str, cost: float | None = None) -> str:
     """Start a chain (`start(stop)` returns its events) under the caller's `token`, holding
     `cost` of the caller's share while it runs (`guard.admitted`); wait for its end."""
-    stop = claim_token(token)
+    try:
+        stop = guard.claim_token(token)
+    except guard.Refused as error:
+        raise refusal(error) from None
     try:
         with contextlib.ExitStack() as held:
             try:
@@ -123,7 +114,7 @@ def _chain(start: Any, request: gr.Request, token: str, cost: float | None = Non
                 raise refusal(error) from None
             return compact(summary(_until_end(events, request), request))
     finally:
-        release_token(token, stop)
+        guard.release_token(token, stop)
 
 
 def run_chain(image: str | None, steps: float, generator: str, metrics: str, seed: float,
@@ -163,7 +154,7 @@ def run_chain(image: str | None, steps: float, generator: str, metrics: str, see
     spec = RunSpec(loaded.image, steps, generator, options, DEFAULT_PROMPT, seed,
                    metric_names(metrics), image_notes=loaded.notes)
     return _chain(lambda stop: start_run(spec, RUNS_ROOT, stop=stop), request, token,
-                  chain_cost(loaded.image, steps))
+                  guard.chain_cost(loaded.image, steps))
 
 
 def score_chain(frames: str | None, metrics: str, token: str = "",
@@ -183,7 +174,7 @@ def score_chain(frames: str | None, metrics: str, token: str = "",
     spec = RunSpec(None, MAX_STEPS, "replay", {"source": received(frames)}, DEFAULT_PROMPT, 0,
                    metric_names(metrics))
     return _chain(lambda stop: start_run(spec, RUNS_ROOT, stop=stop), request, token,
-                  chain_cost(None, MAX_STEPS))
+                  guard.chain_cost(None, MAX_STEPS))
 
 
 def resume_chain(run_id: str, api_key: str, token: str = "", request: gr.Request = None) -> str:
