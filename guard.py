@@ -297,7 +297,16 @@ def _admit_upload(request: Request) -> None:
     length = request.headers.get("content-length", "")
     if not length.isdigit():
         raise Refused("An upload must say its length (Content-Length).")
-    size, who, now = int(length), address(request), time.monotonic()
+    # Behind the proxy, only the app's own MCP client uploads without the proxy's header: MCP
+    # callers' files are bounded by the upload folder's share alone.
+    if not (TRUST_PROXY and "x-forwarded-for" not in request.headers):
+        _count_upload(address(request), int(length))
+    disk.make_room(Path(disk.UPLOADS), int(length), disk.UPLOADS_BYTES)
+
+
+def _count_upload(who: str, size: int) -> None:
+    """Add `size` to what `who` uploaded within the window, or `Refused` past the cap."""
+    now = time.monotonic()
     with _upload_lock:
         recent = _uploads[who]
         while recent and now - recent[0][0] > UPLOAD_WINDOW_S:
@@ -308,4 +317,3 @@ def _admit_upload(request: Request) -> None:
                           f"{UPLOAD_BYTES_PER_VISITOR / 1e6:,.0f} MB per visitor within "
                           f"{UPLOAD_WINDOW_S / 3600:g} h.")
         recent.append((now, size))
-    disk.make_room(Path(disk.UPLOADS), size, disk.UPLOADS_BYTES)
