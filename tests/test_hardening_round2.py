@@ -304,7 +304,9 @@ def test_previews_stay_within_their_share(app, tmp_path) -> None:
 
 def test_file_inputs_leave_no_temporary_files(app, tmp_path) -> None:
     def temporaries() -> set[str]:
-        return {str(p) for folder in (Path(tempfile.gettempdir()), uploads_folder(app["runs"]))
+        folders = (Path(tempfile.gettempdir()), Path(tempfile.gettempdir()) / "gradio",
+                   uploads_folder(app["runs"]))  # gradio's default upload folder, and ours
+        return {str(p) for folder in folders
                 for p in folder.glob("tmp*") if p.is_file() and p.stat().st_size == 0}
 
     before = temporaries()
