@@ -9,7 +9,9 @@ BANANA_RUNS_DIR (default ./runs) and kept within BANANA_KEEP_RUNS / BANANA_KEEP_
 
 from __future__ import annotations
 
-import os
+import disk  # first: it sets gradio's upload folder, which gradio reads when imported
+
+# isort: split
 import tempfile
 import threading
 from functools import partial
@@ -18,7 +20,9 @@ from typing import Any
 
 import gradio as gr
 from PIL import Image
+from starlette.middleware import Middleware
 
+import guard
 import mcp_tools
 import zerogpu  # noqa: F401  (first: installs the spaces.GPU runner; a plain call off ZeroGPU)
 from banana_space.backends import REGISTRY as BACKENDS
@@ -75,10 +79,11 @@ LICENCES = (HERE / "README.md").read_text().split("## Licences and terms\n")[1].
 EXAMPLES = sorted((str(p) for p in (HERE / "assets" / "examples").glob("*.*") if p.suffix != ".md"),
                   key=lambda path: (not Path(path).name.startswith("clean-"), path))
 MAX_UPLOAD = "100mb"  # a 64-Mpx PNG, or ~70 frames of 1024 px PNGs in a zip; gradio refuses more
-# Uploads stay in gradio's cache only as long as a visitor needs them (a replayed recording is
-# read while its run goes on): checked hourly, deleted after a day, all of them on a restart.
-UPLOADS_KEEP_S = int(os.environ.get("BANANA_UPLOADS_KEEP_S", "86400"))
-DELETE_CACHE = (min(3600, UPLOADS_KEEP_S), UPLOADS_KEEP_S)
+DELETE_CACHE = (min(3600, disk.UPLOADS_KEEP_S), disk.UPLOADS_KEEP_S)  # see disk.py
+# Scoring is CPU-bound and a small Space has 2 cores: 4 chains at once share them (each waits
+# mostly on its generator anyway), set on every chain event (gradio takes a group's limit from
+# the first event it sees, so one event without it once let 8 run).
+CHAINS_AT_ONCE = 4
 WARMED = threading.Event()  # the metric pool's warm-up has been started
 # The page's events a client may still call by name.
 STREAMING = {"run", "resume", "open", "replay_hub"}
@@ -262,6 +267,7 @@ with gr.Blocks(title="Banana Space", delete_cache=DELETE_CACHE) as demo:
             api_profile = gr.Textbox("", label="profile")
             api_run_id = gr.Textbox("", label="run_id")
             api_key_field = gr.Textbox("", label="api_key", type="password")
+            api_token = gr.Textbox("", label="token", type="password")
             api_answer = gr.Textbox(label="answer (JSON)")
             api_only = gr.Button("API")
     with gr.Accordion("Licences and terms", open=False, elem_id="licences-and-terms"):
@@ -281,21 +287,21 @@ with gr.Blocks(title="Banana Space", delete_cache=DELETE_CACHE) as demo:
     examples.select(pick_example, None, upload, **plumbing)
     prompt_preset.change(lambda key: PROMPTS[key].text, prompt_preset, prompt, **plumbing)
     metric_preset.change(lambda name: list(PRESETS[name]), metric_preset, metrics, **plumbing)
-    # Scoring is CPU-bound and a small Space has 2 cores: 4 runs at once share them (each
-    # waits mostly on its generator anyway); up to 64 more wait in the queue, then visitors are
-    # told the queue is full rather than left hanging. All runs share one metric pool.
+    # Chains share CHAINS_AT_ONCE places and one metric pool; how many one visitor may queue
+    # is guard.py's (cheap events have their own places and never wait behind chains).
     # The page's streaming events stay callable by name (`/run`, `/resume`, `/open`) but are
     # not documented: their answers are widgets; the documented API answers in JSON.
-    streaming = {"api_visibility": "undocumented", "concurrency_id": "runs",
+    streaming = {"api_visibility": "undocumented", "concurrency_id": guard.CHAIN_GROUP,
+                 "concurrency_limit": CHAINS_AT_ONCE,
                  "show_progress": "hidden"}  # the status line says what is happening
     run_button.click(run, [upload, steps, prompt, backend, metrics, judges, seed, strength,
                            api_key, temperature, resolution, guidance, inference_steps, raw,
                            profile],
-                     OUTPUTS, api_name="run", concurrency_limit=4, **streaming)
+                     OUTPUTS, api_name="run", **streaming)
     hub_button.click(hub_credit, hub_source, input_note, **plumbing)
     hub_button.click(replay_hub, [hub_source, steps, prompt, metrics, judges, seed, raw],
                      OUTPUTS, api_name="replay_hub", **streaming)
-    stop_button.click(stop_run, None, status, api_name="stop", concurrency_limit=None)
+    stop_button.click(stop_run, api_token, status, api_name="stop", concurrency_limit=None)
     resume_button.click(resume, [run_dir, api_key, raw], OUTPUTS, api_name="resume",
                         **streaming)
     open_button.click(reopen, [run_picker, raw], OUTPUTS, api_name="open",
@@ -318,13 +324,14 @@ with gr.Blocks(title="Banana Space", delete_cache=DELETE_CACHE) as demo:
                                                        **plumbing)
     demo.load(warm_up_metrics, None, None, **plumbing)
     # The documented API, which is also the MCP server's list of tools.
-    chains = {"concurrency_id": "runs", "show_progress": "hidden"}
+    chains = {"concurrency_id": guard.CHAIN_GROUP, "concurrency_limit": CHAINS_AT_ONCE,
+              "show_progress": "hidden"}
     api_only.click(mcp_tools.run_chain, [api_image, api_steps, api_generator, api_metrics,
-                                         api_seed, api_profile], api_answer,
+                                         api_seed, api_profile, api_token], api_answer,
                    api_name="run_chain", **chains)
-    api_only.click(mcp_tools.score_chain, [api_frames, api_metrics], api_answer,
+    api_only.click(mcp_tools.score_chain, [api_frames, api_metrics, api_token], api_answer,
                    api_name="score_chain", **chains)
-    api_only.click(mcp_tools.resume_chain, [api_run_id, api_key_field], api_answer,
+    api_only.click(mcp_tools.resume_chain, [api_run_id, api_key_field, api_token], api_answer,
                    api_name="resume_chain", **chains)
     api_only.click(mcp_tools.open_run, api_run_id, api_answer, api_name="open_run")
     api_only.click(mcp_tools.list_options, None, api_answer, api_name="list_options")
@@ -337,7 +344,11 @@ with gr.Blocks(title="Banana Space", delete_cache=DELETE_CACHE) as demo:
 
 if __name__ == "__main__":
     RUNS_ROOT.mkdir(parents=True, exist_ok=True)
+    disk.clear_stale()  # what a killed process left behind
+    # No queue size: cheap events are never refused; chains are bounded by guard.py.
+    demo.queue(max_size=None, default_concurrency_limit=8)
+    guard.install(demo)
     start_preparing(RUNS_ROOT)  # Banana100's own chains, where the hub is reachable
-    demo.queue(max_size=64, default_concurrency_limit=8).launch(
-        allowed_paths=[str(RUNS_ROOT)], theme=THEME, css=PAGE_CSS, js=PAGE_JS,
-        max_file_size=MAX_UPLOAD, mcp_server=True)
+    demo.launch(allowed_paths=[str(RUNS_ROOT)], theme=THEME, css=PAGE_CSS, js=PAGE_JS,
+                max_file_size=MAX_UPLOAD, mcp_server=True,
+                app_kwargs={"middleware": [Middleware(guard.UploadGuard)]})

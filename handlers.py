@@ -1,9 +1,10 @@
 """The page's event handlers: what each button, toggle and page load does (app.py wires them).
 
 Everything a visitor sends is untrusted: a run is named only by a run id, resolved inside the
-runs folder (`banana_space.runids`); each visitor has at most one chain in flight, with a stop
-flag that exists from the moment the request arrives; every refusal is a `gr.Error` whose text
-is escaped (toasts render HTML) and holds no server path.
+runs folder (`banana_space.runids`); a file argument is a file gradio received (`guard.py`);
+each browser tab has at most one chain in flight, with a stop flag that exists from the moment
+the request arrives; an API or MCP chain is stopped by the token its caller gave it; every
+refusal is a `gr.Error` whose text is escaped (toasts render HTML) and holds no server path.
 """
 
 from __future__ import annotations
@@ -26,25 +27,24 @@ import gradio as gr
 from gradio_client.utils import encode_file_path
 from PIL import Image
 
+import guard
 from banana_space.backends import REGISTRY as BACKENDS
 from banana_space.backends import BackendUnavailable
+from banana_space.events import Started
 from banana_space.images import BadImage, load_image
 from banana_space.magnifier import ZOOM, box_around, largest_difference_box, side_by_side
-from banana_space.markup import plain
+from banana_space.markup import plain, without_paths
 from banana_space.real_chains import LABEL, PLAN, examples, plan_from_env
 from banana_space.rundir import RunBusy, load_run, lock_writer, write_atomic, write_zip, zip_path
 from banana_space.runids import BadRunId, copy_in, run_path
-from banana_space.runs import RunSpec, prune_runs, resume_run, start_run
+from banana_space.runs import RunSpec, resume_run, start_run
 from banana_space.view import RunView, Screen, shown_frame
+from disk import PREVIEWS, PREVIEWS_BYTES, RUNS_ROOT, make_room
 
 HERE = Path(__file__).parent
-RUNS_ROOT = Path(os.environ.get("BANANA_RUNS_DIR", HERE / "runs")).resolve()
-KEEP_RUNS = int(os.environ.get("BANANA_KEEP_RUNS", "200"))  # older run directories are deleted
-KEEP_BYTES = int(float(os.environ.get("BANANA_KEEP_GB", "20")) * 1e9)  # ...and beyond this
 RECORDED = HERE / "assets" / "recorded"  # finished runs that open instantly (no key, no GPU)
 # Buttons for real chains, shown once they are prepared (banana_space/real_chains.py).
 REAL_SLOTS = max(PLAN.count, len(plan_from_env().chains))
-PREVIEWS = RUNS_ROOT / ".previews"  # a dot-name: never a run id, never pruned as a run
 PREVIEW_SIDE = 512  # the page shows it 120 px tall
 PREVIEW_LIFETIME_S = 3600
 OUTPUT_COUNT = 13  # len(app.OUTPUTS): what `outputs_of` returns
@@ -54,9 +54,10 @@ STOPPING = "⏹ **Stopping…** (the frames made so far are kept)"
 
 # Errors the engine raises for bad input or a run that cannot go ahead: shown, never a crash.
 REFUSALS = (BadImage, BadRunId, ValueError, BackendUnavailable, FileExistsError,
-            FileNotFoundError, RunBusy)
+            FileNotFoundError, RunBusy, guard.Refused)
+FRAME_QUERY = re.compile(r"[0-9]{1,4}")  # `?frame=`: a step, 0-100 (a few digits to spare)
 
-_ACTIVE: dict[str, threading.Event] = {}  # visitor -> the stop flag of their chain in flight
+_ACTIVE: dict[str, threading.Event] = {}  # browser tab -> the stop flag of its chain in flight
 _ACTIVE_LOCK = threading.Lock()
 
 
@@ -72,13 +73,22 @@ def public_text(text: str) -> str:
 
 def refusal(error: Exception) -> gr.Error:
     """The error a visitor sees: no server path, no markup."""
-    return gr.Error(html.escape(public_text(str(error)), quote=False))
+    return gr.Error(html.escape(without_paths(public_text(str(error))), quote=False))
 
 
 def visitor(request: gr.Request) -> str:
-    """Who is asking: the browser tab (gradio's session), or the MCP client's session (every
-    MCP call arrives through one gradio client, so its session alone would be everyone's)."""
-    return request.headers.get("mcp-session-id") or request.session_hash or "anonymous"
+    """Which browser tab is asking (gradio's session), for the page's one chain per tab. API
+    and MCP chains have no such slot (`claim_token`): gradio's MCP server sends every MCP call
+    through one client, so a session would be every MCP client's at once."""
+    return request.session_hash or "anonymous"
+
+
+def received(path: Any) -> str:
+    """A file argument as a path gradio received, or a clear `gr.Error` (`guard.received_file`)."""
+    try:
+        return guard.received_file(path)
+    except guard.Refused as error:
+        raise refusal(error) from None
 
 
 def claim(who: str) -> threading.Event:
@@ -150,13 +160,15 @@ def file_url(path: str) -> str:
     return "gradio_api/file=" + html.escape(encode_file_path(path))
 
 
-def stream(view: RunView, events: Iterator[Any], stop: threading.Event) -> Iterator[Any]:
-    """Fold engine events into the view and send each screen as it changes; once the run's
-    first event is on disk, prune old runs (the new one counts toward the limit)."""
-    for index, event in enumerate(events):
+def stream(view: RunView, events: Iterator[Any], stop: threading.Event,
+           request: gr.Request) -> Iterator[Any]:
+    """Fold engine events into the view and send each screen as it changes (`started` once the
+    run is on disk). When the visitor disconnects, gradio closes this generator: the run is
+    recorded as interrupted (`banana_space.runs`) and its chain stops."""
+    for event in events:
         screen = view.apply(event)
-        if index == 0:
-            prune_runs(RUNS_ROOT, KEEP_RUNS, keep_bytes=KEEP_BYTES)
+        if isinstance(event, Started) and view.run_dir is not None:
+            guard.started(Path(event.run_dir), request)
         yield outputs_of(screen, stop.is_set())
 
 
@@ -188,18 +200,29 @@ def run(upload: str | None, steps: float, prompt: str, backend: str, metrics: li
     """
     if not upload:
         raise gr.Error("Upload an image first (or click an example).")
+    yield from _run(received(upload), steps, prompt, backend, metrics, judges, seed, strength,
+                    api_key, temperature, resolution, guidance_scale, inference_steps, raw,
+                    request, profile)
+
+
+def _run(source: str, steps: float, prompt: str, backend: str, metrics: list[str],
+         judges: list[str], seed: float, strength: float, api_key: str, temperature: float,
+         resolution: str | None, guidance_scale: float | None, inference_steps: float | None,
+         raw: bool, request: gr.Request, profile: str) -> Iterator[Any]:
+    """`run` with its source checked: an upload gradio received, or an hf:// path."""
     steps, seed = whole(steps, "Steps"), whole(seed, "The seed")
     inference_steps = None if inference_steps in (None, "") else whole(inference_steps,
                                                                        "Inference steps")
     who = visitor(request)
     stop = claim(who)  # first: Stop works while the metrics and the generator load
-    try:
+    with contextlib.ExitStack() as held:
+        held.callback(release, who, stop)
         entry = BACKENDS.get(backend)
         try:
             if entry and entry.info.plays_recording:
-                image, notes, options = None, [], {"source": upload}
+                image, notes, options = None, [], {"source": source}
             else:
-                loaded = load_image(upload)
+                loaded = load_image(source)
                 image, notes, options = loaded.image, loaded.notes, {}
             advanced = {"strength": strength, "temperature": temperature, "api_key": api_key,
                         "resolution": resolution, "guidance_scale": guidance_scale,
@@ -208,21 +231,30 @@ def run(upload: str | None, steps: float, prompt: str, backend: str, metrics: li
                             if entry and k in entry.info.options and v not in (None, "")})
             spec = RunSpec(image, steps, backend, options, prompt, seed, metrics or [],
                            judges or [], {"api_key": api_key} if api_key else {}, notes)
+            held.enter_context(guard.admitted(request, guard.chain_cost(image, steps)))
             events = start_run(spec, RUNS_ROOT, stop=stop)
         except REFUSALS as error:
             raise refusal(error) from None
-        yield from stream(RunView(raw=raw), events, stop)
-    finally:
-        release(who, stop)
+        yield from stream(RunView(raw=raw), events, stop, request)
 
 
-def stop_run(request: gr.Request) -> Any:
-    """Stop the chain you are running; the frames made so far are kept."""
-    flag = _ACTIVE.get(visitor(request))
-    if flag is None:
+def stop_run(token: str = "", request: gr.Request = None) -> Any:
+    """Stop a chain; the frames made so far are kept. A chain started through the API or MCP
+    stops by the token its caller gave it; without one, this stops the chain of the browser tab
+    (or gradio_client session) that asks.
+
+    Args:
+        token: the secret given to run_chain, score_chain or resume_chain (blank: your page's).
+    Returns:
+        A line saying the chain is stopping.
+    """
+    flags = guard.token_flags(token) if token else [
+        flag for flag in [_ACTIVE.get(visitor(request))] if flag is not None]
+    if not flags:
         gr.Info("Nothing is running.")
         return gr.skip()  # the status of a finished run stays on screen
-    flag.set()
+    for flag in flags:
+        flag.set()
     return STOPPING
 
 
@@ -254,7 +286,7 @@ def resume(run_id: str | None, api_key: str, raw: bool, request: gr.Request) -> 
         except REFUSALS as error:
             raise refusal(error) from None
         view.raw, view.ended = raw, None  # running again: no old ending, no old zip offered
-        yield from stream(view, events, stop)
+        yield from stream(view, events, stop, request)
     finally:
         release(who, stop)
 
@@ -278,8 +310,8 @@ def replay_hub(source: str, steps: float, prompt: str, metrics: list[str], judge
     source = (source or "").strip()
     if not source.startswith("hf://datasets/"):
         raise gr.Error("Write a chain on the hub as hf://datasets/OWNER/NAME/PATH.")
-    yield from run(source, steps, prompt, "replay", metrics, judges, seed, 1.0, "", 1.0, None,
-                   None, None, raw, request=request)
+    yield from _run(source, steps, prompt, "replay", metrics, judges, seed, 1.0, "", 1.0, None,
+                    None, None, raw, request, "")
 
 
 def hub_credit(source: str) -> str:
@@ -382,7 +414,7 @@ def on_load(request: gr.Request) -> Any:
         return [gr.skip()] * OUTPUT_COUNT
     shown = list(reopen(run_id, False))
     frame = request.query_params.get("frame", "")
-    if frame.isdigit():
+    if FRAME_QUERY.fullmatch(frame):  # digits only: `²` is a digit to str.isdigit
         step = min(int(frame), shown[COMPARE_STEP]["value"])
         shown[BEFORE_AFTER], shown[MAGNIFIER], shown[SHARE] = compare(shown[RUN_ID], step)
         shown[COMPARE_STEP] = {**shown[COMPARE_STEP], "value": step}
@@ -393,8 +425,8 @@ def preview(upload: str | None) -> tuple[str | None, str]:
     if not upload or Path(upload).suffix.lower() == ".zip":
         return None, ""
     try:
-        loaded = load_image(upload)
-    except BadImage as error:
+        loaded = load_image(guard.received_file(upload))
+    except (BadImage, guard.Refused) as error:
         return None, f"⚠️ {plain(public_text(str(error)))}"
     w, h = loaded.image.size
     small = loaded.image.copy()
@@ -406,7 +438,8 @@ def write_preview(image: Image.Image) -> str:
     """The preview as a file of its own under the served runs folder, written atomically.
     Returned as a PIL image, gradio would write it to a path named by its content, in place:
     eight visitors previewing one photo rewrote the file while it was being served to the
-    others, who got a truncated image. Previews older than an hour are deleted."""
+    others, who got a truncated image. Previews older than an hour are deleted, and the oldest
+    beyond their share of the disk (`disk.PREVIEWS_BYTES`)."""
     PREVIEWS.mkdir(parents=True, exist_ok=True)
     for old in PREVIEWS.glob("*.png"):
         with contextlib.suppress(FileNotFoundError):
@@ -415,6 +448,7 @@ def write_preview(image: Image.Image) -> str:
     path = PREVIEWS / f"{secrets.token_hex(8)}.png"
     buffer = io.BytesIO()
     image.save(buffer, format="PNG")
+    make_room(PREVIEWS, len(buffer.getvalue()), PREVIEWS_BYTES)
     write_atomic(path, buffer.getvalue())
     return str(path)
 

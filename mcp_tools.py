@@ -4,40 +4,34 @@ Gradio serves every public endpoint twice: to `gradio_client` ("Use via API" sho
 docstrings) and, with `mcp_server=True`, as MCP tools an agent can call. Each tool waits for
 its chain to end and answers with the verdict, not a stream of widgets (the page's own
 streaming events are `/run`, `/resume` and `/open`). Same rules as the page: run ids only,
-one chain in flight per visitor (an MCP client is a visitor per MCP session), clear errors.
+uploads only, clear errors. gradio's MCP server is stateless (every MCP call reaches the app
+through one client), so a chain here belongs to no session: each caller may give it a token
+of its own, the only key that stops it (`stop_run`), and a caller that disconnects stops it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import gradio as gr
 
+import guard
 from banana_space.backends import REGISTRY as BACKENDS
 from banana_space.events import Event, Started
+from banana_space.images import load_image
 from banana_space.judges import REGISTRY as JUDGES
 from banana_space.metrics import CPU_DEFAULTS, FIDELITY, POOL, PRESETS
 from banana_space.prompts import DEFAULT_PROMPT
 from banana_space.prompts import PRESETS as PROMPTS
-from banana_space.rundir import RunBusy, load_run, lock_writer
-from banana_space.runs import MAX_STEPS, RunSpec, prune_runs, resume_run, start_run
-from handlers import (
-    KEEP_BYTES,
-    KEEP_RUNS,
-    REFUSALS,
-    RUNS_ROOT,
-    claim,
-    confined,
-    refusal,
-    release,
-    visitor,
-    whole,
-)
+from banana_space.rundir import live_status, load_run
+from banana_space.runs import MAX_STEPS, RunSpec, resume_run, start_run
+from handlers import REFUSALS, RUNS_ROOT, completed_steps, confined, received, refusal, whole
 
 DETECTS = {True: "yes", False: "no", None: "undecided"}
 NOTICES_SHOWN = 5
@@ -73,7 +67,8 @@ def summary(path: Path, request: gr.Request) -> dict[str, Any]:
                             **({"role": row.role} if row.role != "metric" else {})}
                for row in saved.history.verdict()}
     return {"run": path.name, "link": link(request, path.name),
-            "status": meta.get("status"), "reason": meta.get("reason") or None,
+            "status": live_status(path, meta.get("status", "running")),
+            "reason": meta.get("reason") or None,
             "last_step": saved.last_step, "steps": meta.get("steps"),
             "verdict": verdict, "unavailable": meta.get("unavailable") or {},
             "notices": [n["message"] for n in meta.get("notices", [])][-NOTICES_SHOWN:],
@@ -81,13 +76,17 @@ def summary(path: Path, request: gr.Request) -> dict[str, Any]:
                      "steps 5, 10 and 20"}
 
 
-def _until_end(events: Iterable[Event]) -> Path:
-    """Consume a run's events; the run's directory. Old runs are pruned once it exists."""
+def _until_end(events: Iterator[Event], request: gr.Request) -> Path:
+    """Consume a run's events; the run's directory (`started` once it exists). A caller that
+    disconnects stops the run within a step: closing its events records it as interrupted."""
     run_dir = None
     for event in events:
         if isinstance(event, Started) and run_dir is None:
             run_dir = event.run_dir
-            prune_runs(RUNS_ROOT, KEEP_RUNS, keep_bytes=KEEP_BYTES)
+            guard.started(run_dir, request)
+        if not guard.alive(request):
+            events.close()
+            break
     assert run_dir is not None, "a run always starts with Started"
     return run_dir
 
@@ -98,22 +97,28 @@ def compact(answer: dict[str, Any]) -> str:
     return json.dumps(answer, separators=(",", ":"), ensure_ascii=False)
 
 
-def _chain(start: Any, request: gr.Request) -> str:
-    """Start a chain for this visitor (`start(stop)` returns its events), wait for its end."""
-    who = visitor(request)
-    stop = claim(who)
+def _chain(start: Any, request: gr.Request, token: str, cost: float | None = None) -> str:
+    """Start a chain (`start(stop)` returns its events) under the caller's `token`, holding
+    `cost` of the caller's share while it runs (`guard.admitted`); wait for its end."""
     try:
-        try:
-            events: Iterator[Event] = start(stop)
-        except REFUSALS as error:
-            raise refusal(error) from None
-        return compact(summary(_until_end(events), request))
+        stop = guard.claim_token(token)
+    except guard.Refused as error:
+        raise refusal(error) from None
+    try:
+        with contextlib.ExitStack() as held:
+            try:
+                if cost is not None:
+                    held.enter_context(guard.admitted(request, cost))
+                events: Iterator[Event] = start(stop)
+            except REFUSALS as error:
+                raise refusal(error) from None
+            return compact(summary(_until_end(events, request), request))
     finally:
-        release(who, stop)
+        guard.release_token(token, stop)
 
 
 def run_chain(image: str | None, steps: float, generator: str, metrics: str, seed: float,
-              profile: str, request: gr.Request) -> str:
+              profile: str, token: str = "", request: gr.Request = None) -> str:
     """Run a replication chain (Banana100): the image is given back to the generator `steps`
     times with "Produce an exact replica…", and every frame is scored. Waits for the end.
 
@@ -124,6 +129,8 @@ def run_chain(image: str | None, steps: float, generator: str, metrics: str, see
         metrics: comma-separated pyiqa no-reference metric names (blank: the 4 CPU classics).
         seed: a whole number 0 .. 4294967295; same seed, same simulated frames.
         profile: a profile name, for a generator that takes one (see list_options); blank: default.
+        token: a secret of yours (16+ characters): stop_run with it stops this chain. Blank:
+            only its end, or your disconnecting, stops it.
     Returns:
         JSON text: run id, link, status, and per metric delta_5/10/20 (negative = worse), detects.
     """
@@ -140,50 +147,53 @@ def run_chain(image: str | None, steps: float, generator: str, metrics: str, see
             raise gr.Error(f"The {generator} generator takes no profile.")
         options["profile"] = profile
     steps, seed = whole(steps, "Steps"), whole(seed, "The seed")
-
-    def start(stop: Any) -> Iterator[Event]:
-        from banana_space.images import load_image
-
-        loaded = load_image(image)
-        spec = RunSpec(loaded.image, steps, generator, options, DEFAULT_PROMPT, seed,
-                       metric_names(metrics), image_notes=loaded.notes)
-        return start_run(spec, RUNS_ROOT, stop=stop)
-
-    return _chain(start, request)
+    try:
+        loaded = load_image(received(image))
+    except REFUSALS as error:
+        raise refusal(error) from None
+    spec = RunSpec(loaded.image, steps, generator, options, DEFAULT_PROMPT, seed,
+                   metric_names(metrics), image_notes=loaded.notes)
+    return _chain(lambda stop: start_run(spec, RUNS_ROOT, stop=stop), request, token,
+                  guard.chain_cost(loaded.image, steps))
 
 
-def score_chain(frames: str | None, metrics: str, request: gr.Request) -> str:
+def score_chain(frames: str | None, metrics: str, token: str = "",
+                request: gr.Request = None) -> str:
     """Score a chain recorded elsewhere: every frame against frame 0, with the paper's verdict.
 
     Args:
         frames: a zip of the chain's images (natural order: 2.png before 10.png), or a GIF/WebP.
         metrics: comma-separated pyiqa no-reference metric names (blank: the 4 CPU classics).
+        token: a secret of yours (16+ characters): stop_run with it stops this chain.
     Returns:
         JSON text: run id, link, status, and per metric delta_5/10/20 (negative = worse), detects.
     """
     if not frames:
         raise gr.Error("Give the chain's frames: a zip of images or an animated GIF/WebP.")
 
-    def start(stop: Any) -> Iterator[Event]:
-        spec = RunSpec(None, MAX_STEPS, "replay", {"source": frames}, DEFAULT_PROMPT, 0,
-                       metric_names(metrics))
-        return start_run(spec, RUNS_ROOT, stop=stop)
-
-    return _chain(start, request)
+    spec = RunSpec(None, MAX_STEPS, "replay", {"source": received(frames)}, DEFAULT_PROMPT, 0,
+                   metric_names(metrics))
+    return _chain(lambda stop: start_run(spec, RUNS_ROOT, stop=stop), request, token,
+                  guard.chain_cost(None, MAX_STEPS))
 
 
-def resume_chain(run_id: str, api_key: str, request: gr.Request) -> str:
+def resume_chain(run_id: str, api_key: str, token: str = "", request: gr.Request = None) -> str:
     """Continue a stopped or interrupted run from its last complete frame, then answer as
     run_chain does.
 
     Args:
         run_id: the run's id (the `run=` part of its link).
         api_key: a Gemini key, where the run's generator or judge needs one; never stored.
+        token: a secret of yours (16+ characters): stop_run with it stops this chain.
     Returns:
         JSON text: as run_chain.
     """
     path = confined(run_id)
-    return _chain(lambda stop: resume_run(path, stop=stop, api_key=api_key or None), request)
+    if completed_steps(path) is not None:
+        raise gr.Error("This run is complete: every step it was asked for is made. Resume goes "
+                       "on with a stopped or interrupted run; start a new chain for more.")
+    return _chain(lambda stop: resume_run(path, stop=stop, api_key=api_key or None), request,
+                  token)
 
 
 def open_run(run_id: str, request: gr.Request) -> str:
@@ -192,15 +202,10 @@ def open_run(run_id: str, request: gr.Request) -> str:
     Args:
         run_id: the run's id (the `run=` part of its link).
     Returns:
-        JSON text: as run_chain; status "running" while the run is being made.
+        JSON text: as run_chain; status "running" while the run is being made, "interrupted"
+        where its maker went away mid-run (resume_chain continues it).
     """
-    path = confined(run_id)
-    answer = summary(path, request)
-    try:
-        os.close(lock_writer(path))
-    except RunBusy:
-        answer["status"] = "running"
-    return compact(answer)
+    return compact(summary(confined(run_id), request))
 
 
 def list_options() -> str:

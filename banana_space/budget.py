@@ -46,6 +46,10 @@ FRAME_BYTES_PER_PIXEL = 79.0
 # Decoding an upload, per declared pixel: rows "decode" (3.4) and "decode 4x" (18.8: an upload
 # downscaled to the side limit).
 DECODE_BYTES_PER_PIXEL = 21.0
+# Decoding one frame of an animated GIF/WebP, per pixel of the animation: its decoder's own
+# frames, the RGBA copy and the flattening on white. 24.0 at 2000² and 23.1 at 4000² (printed by
+# `.venv/bin/python bench/animation_cost.py 2000 4000`), plus 10 % and rounded up.
+ANIMATION_FRAME_BYTES_PER_PIXEL = 27.0
 
 
 # glibc's malloc, set once for the process (elsewhere than glibc these are no-ops).
@@ -112,6 +116,10 @@ def scoring_bytes(metrics: Iterable[str], pixels: int) -> int:
 
 def decode_bytes(pixels: int) -> int:
     return math.ceil(DECODE_BYTES_PER_PIXEL * pixels)
+
+
+def animation_frame_bytes(pixels: int) -> int:
+    return math.ceil(ANIMATION_FRAME_BYTES_PER_PIXEL * pixels)
 
 
 def memory_limit_bytes() -> int:

@@ -93,6 +93,19 @@ def lock_writer(run: Path) -> int:
     return descriptor
 
 
+def live_status(run: Path, status: str) -> str:
+    """What a run is doing now, given the status its run.json records: "running" while its
+    writer holds the lock, "interrupted" where the record says running but the writer has gone
+    (killed with -9, or its process ended mid-run), else the recorded status."""
+    try:
+        os.close(lock_writer(run))
+    except RunBusy:
+        return "running"
+    except FileNotFoundError:
+        return status
+    return "interrupted" if status == "running" else status
+
+
 def _png(image: Image.Image) -> bytes:
     buffer = io.BytesIO()
     image.save(buffer, format="PNG")

@@ -13,7 +13,7 @@ import os
 import shutil
 import threading
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,15 +26,19 @@ from .chain import Chain, run_chain
 from .events import Event, Finished, Notice, Started
 from .judges import REGISTRY as JUDGES
 from .judges import create_judges
+from .markup import one_line, without_paths
 from .metrics import CPU_DEFAULTS, MAX_METRICS_PER_RUN, POOL, MetricPool, check_metric_names
 from .prompts import DEFAULT_PROMPT
-from .rundir import RunBusy, RunDir, load_run, lock_writer, write_zip
+from .rundir import RunBusy, RunDir, load_run, lock_writer, write_atomic, write_zip
 from .scoring import Scorer, unavailable_notices
+from .sources import HUB_PREFIX
 
 MAX_STEPS = 100
 MAX_PROMPT_CHARS = 4000  # the paper's prompt is 72; run.json and the zip copy it
 MAX_SEED = 2**32 - 1  # numpy's and torch's generators take 0 .. 2**32 - 1
 SECRET_OPTIONS = frozenset({"api_key"})  # never written, logged or shown back
+OWNER_NAME = ".owner"  # who made a run, for retention shares (mark_owner)
+INTERRUPTED = "interrupted: the visitor disconnected"
 
 
 @dataclass
@@ -87,8 +91,10 @@ def _is_whole(value: Any) -> bool:
 
 
 def public_options(options: dict[str, Any]) -> dict[str, Any]:
-    """The options that may be recorded: plain values, never a secret."""
-    return {k: v for k, v in options.items()
+    """The options that may be recorded: plain values, never a secret, never a path on this
+    server (a replayed file is recorded by its name)."""
+    return {k: Path(v).name if isinstance(v, str) and os.path.isabs(v) else v
+            for k, v in options.items()
             if k not in SECRET_OPTIONS and isinstance(v, (str, int, float, bool, type(None)))}
 
 
@@ -147,6 +153,10 @@ def resume_run(path: Path, *, stop: threading.Event | None = None, pool: MetricP
             raise ValueError(f"{saved.path.name} has no complete frame to resume from")
         secret = {"api_key": api_key} if api_key else {}
         options = dict(settings.get("backend_options", {}))
+        if (BACKENDS[settings["backend"]].info.plays_recording
+                and not str(options.get("source", "")).startswith(HUB_PREFIX)):
+            raise ValueError("a replayed file is recorded by its name only (never a path on "
+                             "this server): replay it again to score more of it")
         if "api_key" in BACKENDS[settings["backend"]].info.options:
             options.update(secret)
         backend = _ready_backend(settings["backend"], options)
@@ -179,19 +189,37 @@ def _recorded(run: RunDir, opening: Iterable[Event], events: Iterator[Event]
               ) -> Iterator[Event]:
     """Write every event to the run directory before the caller sees it; the zip is made at
     the end, whatever the end was. The run's writer lock is held from its creation (or the
-    resume) until these events end or are closed."""
+    resume) until these events end or are closed. A run whose reader goes away (closes this
+    generator: the visitor disconnected) is recorded as stopped, saying why, so that it never
+    reads "running" after its writer has gone."""
     try:
         for event in opening:
+            event = _public(event)
             run.record(event)
             yield event
         for event in events:
+            event = _public(event)
             run.record(event)
             if isinstance(event, Finished):
                 write_zip(run.path)
             yield event
+    except GeneratorExit:
+        if run.meta.get("status") == "running":
+            run.record(Finished("stopped", run.meta.get("last_step", -1), INTERRUPTED))
+        raise
     finally:
         events.close()
         run.close()
+
+
+def _public(event: Event) -> Event:
+    """An event as it may be stored and shown: its text on one line, without server paths
+    (a failure's `No such file or directory: '/…/frames/…'` keeps the file's name)."""
+    if isinstance(event, Finished):
+        return replace(event, reason=one_line(without_paths(event.reason)))
+    if isinstance(event, Notice):
+        return replace(event, message=one_line(without_paths(event.message)))
+    return event
 
 
 def directory_bytes(path: Path) -> int:
@@ -212,16 +240,43 @@ def _modified(run: Path) -> float:
         return 0.0
 
 
+def mark_owner(run: Path, owner: str) -> None:
+    """Record who made `run` (an opaque key, never an address) for `prune_runs`' shares: a
+    dot-file, so never zipped or replayed."""
+    write_atomic(Path(run) / OWNER_NAME, owner.encode())
+
+
+def _owner(run: Path) -> str | None:
+    try:
+        return (run / OWNER_NAME).read_text()
+    except (FileNotFoundError, UnicodeDecodeError):
+        return None
+
+
 def prune_runs(root: Path, keep: int, active: Iterable[Path] = (),
-               keep_bytes: int | None = None) -> list[Path]:
+               keep_bytes: int | None = None, owner: str | None = None,
+               owner_keep: int | None = None, owner_bytes: int | None = None) -> list[Path]:
     """Delete the oldest run directories beyond the newest `keep`, or beyond `keep_bytes` on
     disk all together (zips included), never one being written (by any thread or process:
-    its writer lock is held) nor one in `active`. Those spared still count toward both."""
+    its writer lock is held) nor one in `active`. Those spared still count toward both.
+    With `owner`, that owner's own runs beyond its newest `owner_keep` (or `owner_bytes`) go
+    first, so one visitor's flood of runs evicts only its own."""
     protected = {Path(p).resolve() for p in active}
     runs = sorted((p.parent for p in Path(root).glob("*/run.json")), key=_modified,
                   reverse=True)
+    doomed = []
+    if owner is not None:
+        mine = [run for run in runs if _owner(run) == owner]
+        doomed = _beyond(mine, owner_keep or len(mine), owner_bytes, protected)
+        runs = [run for run in runs if run not in doomed]
+    return doomed + _beyond(runs, keep, keep_bytes, protected)
+
+
+def _beyond(runs: list[Path], keep: int, keep_bytes: int | None, protected: set[Path]
+            ) -> list[Path]:
+    """Delete the runs (newest first) beyond `keep` of them or `keep_bytes`; the deleted."""
     kept, used, doomed = 0, 0, []
-    for directory in runs:  # newest first
+    for directory in runs:
         size = directory_bytes(directory)
         fits = kept < keep and (keep_bytes is None or used + size <= keep_bytes)
         if fits or directory.resolve() in protected or not _delete_unless_busy(directory):

@@ -77,7 +77,7 @@ def test_temporary_names_are_unique_per_write(tmp_path) -> None:
 def test_a_run_being_written_cannot_be_resumed_in_this_process(photo, tmp_path) -> None:
     stop = threading.Event()
     events = start_run(RunSpec(small(photo), 40, metrics=["entropy"]), tmp_path, stop=stop)
-    run_dir = next(events).run_dir
+    run_dir = next(e for e in events if isinstance(e, Started)).run_dir  # after "loading…"
     next(events)
     with pytest.raises(RunBusy, match="being written"):
         resume_run(run_dir)
@@ -189,7 +189,7 @@ def test_retention_is_bounded_by_bytes_as_well_as_count(tmp_path) -> None:
 @pytest.fixture(scope="module")
 def app(tmp_path_factory) -> dict:
     runs = tmp_path_factory.mktemp("hardening") / "runs"
-    with running_app(runs, BANANA_KEEP_RUNS="3") as url:
+    with running_app(runs, BANANA_KEEP_RUNS="3", BANANA_RUNS_PER_VISITOR="3") as url:
         yield {"url": url, "runs": runs}
 
 
@@ -251,7 +251,7 @@ def test_one_chain_per_visitor_and_stop_before_frame_0(app, photo_path) -> None:
     assert made < 10
     # Stop with nothing running leaves the finished run's status alone.
     index = dependencies(app["url"])["stop"]
-    answer = call(app["url"], index, [], session=client.session_hash)
+    answer = call(app["url"], index, [""], session=client.session_hash)
     assert answer.success and not isinstance(answer.data[0], str)
 
 

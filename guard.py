@@ -1,0 +1,319 @@
+"""The visitor guard: who a request comes from, and how much of what everyone shares one visitor
+may hold (issue 22). App-side, beside `handlers.py`; the engine never sees a request.
+
+A visitor, for fairness, is a client address: on a Space the proxy's `X-Forwarded-For` (its
+last entry: the address the proxy itself saw; earlier entries are whatever the client wrote),
+elsewhere the socket's peer. Browser tabs keep their own session for Stop; API and MCP calls
+have no session slot at all (gradio's MCP server is stateless: every MCP call reaches the app
+through one loopback client and one session hash).
+
+What one address may hold:
+- at most `CHAINS_PER_VISITOR` chains queued or running, counted from gradio's own queue when a
+  chain joins it, and at most `CHAINS_WAITING` chains wait in all. Cheap events (page load,
+  Stop, opening a run, list_options) are never refused: the queue itself has no size limit,
+  only chains do;
+- chains in flight worth at most `COST_PER_VISITOR` megapixel-steps (pixels x steps) together
+  (`admitted`); one chain alone is always admitted, so nothing a single visitor may ask for is
+  refused for its size;
+- uploads of at most `UPLOAD_BYTES_PER_VISITOR` within `UPLOAD_WINDOW_S` (`UploadGuard`);
+- its share of the runs kept (`started`: disk.RUNS_PER_VISITOR, disk.RUN_BYTES_PER_VISITOR).
+
+An API or MCP chain is stopped only by the token its caller gave it (`claim_token`); a chain
+whose caller disconnected is stopped by its handler (`alive`).
+
+File arguments are the files gradio received (`received_file`): never a folder, never a path a
+client names, never a URL for the server to fetch (refused when the chain joins the queue, so
+nothing is downloaded).
+
+This wraps gradio 6.31's queue (`Blocks._queue.push`, its `event_queue_per_concurrency_id` and
+`active_jobs`): gradio has no per-client limit of its own. requirements.txt pins that gradio.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import hmac
+import os
+import secrets
+import stat
+import threading
+import time
+from collections import defaultdict, deque
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+import gradio_client.utils as client_utils
+from gradio.context import LocalContext
+from gradio.utils import NamedString
+from PIL import Image
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse
+
+import disk
+from banana_space.images import MAX_SIDE
+from banana_space.runs import OWNER_NAME, mark_owner, prune_runs
+
+CHAIN_GROUP = "runs"  # the concurrency id every chain event shares (app.py)
+TRUST_PROXY = os.environ.get("BANANA_TRUST_PROXY", "1" if os.environ.get("SPACE_ID") else "0"
+                             ) == "1"
+CHAINS_PER_VISITOR = int(os.environ.get("BANANA_CHAINS_PER_VISITOR", "2"))
+CHAINS_WAITING = int(os.environ.get("BANANA_CHAINS_WAITING", "64"))
+# One maximal run (a 2048 x 2048 input, 100 steps) is 419 megapixel-steps.
+COST_PER_VISITOR = float(os.environ.get("BANANA_COST_PER_VISITOR", "420")) * 1e6
+UPLOAD_BYTES_PER_VISITOR = int(float(os.environ.get("BANANA_UPLOAD_MB_PER_VISITOR", "500")) * 1e6)
+UPLOAD_WINDOW_S = disk.UPLOADS_KEEP_S
+MIN_TOKEN = 16  # an API caller's stop token is a secret: a short one would be guessable
+_SALT = secrets.token_bytes(16)  # owners are unknowable from a run's files, even offline
+
+_demo: gr.Blocks | None = None
+_cost_lock = threading.Lock()
+_costs: dict[str, list[float]] = defaultdict(list)  # address -> costs of its chains in flight
+_upload_lock = threading.Lock()
+_token_lock = threading.Lock()
+_by_token: dict[str, set[threading.Event]] = {}  # token digest -> its API chains' stop flags
+_uploads: dict[str, deque[tuple[float, int]]] = defaultdict(deque)  # address -> (time, bytes)
+
+
+class Refused(Exception):
+    """A request one visitor may not make now; the message is safe to show."""
+
+
+def address(request: Any) -> str:
+    """The client address of a starlette request or a `gr.Request` (see the module's docstring
+    for when X-Forwarded-For is trusted)."""
+    forwarded = request.headers.get("x-forwarded-for", "") if TRUST_PROXY else ""
+    hops = [hop.strip() for hop in forwarded.split(",") if hop.strip()]
+    if hops:
+        return hops[-1]
+    client = getattr(request, "client", None)
+    return getattr(client, "host", None) or "unknown"
+
+
+def owner_key(request: Any) -> str:
+    """A run's owner as stored beside it: the address, keyed with this process's secret."""
+    return hmac.new(_SALT, address(request).encode(), hashlib.sha256).hexdigest()[:24]
+
+
+# --- the queue ----------------------------------------------------------------------------------
+
+def install(demo: gr.Blocks) -> None:
+    """Check every chain that joins `demo`'s queue (after `demo.queue()`)."""
+    global _demo
+    _demo = demo
+    queue = demo._queue
+    join = queue.push
+
+    async def push(body: Any, request: Any, username: str | None) -> Any:
+        fn = demo.fns.get(body.fn_index) if body.fn_index is not None else None
+        try:
+            if fn is not None and any(_fetched_urls(body.data)):
+                raise Refused("Send the file itself (an upload, or a data: URL over MCP): "
+                              "this server fetches no URL given as a file.")
+            if fn is not None and fn.concurrency_id == CHAIN_GROUP:
+                _check_chain_room(queue, address(request))
+        except Refused as refusal:
+            return False, str(refusal), "error"
+        return await join(body, request, username)
+
+    queue.push = push
+    gr.File._process_single_file = _filepath_without_litter
+
+
+def _filepath_without_litter(self: gr.File, payload: Any) -> Any:
+    """gradio 6.31's `gr.File(type="filepath")` makes an empty temporary file in the upload
+    folder for every file it is given, and forgets it: one more per call, forever. This is its
+    preprocessing without that file (the type check as gradio's own)."""
+    if self.type != "filepath":
+        return _file_preprocess(self, payload)
+    if self.file_types and not client_utils.is_valid_file(payload.path, self.file_types):
+        raise gr.Error("Invalid file type. Please upload a file that is one of these formats: "
+                       f"{self.file_types}")
+    return NamedString(payload.path)
+
+
+_file_preprocess = gr.File._process_single_file
+
+
+def _fetched_urls(data: Any) -> Iterator[str]:
+    """File arguments gradio would download: a FileData whose path is an http(s) URL."""
+    if isinstance(data, dict):
+        path = data.get("path")
+        if isinstance(path, str) and path.startswith(("http://", "https://")):
+            yield path
+        for value in data.values():
+            yield from _fetched_urls(value)
+    elif isinstance(data, list):
+        for value in data:
+            yield from _fetched_urls(value)
+
+
+def _chain_events(queue: Any) -> tuple[list[Any], list[Any]]:
+    """(waiting, running) chain events in gradio's queue."""
+    group = queue.event_queue_per_concurrency_id.get(CHAIN_GROUP)
+    waiting = list(group.queue) if group is not None else []
+    running = [event for job in list(queue.active_jobs) if job for event in job
+               if event.concurrency_id == CHAIN_GROUP]
+    return waiting, running
+
+
+def _check_chain_room(queue: Any, who: str) -> None:
+    waiting, running = _chain_events(queue)
+    mine = sum(address(event.request) == who for event in waiting + running)
+    if mine >= CHAINS_PER_VISITOR:
+        raise Refused(f"You have {mine} chains queued or running; at most "
+                      f"{CHAINS_PER_VISITOR} per visitor. Wait for one to end, or stop one.")
+    if len(waiting) >= CHAINS_WAITING:
+        raise Refused(f"{len(waiting)} chains are waiting already; try again in a few minutes.")
+
+
+def alive(request: gr.Request) -> bool:
+    """False once the client that asked for this event has gone (gradio marks its queue event
+    dead when the event stream disconnects); True outside the queue."""
+    if _demo is None or request is None:
+        return True
+    for job in list(_demo._queue.active_jobs):
+        for event in job or ():
+            if event.request is request.request:
+                return event.alive
+    return True
+
+
+# --- API and MCP chains: stopped by their caller's token ----------------------------------------
+
+def claim_token(token: str) -> threading.Event:
+    """The stop flag of an API chain, filed under its caller's `token` (if any) for
+    `token_flags`: only whoever knows the token can stop the chain."""
+    flag = threading.Event()
+    if token:
+        if len(token) < MIN_TOKEN:
+            raise Refused(f"A token is a secret of at least {MIN_TOKEN} characters.")
+        with _token_lock:
+            _by_token.setdefault(_digest(token), set()).add(flag)
+    return flag
+
+
+def release_token(token: str, flag: threading.Event) -> None:
+    with _token_lock:
+        flags = _by_token.get(_digest(token), set())
+        flags.discard(flag)
+        if not flags:
+            _by_token.pop(_digest(token), None)
+
+
+def token_flags(token: str) -> list[threading.Event]:
+    """The stop flags of the chains in flight under `token`."""
+    with _token_lock:
+        return list(_by_token.get(_digest(token), ()))
+
+
+def _digest(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+# --- shares -------------------------------------------------------------------------------------
+
+def chain_cost(image: Image.Image | None, steps: int) -> float:
+    """A chain's cost for admission: pixels x steps (a replay's frames: the largest there are)."""
+    width, height = image.size if image is not None else (MAX_SIDE, MAX_SIDE)
+    return float(width * height * steps)
+
+
+def started(run_dir: Path, request: gr.Request) -> None:
+    """Once a new run's first event is on disk: its owner is recorded and old runs are pruned,
+    the owner's own beyond its share first (the new run counts toward both)."""
+    owner = owner_key(request)
+    if not (run_dir / OWNER_NAME).is_file():  # a resumed run keeps its owner
+        mark_owner(run_dir, owner)
+    prune_runs(disk.RUNS_ROOT, disk.KEEP_RUNS, keep_bytes=disk.RUNS_BYTES, owner=owner,
+               owner_keep=disk.RUNS_PER_VISITOR, owner_bytes=disk.RUN_BYTES_PER_VISITOR)
+
+
+@contextlib.contextmanager
+def admitted(request: gr.Request, cost: float) -> Iterator[None]:
+    """Hold `cost` (pixels x steps) of this visitor's share while a chain runs, or `Refused`."""
+    who = address(request)
+    with _cost_lock:
+        held = _costs[who]
+        if held and sum(held) + cost > COST_PER_VISITOR:
+            raise Refused(f"Your chains in flight come to {sum(held) / 1e6:,.0f} megapixel-steps "
+                          f"and this one to {cost / 1e6:,.0f}; at most "
+                          f"{COST_PER_VISITOR / 1e6:,.0f} per visitor at once. Wait for one to "
+                          "end, or use fewer steps or a smaller picture.")
+        held.append(cost)
+    try:
+        yield
+    finally:
+        with _cost_lock:
+            _costs[who].remove(cost)
+            if not _costs[who]:
+                del _costs[who]
+
+
+# --- files --------------------------------------------------------------------------------------
+
+def received_file(path: Any) -> str:
+    """`path` if it is a regular file gradio received from a client (an upload, or a file its
+    MCP server made from a data: URL and uploaded), else `Refused`: never a folder, a link or
+    any other server path (gradio lets a client name any file under a static path)."""
+    blocks = LocalContext.blocks.get(None) or _demo
+    received = set(getattr(blocks, "upload_file_set", ()))
+    if blocks is not None:
+        for block in blocks.blocks.values():
+            received |= getattr(block, "temp_files", set())
+    if not isinstance(path, str) or os.path.abspath(path) not in received:
+        raise Refused("Upload the file: a file argument must be a file you sent.")
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        raise Refused("That upload is gone (uploads are kept for a while): upload it "
+                      "again.") from None
+    if not stat.S_ISREG(mode):
+        raise Refused("Upload a file: a folder or a link is not a file argument.")
+    return path
+
+
+class UploadGuard:
+    """ASGI middleware on gradio's upload route: a visitor's uploads within the window are
+    bounded, and the upload folder is kept within its share of the disk (oldest first)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if (scope["type"] == "http" and scope["method"] == "POST"
+                and scope["path"].endswith("/upload")):
+            try:
+                _admit_upload(Request(scope))
+            except Refused as refusal:
+                await PlainTextResponse(str(refusal), status_code=429)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def _admit_upload(request: Request) -> None:
+    length = request.headers.get("content-length", "")
+    if not length.isdigit():
+        raise Refused("An upload must say its length (Content-Length).")
+    # Behind the proxy, only the app's own MCP client uploads without the proxy's header: MCP
+    # callers' files are bounded by the upload folder's share alone.
+    if not (TRUST_PROXY and "x-forwarded-for" not in request.headers):
+        _count_upload(address(request), int(length))
+    disk.make_room(Path(disk.UPLOADS), int(length), disk.UPLOADS_BYTES)
+
+
+def _count_upload(who: str, size: int) -> None:
+    """Add `size` to what `who` uploaded within the window, or `Refused` past the cap."""
+    now = time.monotonic()
+    with _upload_lock:
+        recent = _uploads[who]
+        while recent and now - recent[0][0] > UPLOAD_WINDOW_S:
+            recent.popleft()
+        sent = sum(nbytes for _, nbytes in recent)
+        if sent + size > UPLOAD_BYTES_PER_VISITOR:
+            raise Refused(f"You uploaded {sent / 1e6:,.0f} MB recently; at most "
+                          f"{UPLOAD_BYTES_PER_VISITOR / 1e6:,.0f} MB per visitor within "
+                          f"{UPLOAD_WINDOW_S / 3600:g} h.")
+        recent.append((now, size))
