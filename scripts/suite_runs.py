@@ -134,6 +134,14 @@ def run_all(jobs: Sequence[Job], runs: Path = RUNS, workers: int = 2) -> None:
             print(f"  {name}: {seconds:.0f} s", file=sys.stderr, flush=True)
 
 
+def read(runs: Path, job: Job):
+    """A made run: its run.json and its scores as a `History` (NaN at unscored steps)."""
+    from banana_space.rundir import read_history
+
+    meta = json.loads((runs / job.name / "run.json").read_text())
+    return meta, read_history(runs / job.name, meta)
+
+
 def jobs_for(profiles: Sequence[str], starts: Sequence[str], steps: int, side: int,
              metrics: Sequence[str] = SUITE_METRICS) -> list[Job]:
     return [Job(p, s, steps, side, tuple(metrics)) for p in profiles for s in starts]
