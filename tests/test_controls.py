@@ -4,10 +4,12 @@ nuisances stay put; the JPEG chain compounds."""
 
 from __future__ import annotations
 
+import csv
 import io
 
 import numpy as np
 import pytest
+from conftest import EXAMPLES
 from PIL import Image
 from scipy import ndimage
 
@@ -93,3 +95,21 @@ def test_the_jpeg_chain_compounds_at_a_fixed_quality(small_photo) -> None:
     assert frames[2].tobytes() != jpeg_of(small_photo, 75).tobytes()
     assert chain(small_photo, "jpeg", 1, strength=2.0)[1].tobytes() == \
         jpeg_of(small_photo, 50).tobytes()
+
+
+def test_the_blur_control_is_caught_by_brisque_on_a_clean_start_at_full_size(
+        tmp_path, weights_dir) -> None:
+    """Through the CLI, as a person would run it: the peacock feathers (the clean start with
+    fine texture to lose) at 1024 px; BRISQUE calls every checkpoint worse, beyond its floor."""
+    from banana_space.cli import main as cli
+
+    with Image.open(EXAMPLES / "clean-feathers.png") as opened:
+        start = opened.convert("RGB")
+    start.thumbnail((1024, 1024), Image.Resampling.LANCZOS)
+    start.save(tmp_path / "feathers.png")
+    out = tmp_path / "run"
+    assert cli(["run", str(tmp_path / "feathers.png"), "--steps", "10", "--profile", "blur",
+                "--metrics", "brisque", "--out", str(out)]) == 0
+    with (out / "verdict.csv").open(newline="") as handle:
+        brisque = next(row for row in csv.DictReader(handle) if row["metric"] == "brisque")
+    assert (brisque["detects"], brisque["detects_robust"]) == ("yes", "yes")
