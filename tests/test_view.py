@@ -33,13 +33,14 @@ def test_the_summary_says_the_finding_in_words_and_numbers() -> None:
     text = summarise(history(20), 20, running=False)
     assert text.startswith("**After 20 steps**, PSNR to the input fell 41 → 22 dB")
     assert "**2 of 3 quality metrics call it better** (brisque, piqe), 1 worse" in text
-    assert "1 detects the damage and 2 are fooled." in text and "so far" not in text
+    assert "1 detects the damage and 2 are fooled;" in text and "so far" not in text
+    assert text.endswith("beyond each score's noise floor 1 of 3 detects it.")  # floors.csv
 
 
 def test_the_summary_is_provisional_while_the_run_goes_on() -> None:
     text = summarise(history(6), 20, running=True)
     assert text.startswith("**So far, after 6 of 20 steps**, PSNR to the input fell 41 → 36 dB")
-    assert text.endswith("are fooled so far.")
+    assert "are fooled so far;" in text and text.endswith("1 of 3 detects it so far.")
     assert summarise(history(0), 20, running=True).startswith("Step 0 is your input")
     assert summarise(History(INFOS), 20, running=True) == ""
 
