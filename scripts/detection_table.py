@@ -52,8 +52,9 @@ def collect(jobs: list[suite_runs.Job], runs: Path) -> dict[suite_runs.Job, tupl
     """Per run: its verdict rows by metric and its PSNR series."""
     made = {}
     for job in jobs:
-        _, history = suite_runs.read(runs, job)
-        made[job] = ({row.metric: row for row in history.verdict()}, history.scores["psnr"])
+        meta, history = suite_runs.read(runs, job)
+        made[job] = ({row.metric: row for row in history.verdict()}, history.scores["psnr"],
+                     "×".join(map(str, meta["settings"]["input_size"])))
     return made
 
 
@@ -77,10 +78,10 @@ def summary(made: dict, metrics: list[str], profiles: list[str], starts: list[st
 
 
 def every_run(made: dict, metrics: list[str]) -> list[str]:
-    lines = ["| profile | start | PSNR@10 dB | PSNR@20 dB | " + " | ".join(metrics) + " |",
+    lines = ["| profile | start (px) | PSNR@10 dB | PSNR@20 dB | " + " | ".join(metrics) + " |",
              "|" + " --- |" * (4 + len(metrics))]
-    for job, (rows, psnr) in made.items():
-        lines.append(f"| {PROFILES[job.profile].label} | {job.start} | {_db(psnr[10])} | "
+    for job, (rows, psnr, size) in made.items():
+        lines.append(f"| {PROFILES[job.profile].label} | {job.start} ({size}) | {_db(psnr[10])} | "
                      f"{_db(psnr[20])} | " + " | ".join(_cell(rows.get(m)) for m in metrics)
                      + " |")
     return lines
@@ -93,7 +94,7 @@ def write_verdicts(made: dict, target: Path) -> None:
                       "detects", "detects_robust", "spearman_vs_psnr", "spearman_from_first",
                       "worse_after_first"])
         words = {True: "yes", False: "no", None: "undecided"}
-        for job, (rows, _) in made.items():
+        for job, (rows, _, _) in made.items():
             for r in rows.values():
                 out.writerow([job.profile, job.start, r.metric, f"{r.delta_5:.6g}",
                               f"{r.delta_10:.6g}", f"{r.delta_20:.6g}", words[r.detects],
@@ -143,7 +144,10 @@ def main() -> None:
               "ρ against PSNR over steps 1–20 (+1: it falls as fidelity falls).")
     args.out.write_text("\n".join([table, "", "Every run. " + legend, "",
                                    *every_run(made, metrics)]) + "\n")
-    write_verdicts(made, args.runs / "verdicts.csv")
+    every = [suite_runs.Job(*folder.name.split("--"), args.steps, args.side,
+                            suite_runs.SUITE_METRICS)
+             for folder in sorted(args.runs.iterdir()) if "--" in folder.name]
+    write_verdicts(collect(every, args.runs), args.runs / "verdicts.csv")  # every run kept
     if args.readme:
         into_readme(args.readme, args.metrics, table)
     print(table)
