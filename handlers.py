@@ -31,6 +31,7 @@ from banana_space.backends import BackendUnavailable
 from banana_space.images import BadImage, load_image
 from banana_space.magnifier import ZOOM, box_around, largest_difference_box, side_by_side
 from banana_space.markup import plain
+from banana_space.persist import restore
 from banana_space.rundir import RunBusy, load_run, lock_writer, write_atomic, write_zip, zip_path
 from banana_space.runids import BadRunId, copy_in, run_path
 from banana_space.runs import RunSpec, prune_runs, resume_run, start_run
@@ -95,8 +96,10 @@ def release(who: str, flag: threading.Event) -> None:
 
 
 def confined(run_id: Any) -> Path:
-    """A visitor's run id as a directory inside the runs folder, or a clear `gr.Error`."""
+    """A visitor's run id as a directory inside the runs folder, or a clear `gr.Error`. A run
+    that is not on disk (a restart wiped it) is brought back first, where it can be."""
     try:
+        restore(RUNS_ROOT, run_id, RECORDED)
         return run_path(RUNS_ROOT, run_id)
     except BadRunId as error:
         raise refusal(error) from None

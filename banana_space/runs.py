@@ -27,6 +27,7 @@ from .events import Event, Finished, Notice, Started
 from .judges import REGISTRY as JUDGES
 from .judges import create_judges
 from .metrics import CPU_DEFAULTS, MAX_METRICS_PER_RUN, POOL, MetricPool, check_metric_names
+from .persist import keep
 from .prompts import DEFAULT_PROMPT
 from .rundir import RunBusy, RunDir, load_run, lock_writer, write_zip
 from .scoring import Scorer, unavailable_notices
@@ -188,6 +189,7 @@ def _recorded(run: RunDir, opening: Iterable[Event], events: Iterator[Event]
             run.record(event)
             if isinstance(event, Finished):
                 write_zip(run.path)
+                keep(run.path)  # pushed to BANANA_RUNS_REPO, where one is set (persist.py)
             yield event
     finally:
         events.close()
