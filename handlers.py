@@ -32,6 +32,7 @@ from banana_space.images import BadImage, load_image
 from banana_space.magnifier import ZOOM, box_around, largest_difference_box, side_by_side
 from banana_space.markup import plain
 from banana_space.persist import restore
+from banana_space.quota import default_judge_at
 from banana_space.rundir import RunBusy, load_run, lock_writer, write_atomic, write_zip, zip_path
 from banana_space.runids import BadRunId, copy_in, run_path
 from banana_space.runs import RunSpec, prune_runs, resume_run, start_run
@@ -162,7 +163,8 @@ def stream(view: RunView, events: Iterator[Any], stop: threading.Event) -> Itera
 def run(upload: str | None, steps: float, prompt: str, backend: str, metrics: list[str],
         judges: list[str], seed: float, strength: float, api_key: str, temperature: float,
         resolution: str | None, guidance_scale: float | None, inference_steps: float | None,
-        raw: bool, request: gr.Request, profile: str = "") -> Iterator[Any]:
+        raw: bool, request: gr.Request, profile: str = "", judge_at: str = ""
+        ) -> Iterator[Any]:
     """Run a replication chain and stream the page's view of it, frame by frame.
 
     Args:
@@ -181,6 +183,7 @@ def run(upload: str | None, steps: float, prompt: str, backend: str, metrics: li
         inference_steps: open editors' inference steps (blank: the model's default).
         raw: one chart of raw scores per metric instead of the shared delta axis.
         profile: the simulated generator's profile (see /list_options; blank: its default).
+        judge_at: "checkpoints" or "every" frame for the judges (blank: checkpoints on ZeroGPU).
     Returns:
         Status, current frame, frame strip, plot, verdict table, model text, zip, run id,
         before/after pair, compare slider; a new tuple after each frame and each score.
@@ -206,7 +209,8 @@ def run(upload: str | None, steps: float, prompt: str, backend: str, metrics: li
             options.update({k: v for k, v in advanced.items()
                             if entry and k in entry.info.options and v not in (None, "")})
             spec = RunSpec(image, steps, backend, options, prompt, seed, metrics or [],
-                           judges or [], {"api_key": api_key} if api_key else {}, notes)
+                           judges or [], {"api_key": api_key} if api_key else {}, notes,
+                           judge_at or default_judge_at())
             events = start_run(spec, RUNS_ROOT, stop=stop)
         except REFUSALS as error:
             raise refusal(error) from None

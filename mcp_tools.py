@@ -24,6 +24,7 @@ from banana_space.judges import REGISTRY as JUDGES
 from banana_space.metrics import CPU_DEFAULTS, FIDELITY, POOL, PRESETS
 from banana_space.prompts import DEFAULT_PROMPT
 from banana_space.prompts import PRESETS as PROMPTS
+from banana_space.quota import per_step_note
 from banana_space.rundir import RunBusy, load_run, lock_writer
 from banana_space.runs import MAX_STEPS, RunSpec, prune_runs, resume_run, start_run
 from handlers import (
@@ -116,6 +117,7 @@ def run_chain(image: str | None, steps: float, generator: str, metrics: str, see
               profile: str, request: gr.Request) -> str:
     """Run a replication chain (Banana100): the image is given back to the generator `steps`
     times with "Produce an exact replica…", and every frame is scored. Waits for the end.
+    {gpu_cost}
 
     Args:
         image: the input image (PNG, JPEG or WebP; at most 64 megapixels).
@@ -150,6 +152,9 @@ def run_chain(image: str | None, steps: float, generator: str, metrics: str, see
         return start_run(spec, RUNS_ROOT, stop=stop)
 
     return _chain(start, request)
+
+
+run_chain.__doc__ = run_chain.__doc__.replace("{gpu_cost}", per_step_note())
 
 
 def score_chain(frames: str | None, metrics: str, request: gr.Request) -> str:

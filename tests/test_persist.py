@@ -17,6 +17,7 @@ from fake_hub_write import FakeHubWrite, is_binary
 
 from banana_space import persist
 from banana_space.events import Started
+from banana_space.metrics import MetricPool
 from banana_space.rundir import load_run
 from banana_space.runids import BadRunId
 from banana_space.runs import RunSpec, start_run
@@ -58,10 +59,11 @@ def test_a_finished_run_is_pushed_once_and_restored_after_a_wipe(hub, tmp_path, 
                                                                   weights_dir) -> None:
     root = tmp_path / "runs"
     spec = RunSpec(photo.resize((64, 48)), 2, "simulate", metrics=["entropy"])
-    events = list(start_run(spec, root))
+    events = list(start_run(spec, root, pool=MetricPool(device="cpu", load_seconds=600)))
     _pushed()
     run = next(e.run_dir for e in events if isinstance(e, Started))
     kept = {name.split("/", 2)[2]: data for name, data in hub.datasets[RUNS_REPO].items()}
+    assert load_run(run).last_step == 2
     assert set(kept) == {"run.json", "scores.csv", "verdict.csv", "steps.csv",
                          *(f"frames/step_{i:03d}.png" for i in range(3)),
                          *(f".thumbs/.step_{i:03d}.png" for i in range(3))}
