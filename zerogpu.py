@@ -16,6 +16,7 @@ its first use.
 
 from __future__ import annotations
 
+import functools
 import os
 from typing import Any
 
@@ -50,6 +51,7 @@ def refusals_named(runner: gpu.GpuRunner) -> gpu.GpuRunner:
     """`runner`, raising `GpuRefused` where ZeroGPU refused the call, so a chain stops there
     cleanly (frames kept, resumable) instead of failing."""
 
+    @functools.wraps(runner)
     def run(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
         try:
             return runner(fn, *args, **kwargs)
