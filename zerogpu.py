@@ -24,7 +24,6 @@ import spaces  # before torch initialises CUDA: spaces patches torch.cuda on Zer
 
 from banana_space import gpu
 
-
 # What spaces 0.51 raises when ZeroGPU will not run a call: a gr.Error whose title says why
 # (spaces/zero/client.py `schedule`, spaces/zero/wrappers.py). "ZeroGPU worker error" is a
 # refusal only as "GPU task aborted"; with another message it is the function's own failure.

@@ -28,8 +28,8 @@ from .judges import REGISTRY as JUDGES
 from .judges import create_judges
 from .metrics import CPU_DEFAULTS, MAX_METRICS_PER_RUN, POOL, MetricPool, check_metric_names
 from .persist import keep
-from .quota import judged_steps
 from .prompts import DEFAULT_PROMPT
+from .quota import judged_steps
 from .rundir import RunBusy, RunDir, load_run, lock_writer, write_zip
 from .scoring import Scorer, unavailable_notices
 

@@ -13,10 +13,10 @@ first, without installing or downloading anything heavy:
    torch's multi-GB wheel is never fetched;
 2. each pin pip finds no wheel for is named in its error: it is set aside and the rest resolved
    again;
-3. for the pins set aside, the index's file list (PEP 691 JSON) says whether an sdist exists: pip would build
-   it on the Space ("sdist only"); a pin with neither is "missing".
+3. for the pins set aside, the index's file list (PEP 691 JSON) says whether an sdist exists:
+   pip would build it on the Space ("sdist only"); a pin with neither is "missing".
 
-Answers are cached per (pin, Python, platform) in ~/.cache/banana-space/pins.json, so a rerun
+Answers are cached per (pin, Python, glibc) in ~/.cache/banana-space/pins.json, so a rerun
 asks only about new pins. Exit 0: every pin has a wheel or an sdist; 1: a pin is missing; 3:
 the index could not be reached (nothing was decided).
 """
@@ -40,7 +40,8 @@ PIN_FILES = ("requirements.txt", "constraints.txt")
 # literally, so every manylinux tag that glibc runs is named (2_17 is manylinux2014).
 GLIBC_MINOR = 36
 OLDEST_MINOR = 17
-CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "banana-space" / "pins.json"
+CACHE = (Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+         / "banana-space" / "pins.json")
 UNREACHABLE = 3
 SDIST_SUFFIXES = (".tar.gz", ".zip", ".tar.bz2")
 
@@ -172,8 +173,8 @@ def main(argv: list[str] | None = None) -> int:
     sdists = [pin for pin, answer in answers.items() if answer.startswith("sdist")]
     print(f"\nPython {python}, Linux x86-64 (glibc 2.{args.glibc}): {len(answers)} pins, "
           f"{len(answers) - len(missing) - len(sdists)} wheels, {len(sdists)} sdist only "
-          f"({', '.join(sdists) or 'none'}), {len(missing)} missing ({', '.join(missing) or 'none'})"
-          f"; {len(todo)} asked now, the rest cached")
+          f"({', '.join(sdists) or 'none'}), {len(missing)} missing "
+          f"({', '.join(missing) or 'none'}); {len(todo)} asked now, the rest cached")
     return 1 if missing else 0
 
 
