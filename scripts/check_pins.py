@@ -103,10 +103,12 @@ def dry_run(requirements: list[str], python: str, platform: list[str]
         env = {**os.environ, "PIP_CONSTRAINT": "", "PIP_NO_INPUT": "1"}
         done = subprocess.run(command, capture_output=True, text=True, env=env)
         if done.returncode != 0 or not report.is_file():
-            refused = re.search(r"No matching distribution found for (\S+)", done.stderr)
+            # No file for this Python and platform, or a file whose Requires-Python excludes it.
+            refused = re.search(r"No matching distribution found for (\S+)|Package '([^']+)' "
+                                r"requires a different Python", done.stderr)
             if not refused:
                 raise RuntimeError(f"pip failed:\n{done.stderr[-2000:]}")
-            return {}, refused.group(1)
+            return {}, refused.group(1) or refused.group(2)
         installs = json.loads(report.read_text())["install"]
     return {normalise(item["metadata"]["name"]):
             item["download_info"]["url"].rsplit("/", 1)[-1] for item in installs}, None
