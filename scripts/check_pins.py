@@ -114,8 +114,11 @@ def dry_run(requirements: list[str], python: str, platform: list[str]
             item["download_info"]["url"].rsplit("/", 1)[-1] for item in installs}, None
 
 
-def sdist_of(name: str, version: str) -> str | None:
-    """The pin's sdist file name on the index (PEP 691 JSON), or None."""
+def sdist_of(name: str, version: str, python: str) -> str | None:
+    """The pin's sdist file name on the index (PEP 691 JSON) whose Requires-Python admits
+    `python`, or None."""
+    from packaging.specifiers import SpecifierSet
+
     request = urllib.request.Request(f"{index_url()}/{name}/",
                                      headers={"Accept": "application/vnd.pypi.simple.v1+json"})
     with urllib.request.urlopen(request, timeout=60) as answer:
@@ -123,7 +126,8 @@ def sdist_of(name: str, version: str) -> str | None:
     stem = f"{name}-{version}".replace("-", "_").lower()
     for file in files:
         filename = file["filename"]
-        if filename.endswith(SDIST_SUFFIXES) and \
+        admits = python in SpecifierSet(file.get("requires-python") or "")
+        if filename.endswith(SDIST_SUFFIXES) and admits and \
                 filename.lower().replace("-", "_").startswith(stem + "."):
             return filename
     return None
@@ -145,7 +149,7 @@ def check(wanted: dict[str, str], python: str, platform: list[str]) -> dict[str,
         if name in wheels:
             answers[f"{name}=={version}"] = f"wheel {wheels[name]}"
         else:
-            sdist = sdist_of(name, version)
+            sdist = sdist_of(name, version, python)
             answers[f"{name}=={version}"] = f"sdist only {sdist}" if sdist else "missing"
     return answers
 
