@@ -31,6 +31,7 @@ from banana_space.judges import REGISTRY as JUDGES
 from banana_space.metrics import CPU_DEFAULTS, FIDELITY, POOL, PRESETS
 from banana_space.prompts import DEFAULT_PROMPT
 from banana_space.prompts import PRESETS as PROMPTS
+from banana_space.quota import JUDGE_AT, default_judge_at, page_note
 from banana_space.real_chains import examples as chain_examples
 from banana_space.real_chains import start_preparing
 from banana_space.runs import MAX_STEPS
@@ -187,6 +188,7 @@ with gr.Blocks(title="Banana Space", delete_cache=DELETE_CACHE) as demo:
                 run_button = gr.Button("Run", variant="primary", elem_id="run-button")
                 stop_button = gr.Button("Stop", variant="stop", elem_id="stop-button")
                 resume_button = gr.Button("Resume", elem_id="resume-button")
+            gpu_cost = gr.Markdown(elem_id="gpu-cost")  # the run's ZeroGPU seconds (quota.py)
             with gr.Accordion("Prompt, metrics and judges", open=False):
                 prompt_preset = gr.Dropdown([(p.label, k) for k, p in PROMPTS.items()],
                                             value="replicate", label="Prompt preset")
@@ -200,6 +202,9 @@ with gr.Blocks(title="Banana Space", delete_cache=DELETE_CACHE) as demo:
                 judges = gr.CheckboxGroup(
                     JUDGE_CHOICES, label="VLM judges (reference line)", info=JUDGE_HOWTOS or None,
                     value=[e.info.name for e in JUDGES.values() if not e.unavailable_reason()])
+                judge_at = gr.Radio([(label, key) for key, label in JUDGE_AT.items()],
+                                    value=default_judge_at(), label="Judges rate…",
+                                    elem_id="judge-at")
             with gr.Accordion("Advanced", open=False):
                 seed = gr.Number(0, precision=0, label="Seed")
                 strength = gr.Slider(0, 3, value=1.0, step=0.1,
@@ -296,7 +301,7 @@ with gr.Blocks(title="Banana Space", delete_cache=DELETE_CACHE) as demo:
                  "show_progress": "hidden"}  # the status line says what is happening
     run_button.click(run, [upload, steps, prompt, backend, metrics, judges, seed, strength,
                            api_key, temperature, resolution, guidance, inference_steps, raw,
-                           profile],
+                           profile, judge_at],
                      OUTPUTS, api_name="run", **streaming)
     hub_button.click(hub_credit, hub_source, input_note, **plumbing)
     hub_button.click(replay_hub, [hub_source, steps, prompt, metrics, judges, seed, raw],
@@ -323,6 +328,10 @@ with gr.Blocks(title="Banana Space", delete_cache=DELETE_CACHE) as demo:
     demo.load(on_load, None, OUTPUTS, **plumbing).then(None, js=SCROLL_TO_RESULT_JS,
                                                        **plumbing)
     demo.load(warm_up_metrics, None, None, **plumbing)
+    costed = [upload, steps, backend, judges, judge_at, prompt, inference_steps]
+    for control in costed:
+        control.change(page_note, costed, gpu_cost, show_progress="hidden", **plumbing)
+    demo.load(page_note, costed, gpu_cost, **plumbing)
     # The documented API, which is also the MCP server's list of tools.
     chains = {"concurrency_id": guard.CHAIN_GROUP, "concurrency_limit": CHAINS_AT_ONCE,
               "show_progress": "hidden"}

@@ -34,6 +34,8 @@ from banana_space.events import Started
 from banana_space.images import BadImage, load_image
 from banana_space.magnifier import ZOOM, box_around, largest_difference_box, side_by_side
 from banana_space.markup import plain, without_paths
+from banana_space.persist import restore
+from banana_space.quota import default_judge_at
 from banana_space.real_chains import LABEL, PLAN, examples, plan_from_env
 from banana_space.rundir import RunBusy, load_run, lock_writer, write_atomic, write_zip, zip_path
 from banana_space.runids import BadRunId, copy_in, run_path
@@ -108,8 +110,10 @@ def release(who: str, flag: threading.Event) -> None:
 
 
 def confined(run_id: Any) -> Path:
-    """A visitor's run id as a directory inside the runs folder, or a clear `gr.Error`."""
+    """A visitor's run id as a directory inside the runs folder, or a clear `gr.Error`. A run
+    that is not on disk (a restart wiped it) is brought back first, where it can be."""
     try:
+        restore(RUNS_ROOT, run_id, RECORDED)
         return run_path(RUNS_ROOT, run_id)
     except BadRunId as error:
         raise refusal(error) from None
@@ -175,7 +179,8 @@ def stream(view: RunView, events: Iterator[Any], stop: threading.Event,
 def run(upload: str | None, steps: float, prompt: str, backend: str, metrics: list[str],
         judges: list[str], seed: float, strength: float, api_key: str, temperature: float,
         resolution: str | None, guidance_scale: float | None, inference_steps: float | None,
-        raw: bool, request: gr.Request, profile: str = "") -> Iterator[Any]:
+        raw: bool, request: gr.Request, profile: str = "", judge_at: str = ""
+        ) -> Iterator[Any]:
     """Run a replication chain and stream the page's view of it, frame by frame.
 
     Args:
@@ -194,6 +199,7 @@ def run(upload: str | None, steps: float, prompt: str, backend: str, metrics: li
         inference_steps: open editors' inference steps (blank: the model's default).
         raw: one chart of raw scores per metric instead of the shared delta axis.
         profile: the simulated generator's profile (see /list_options; blank: its default).
+        judge_at: "checkpoints" or "every" frame for the judges (blank: checkpoints on ZeroGPU).
     Returns:
         Status, current frame, frame strip, plot, verdict table, model text, zip, run id,
         before/after pair, compare slider; a new tuple after each frame and each score.
@@ -202,13 +208,13 @@ def run(upload: str | None, steps: float, prompt: str, backend: str, metrics: li
         raise gr.Error("Upload an image first (or click an example).")
     yield from _run(received(upload), steps, prompt, backend, metrics, judges, seed, strength,
                     api_key, temperature, resolution, guidance_scale, inference_steps, raw,
-                    request, profile)
+                    request, profile, judge_at)
 
 
 def _run(source: str, steps: float, prompt: str, backend: str, metrics: list[str],
          judges: list[str], seed: float, strength: float, api_key: str, temperature: float,
          resolution: str | None, guidance_scale: float | None, inference_steps: float | None,
-         raw: bool, request: gr.Request, profile: str) -> Iterator[Any]:
+         raw: bool, request: gr.Request, profile: str, judge_at: str = "") -> Iterator[Any]:
     """`run` with its source checked: an upload gradio received, or an hf:// path."""
     steps, seed = whole(steps, "Steps"), whole(seed, "The seed")
     inference_steps = None if inference_steps in (None, "") else whole(inference_steps,
@@ -230,7 +236,8 @@ def _run(source: str, steps: float, prompt: str, backend: str, metrics: list[str
             options.update({k: v for k, v in advanced.items()
                             if entry and k in entry.info.options and v not in (None, "")})
             spec = RunSpec(image, steps, backend, options, prompt, seed, metrics or [],
-                           judges or [], {"api_key": api_key} if api_key else {}, notes)
+                           judges or [], {"api_key": api_key} if api_key else {}, notes,
+                           judge_at or default_judge_at())
             held.enter_context(guard.admitted(request, guard.chain_cost(image, steps)))
             events = start_run(spec, RUNS_ROOT, stop=stop)
         except REFUSALS as error:

@@ -29,6 +29,7 @@ from banana_space.judges import REGISTRY as JUDGES
 from banana_space.metrics import CPU_DEFAULTS, FIDELITY, POOL, PRESETS
 from banana_space.prompts import DEFAULT_PROMPT
 from banana_space.prompts import PRESETS as PROMPTS
+from banana_space.quota import per_step_note
 from banana_space.rundir import live_status, load_run
 from banana_space.runs import MAX_STEPS, RunSpec, resume_run, start_run
 from handlers import REFUSALS, RUNS_ROOT, completed_steps, confined, received, refusal, whole
@@ -125,6 +126,7 @@ def run_chain(image: str | None, steps: float, generator: str, metrics: str, see
               profile: str, token: str = "", request: gr.Request = None) -> str:
     """Run a replication chain (Banana100): the image is given back to the generator `steps`
     times with "Produce an exact replica…", and every frame is scored. Waits for the end.
+    {gpu_cost}
 
     Args:
         image: the input image (PNG, JPEG or WebP; at most 64 megapixels).
@@ -159,6 +161,9 @@ def run_chain(image: str | None, steps: float, generator: str, metrics: str, see
                    metric_names(metrics), image_notes=loaded.notes)
     return _chain(lambda stop: start_run(spec, RUNS_ROOT, stop=stop), request, token,
                   guard.chain_cost(loaded.image, steps))
+
+
+run_chain.__doc__ = run_chain.__doc__.replace("{gpu_cost}", per_step_note())
 
 
 def score_chain(frames: str | None, metrics: str, token: str = "",

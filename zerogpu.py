@@ -16,6 +16,7 @@ its first use.
 
 from __future__ import annotations
 
+import functools
 import os
 from typing import Any
 
@@ -23,13 +24,46 @@ import spaces  # before torch initialises CUDA: spaces patches torch.cuda on Zer
 
 from banana_space import gpu
 
+# What spaces 0.51 raises when ZeroGPU will not run a call: a gr.Error whose title says why
+# (spaces/zero/client.py `schedule`, spaces/zero/wrappers.py). "ZeroGPU worker error" is a
+# refusal only as "GPU task aborted"; with another message it is the function's own failure.
+REFUSALS = {"ZeroGPU quota exceeded": "quota", "ZeroGPU pending credits exceeded": "quota",
+            "ZeroGPU illegal duration": "quota", "ZeroGPU queue timeout": "queue",
+            "ZeroGPU client error": "queue"}
+ABORTED = ("ZeroGPU worker error", "GPU task aborted")
+
 
 @spaces.GPU(duration=gpu.estimated_seconds)
 def run_on_zerogpu(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
     return fn(*args, **kwargs)
 
 
-gpu.use_gpu_runner(run_on_zerogpu)
+def refusal(error: Exception) -> gpu.GpuRefused | None:
+    """The engine's `GpuRefused` for a ZeroGPU refusal, None for any other error."""
+    title, message = getattr(error, "title", None), str(getattr(error, "message", error))
+    if (title, message) == ABORTED:
+        return gpu.GpuRefused("aborted", message)
+    return gpu.GpuRefused(REFUSALS[title], message) if title in REFUSALS else None
+
+
+def refusals_named(runner: gpu.GpuRunner) -> gpu.GpuRunner:
+    """`runner`, raising `GpuRefused` where ZeroGPU refused the call, so a chain stops there
+    cleanly (frames kept, resumable) instead of failing."""
+
+    @functools.wraps(runner)
+    def run(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return runner(fn, *args, **kwargs)
+        except Exception as error:
+            refused = refusal(error)
+            if refused is None:
+                raise
+            raise refused from error
+
+    return run
+
+
+gpu.use_gpu_runner(refusals_named(run_on_zerogpu))
 
 
 def preload(names: list[str]) -> None:

@@ -14,6 +14,7 @@ wastes at most one call.
 from __future__ import annotations
 
 import contextvars
+import math
 import queue
 import threading
 import time
@@ -26,6 +27,7 @@ from PIL import Image
 from .backends import Backend, BackendUnavailable
 from .backends.base import GenerationFailed
 from .events import Finished, FrameMade, FrameScored, Notice
+from .gpu import GpuRefused
 from .images import BadImage, load_image
 from .prompts import repeats_for
 from .scoring import Scorer
@@ -43,6 +45,7 @@ class Chain:
     seed: int
     start: int = 0  # the step `image` is; > 0 when resuming from a run directory
     reference: Image.Image | None = None  # frame 0, when resuming
+    judged: frozenset[int] | None = None  # steps the judges rate (None: every one; quota.py)
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,7 @@ class _Made:
 class _Failed:
     step: int
     reason: str
+    status: str = "failed"  # "stopped" where ZeroGPU refused: resumable, not broken
 
 
 class _Done:
@@ -105,7 +109,7 @@ def _score(chain: Chain, stop: threading.Event, abandoned: threading.Event,
     last = chain.start
     try:
         if chain.start == 0 and not put_all(_scored(
-                chain.scorer, _Made(0, chain.image, "", 0.0, 0, None), reference, abandoned)):
+                chain, _Made(0, chain.image, "", 0.0, 0, None), reference, abandoned)):
             return
         while not abandoned.is_set():
             try:
@@ -118,7 +122,7 @@ def _score(chain: Chain, stop: threading.Event, abandoned: threading.Event,
             if isinstance(item, _Made):
                 totals["calls"] += item.calls
                 totals["cost_usd"] += item.cost_usd or 0.0
-                if not put_all(_scored(chain.scorer, item, reference, abandoned)):
+                if not put_all(_scored(chain, item, reference, abandoned)):
                     return
                 last = item.step
             elif isinstance(item, Notice):
@@ -132,6 +136,8 @@ def _score(chain: Chain, stop: threading.Event, abandoned: threading.Event,
 
 def _ending(item: _Failed | _Done, stop: threading.Event, last: int,
             totals: dict[str, Any]) -> Finished:
+    if isinstance(item, _Failed) and item.status == "stopped":
+        return Finished("stopped", last, item.reason, totals)
     if isinstance(item, _Failed):
         return Finished("failed", last, f"failed at step {item.step}: {item.reason}", totals)
     if stop.is_set():
@@ -150,8 +156,9 @@ def _put(outbox: queue.Queue, item: object, abandoned: threading.Event) -> bool:
     return False
 
 
-def _scored(scorer: Scorer, made: _Made, reference: Image.Image, abandoned: threading.Event
+def _scored(chain: Chain, made: _Made, reference: Image.Image, abandoned: threading.Event
             ) -> Iterator[FrameMade | FrameScored | Notice]:
+    scorer = chain.scorer
     yield FrameMade(made.step, made.image)  # our caller writes and shows it while we score
     # The metrics wait their turn in the process's memory budget: the frame is kept, never
     # dropped. Judges (a network call, a GPU slice) are asked after, holding no memory.
@@ -166,7 +173,10 @@ def _scored(scorer: Scorer, made: _Made, reference: Image.Image, abandoned: thre
         result = scorer.measure(made.image, reference)
     finally:
         reservation.release()
-    scorer.ask_judges(made.image, result)
+    if chain.judged is None or made.step in chain.judged:
+        scorer.ask_judges(made.image, result)
+    else:  # not a judged step: a gap in the judges' curves, no GPU booked
+        result.scores.update({judge.info.name: math.nan for judge in scorer.judges})
     yield FrameScored(made.step, made.image, result.scores, made.text, result.judge_text,
                       made.seconds, time.perf_counter() - started, made.calls, made.cost_usd)
     for warning in result.warnings:
@@ -184,6 +194,9 @@ def _produce(chain: Chain, stop: threading.Event, abandoned: threading.Event,
             break
         try:
             made = _make_step(chain, image, step, lambda m, s=step: put(Notice(m, s, "info")))
+        except GpuRefused as refused:  # the visitor's GPU quota, not the run, gave out
+            put(_Failed(step, refused.at_step(step), "stopped"))
+            return
         except Exception as error:  # any failure ends the run, keeping what was made
             put(_Failed(step, _describe(error)))
             return

@@ -5,6 +5,7 @@
                                               or hf://datasets/OWNER/NAME/PATH)
     banana-space resume DIR
     banana-space table SOURCE... --metrics LIST --out DIR [--workers N] [--ray [ADDRESS]]
+    banana-space deploy OWNER/NAME [--hardware zero-a10g] [--private] [--secrets] [--dry-run]
 
 (`python -m banana_space …` is the same command from a checkout.)
 
@@ -69,7 +70,19 @@ def _parser(prog: str) -> argparse.ArgumentParser:
         command.add_argument("--out", type=Path, required=True, help="the run directory")
     resume = commands.add_parser("resume", help="continue a killed or stopped run")
     resume.add_argument("run_dir", type=Path)
+    _deploy_parser(commands)
     return parser
+
+
+def _deploy_parser(commands: Any) -> None:
+    deploy = commands.add_parser("deploy", help="publish this checkout as a Hugging Face Space")
+    deploy.add_argument("space", metavar="OWNER/NAME")
+    deploy.add_argument("--hardware", default=None, help="e.g. zero-a10g, cpu-basic, l4x1")
+    deploy.add_argument("--private", action="store_true", help="a private Space")
+    deploy.add_argument("--secrets", action="store_true", help="copy GEMINI_API_KEY and "
+                        "HF_TOKEN from this environment into the Space's secrets")
+    deploy.add_argument("--dry-run", action="store_true", help="list what would be uploaded")
+    deploy.add_argument("--source", type=Path, default=Path(), help="the checkout (default: .)")
 
 
 def _split(text: str) -> list[str]:
@@ -144,6 +157,11 @@ def main(argv: list[str] | None = None, prog: str = "banana-space") -> int:
     try:
         if args.command == "table":
             return _table(args, stop)
+        if args.command == "deploy":
+            from .deploy import run_deploy
+
+            return run_deploy(args.space, args.source, hardware=args.hardware,
+                              private=args.private, secrets=args.secrets, dry_run=args.dry_run)
         events = _events(args, stop)
         finished = _show(events)
     except (BadImage, ValueError, FileNotFoundError, FileExistsError, RuntimeError) as error:

@@ -78,7 +78,35 @@ def estimated_seconds(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> i
     estimate = getattr(fn, "gpu_seconds", None)
     if estimate is None:
         return DEFAULT_GPU_SECONDS
-    return max(1, math.ceil(estimate(*args, **kwargs)))
+    return booked_seconds(estimate(*args, **kwargs))
+
+
+class GpuRefused(RuntimeError):
+    """ZeroGPU would not run a call: the visitor's daily quota is used up (`kind` "quota"), no
+    GPU came free in time ("queue"), or the GPU task was aborted ("aborted"). Not a failure of
+    the work: a chain ends on it as *stopped*, keeping its frames, and can be resumed.
+    `zerogpu.py` turns what `spaces` raises into this; the engine never sees `spaces`."""
+
+    ADVICE = {"quota": "GPU quota used up at step {step}: sign in or resume later",
+              "queue": "no GPU came free at step {step} (ZeroGPU's queue timed out): "
+                       "resume later",
+              "aborted": "the GPU task was aborted at step {step}: resume later"}
+
+    def __init__(self, kind: str, detail: str = "") -> None:
+        if kind not in self.ADVICE:
+            raise ValueError(f"unknown refusal {kind!r}; one of {', '.join(self.ADVICE)}")
+        super().__init__(detail or kind)
+        self.kind = kind
+
+    def at_step(self, step: int) -> str:
+        """One line for the visitor, e.g. "GPU quota used up at step 17: sign in or resume
+        later"."""
+        return self.ADVICE[self.kind].format(step=step)
+
+
+def booked_seconds(estimate: float) -> int:
+    """What ZeroGPU books for an estimate: whole seconds, at least one."""
+    return max(1, math.ceil(estimate))
 
 
 def cuda_available() -> bool:

@@ -74,6 +74,13 @@ def _style(role: str, detects: bool | None, index: int) -> dict:
     return {"color": UNDECIDED_COLOUR, "width": 2, "dash": "dot"}
 
 
+def _mode(info: ScoreInfo, values: list[float]) -> str:
+    """A judge that rated only some frames (the checkpoints, on ZeroGPU) is drawn as its
+    points: a line would join ratings across the frames it never saw."""
+    sparse = info.role == "judge" and any(not math.isfinite(v) for v in values)
+    return "markers" if sparse else "lines+markers"
+
+
 def _clean(values: list[float]) -> list[float | None]:
     return [v if math.isfinite(v) else None for v in values]
 
@@ -101,7 +108,7 @@ def delta_figure(history: History, title: str = DELTA_TITLE) -> Figure:
         scale = "" if on_range else " · own scale"
         traces.append({
             "type": "scatter", "x": list(range(len(deltas))), "y": _clean(curve),
-            "mode": "lines+markers", "connectgaps": True,  # a sampled chain's steps between
+            "mode": _mode(info, curve), "connectgaps": True,  # a sampled chain's steps between
             "name": f"{display_name(info)} ({info.direction}) · {kind}{scale}",
             "line": _style(info.role, detects, index),
             "marker": {"size": 7 if info.family == "ours" else 5,
@@ -156,7 +163,7 @@ def raw_figure(history: History) -> Figure:
         axis = "" if i == 0 else str(i + 1)
         traces.append({
             "type": "scatter", "x": list(range(len(series))), "y": _clean(series),
-            "mode": "lines+markers", "connectgaps": True, "name": name,
+            "mode": _mode(info, series), "connectgaps": True, "name": name,
             "line": _style(info.role, detects, 0),
             "showlegend": False, "xaxis": f"x{axis}", "yaxis": f"y{axis}",
             "hovertemplate": f"{name}<br>step %{{x}}<br>%{{y:.4g}}{UNITS.get(name, '')}"

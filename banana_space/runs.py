@@ -28,7 +28,9 @@ from .judges import REGISTRY as JUDGES
 from .judges import create_judges
 from .markup import one_line, without_paths
 from .metrics import CPU_DEFAULTS, MAX_METRICS_PER_RUN, POOL, MetricPool, check_metric_names
+from .persist import keep
 from .prompts import DEFAULT_PROMPT
+from .quota import judged_steps
 from .rundir import RunBusy, RunDir, load_run, lock_writer, write_atomic, write_zip
 from .scoring import Scorer, unavailable_notices
 from .sources import HUB_PREFIX
@@ -53,6 +55,7 @@ class RunSpec:
     judges: Sequence[str] = ()
     judge_options: dict[str, Any] = field(default_factory=dict)
     image_notes: list[str] = field(default_factory=list)
+    judge_at: str = "every"  # or "checkpoints" (quota.py: the ZeroGPU default)
 
 
 def check_spec(spec: RunSpec) -> None:
@@ -79,6 +82,7 @@ def check_spec(spec: RunSpec) -> None:
         raise ValueError(f"{len(set(spec.metrics))} metrics asked for; one run may score with "
                          f"at most {MAX_METRICS_PER_RUN}")
     check_metric_names(list(spec.metrics))
+    judged_steps(spec.steps, spec.judge_at)  # a ValueError names the valid choices
     if not spec.prompt.strip():
         raise ValueError("the prompt is empty")
     if len(spec.prompt) > MAX_PROMPT_CHARS:
@@ -131,10 +135,11 @@ def start_run(spec: RunSpec, root: Path, *, stop: threading.Event | None = None,
         "backend_settings": backend.settings(), "prompt": spec.prompt, "steps": steps,
         "seed": spec.seed, "metrics": list(spec.metrics), "judges": list(spec.judges),
         "judge_options": public_options(spec.judge_options), "input_size": list(image.size),
-        "input_notes": notes}
+        "input_notes": notes, "judge_at": spec.judge_at}
     opening = _opening(scorer, run.path, steps, settings, 0,
                        [Notice(note, 0, "info") for note in notes])
-    chain = Chain(image, backend, scorer, steps, spec.prompt, spec.seed)
+    chain = Chain(image, backend, scorer, steps, spec.prompt, spec.seed,
+                  judged=judged_steps(steps, spec.judge_at))
     return _recorded(run, opening, run_chain(chain, stop))
 
 
@@ -171,7 +176,8 @@ def resume_run(path: Path, *, stop: threading.Event | None = None, pool: MetricP
                        [Notice(f"resumed after step {saved.last_step}", saved.last_step, "info")])
     chain = Chain(saved.frame(saved.last_step), backend, scorer, settings["steps"],
                   settings["prompt"], settings["seed"], start=saved.last_step,
-                  reference=saved.frame(0))
+                  reference=saved.frame(0),
+                  judged=judged_steps(settings["steps"], settings.get("judge_at", "every")))
     return _recorded(run, opening, run_chain(chain, stop))
 
 
@@ -202,6 +208,7 @@ def _recorded(run: RunDir, opening: Iterable[Event], events: Iterator[Event]
             run.record(event)
             if isinstance(event, Finished):
                 write_zip(run.path)
+                keep(run.path)  # pushed to BANANA_RUNS_REPO, where one is set (persist.py)
             yield event
     except GeneratorExit:
         if run.meta.get("status") == "running":

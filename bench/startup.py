@@ -64,9 +64,10 @@ def first_frame(url: str, image: Path) -> float:
     client = Client(url, verbose=False)
     # /run is undocumented (view_api does not list it): its inputs in app.py's order, i.e.
     # upload, steps, prompt, backend, metrics, judges, seed, strength, api_key, temperature,
-    # resolution, guidance, inference_steps, raw, profile
+    # resolution, guidance, inference_steps, raw, profile, judge_at
     job = client.submit(handle_file(str(image)), 1, DEFAULT_PROMPT, "simulate", METRICS, [], 0,
-                        1.0, "", 1.0, None, None, None, False, DEFAULT_PROFILE, api_name="/run")
+                        1.0, "", 1.0, None, None, None, False, DEFAULT_PROFILE, "every",
+                        api_name="/run")
     for update in job:
         if update[2]:  # the strip holds frame 0
             job.cancel()

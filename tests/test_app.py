@@ -54,7 +54,7 @@ def run_args(image: Path, steps: int, seed: int = 0, backend: str = "simulate",
              profile: str = DEFAULT_PROFILE) -> list:
     return [handle_file(str(image)), steps, DEFAULT_PROMPT, backend,
             ["brisque", "niqe", "piqe", "entropy"], [], seed, 1.0, "", 1.0, None, None, None,
-            False, profile]
+            False, profile, "every"]
 
 
 def test_frames_stream_in_one_by_one_with_plot_and_table(app_url, runs_dir, photo_path) -> None:

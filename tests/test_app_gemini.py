@@ -41,7 +41,8 @@ def gemini(tmp_path_factory):
 
 def nano_banana_args(image: Path, steps: int) -> list:
     return [handle_file(str(image)), steps, DEFAULT_PROMPT, "nano-banana-pro", ["piqe"],
-            ["judge_gemini"], 0, 1.0, KEY, 0.7, "1K", None, None, False, DEFAULT_PROFILE]
+            ["judge_gemini"], 0, 1.0, KEY, 0.7, "1K", None, None, False, DEFAULT_PROFILE,
+            "every"]
 
 
 def image_requests(server: FakeGemini) -> int:

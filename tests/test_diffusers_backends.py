@@ -145,7 +145,8 @@ def test_the_zerogpu_seam_is_an_in_process_call_off_zerogpu(
     assert os.environ.get("SPACES_ZERO_GPU") is None
     # Off ZeroGPU, spaces.GPU hands back the function itself: no wrapper, no worker process.
     assert not hasattr(zerogpu.run_on_zerogpu, "zerogpu")
-    assert gpu.current_gpu_runner() is zerogpu.run_on_zerogpu
+    # Installed with ZeroGPU's refusals named (quota, queue, aborted: gpu.GpuRefused).
+    assert gpu.current_gpu_runner().__wrapped__ is zerogpu.run_on_zerogpu
     crossings: list[tuple[int, Any, tuple[Any, ...]]] = []
 
     def watch(fn: Any, *args: Any) -> Any:

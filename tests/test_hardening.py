@@ -197,7 +197,7 @@ def run_args(image: Path, steps: float, seed: float = 0, prompt: str = "Produce 
              "replica of the provided image, with no alterations.", backend: str = "simulate"
              ) -> list:
     return [handle_file(str(image)), steps, prompt, backend, ["entropy"], [], seed, 1.0, "",
-            1.0, None, None, None, False, DEFAULT_PROFILE]
+            1.0, None, None, None, False, DEFAULT_PROFILE, "every"]
 
 
 def run_dirs(runs: Path) -> set[str]:

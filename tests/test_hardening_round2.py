@@ -388,7 +388,7 @@ def test_a_member_name_with_newlines_makes_no_markup_in_a_shared_link(app, photo
             zipped.writestr(f"{index}{hostile if index == 2 else ''}.png", payload)
     final = client(app, "10.0.7.1").predict(
         handle_file(str(archive)), 10, "replica", "replay", ["entropy"], [], 0, 1.0, "", 1.0,
-        None, None, None, False, DEFAULT_PROFILE, api_name="/run")
+        None, None, None, False, DEFAULT_PROFILE, "every", api_name="/run")
     assert "Failed" in final[STATUS]
     stored = json.loads((app["runs"] / final[RUN_DIR] / "run.json").read_text())["reason"]
     assert "\n" not in stored

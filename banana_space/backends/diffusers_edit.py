@@ -29,7 +29,14 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from ..gpu import ModelCache, cuda_available, device_refusal, gpu_task, run_on_gpu
+from ..gpu import (
+    ModelCache,
+    booked_seconds,
+    cuda_available,
+    device_refusal,
+    gpu_task,
+    run_on_gpu,
+)
 from .base import BackendInfo, BackendUnavailable, Edit, Entry, Report, report_nothing
 
 NEEDS_GPU = ("needs a GPU: this backend runs on CUDA / ZeroGPU; "
@@ -153,9 +160,15 @@ class EditJob:
     device: str
 
 
+def edit_seconds(model: str, work: tuple[int, int], steps: int) -> float:
+    """The estimated GPU seconds of one edit at its working size: ZeroGPU's booking, and the
+    page's cost estimate before a run (quota.py)."""
+    megapixels = work[0] * work[1] / 1e6
+    return BOOKING_MARGIN_S + steps * MODELS[model].seconds_per_step * max(megapixels, 0.25)
+
+
 def _booking_seconds(job: EditJob) -> float:
-    megapixels = job.image.width * job.image.height / 1e6
-    return BOOKING_MARGIN_S + job.steps * MODELS[job.model].seconds_per_step * max(megapixels, 0.25)
+    return edit_seconds(job.model, job.image.size, job.steps)
 
 
 @gpu_task(_booking_seconds)
@@ -194,6 +207,12 @@ class DiffusersEditBackend:
 
     def unavailable_reason(self) -> str | None:
         return device_refusal(self.device, self._pipeline is not None, NEEDS_GPU)
+
+    def booking_seconds(self, size: tuple[int, int]) -> int:
+        """The GPU seconds one edit of a `size` frame books (each pipeline here works on a
+        multiple of 16 px), known before any weights load."""
+        work = work_size(*size, 16, self.model.min_side)
+        return booked_seconds(edit_seconds(self.model.name, work, self.steps))
 
     def settings(self) -> dict[str, Any]:
         dtype = "bfloat16" if self._pipeline is None else str(self._pipeline.dtype).split(".")[-1]

@@ -26,7 +26,14 @@ from typing import Any
 from PIL import Image
 
 from ..backends.base import BackendUnavailable, Report, report_nothing
-from ..gpu import ModelCache, cuda_available, device_refusal, gpu_task, run_on_gpu
+from ..gpu import (
+    ModelCache,
+    booked_seconds,
+    cuda_available,
+    device_refusal,
+    gpu_task,
+    run_on_gpu,
+)
 from .answer import PROMPT, parse_answer
 from .base import Entry, JudgeInfo, Verdict
 
@@ -74,10 +81,15 @@ class RateJob:
     max_new_tokens: int
 
 
-def _booking_seconds(job: RateJob) -> float:
+def rate_seconds(max_new_tokens: int) -> float:
+    """The estimated GPU seconds of rating one frame: ZeroGPU's booking and quota.py's."""
     # Prefill of one image plus a few tokens takes about a second on an H200; the margin covers
     # a ZeroGPU worker moving 17 GB onto the GPU.
-    return 20 + 0.1 * job.max_new_tokens
+    return 20 + 0.1 * max_new_tokens
+
+
+def _booking_seconds(job: RateJob) -> float:
+    return rate_seconds(job.max_new_tokens)
 
 
 @gpu_task(_booking_seconds)
@@ -114,6 +126,10 @@ class VisualQualityR1Judge:
 
     def unavailable_reason(self) -> str | None:
         return device_refusal(self.device, self._handed_in, NEEDS_GPU)
+
+    def booking_seconds(self) -> int:
+        """The GPU seconds one rated frame books."""
+        return booked_seconds(rate_seconds(self.max_new_tokens))
 
     def load(self, report: Report = report_nothing) -> Any:
         """The model on its device, read on first use in this process, outside any GPU call, so

@@ -1,0 +1,142 @@
+"""Publish this checkout as a Hugging Face Space: `banana-space deploy OWNER/NAME`.
+
+Through `huggingface_hub`'s HTTP API, not a git push: `create_repo` (a Gradio Space; exists
+already: fine), then one `upload_folder` commit of exactly what the Space runs (`space_files`),
+where the client asks the Hub which files are binary and sends those through LFS (or Xet, when
+`hf_xet` is installed), as the Hub requires. Optional: the hardware (`--hardware zero-a10g`), a
+private Space, and the secrets GEMINI_API_KEY and HF_TOKEN copied from this environment with
+`add_space_secret` (`--secrets`), never printed. `--dry-run` lists the files and their sizes.
+
+What is sent is an allow-list (`SPACE_GLOBS`): the app's own top-level modules, the engine,
+the assets, the docs the card links to, the requirements, the card and the licence. A virtual
+environment, runs, caches, tests, benchmarks and every dot-file but `.gitattributes` stay home,
+and a file holding the value of a secret from the environment stops the upload.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from fnmatch import fnmatch
+from pathlib import Path
+from typing import Any
+
+SECRETS = ("GEMINI_API_KEY", "HF_TOKEN")
+# What the Space runs and shows, relative to the checkout. A top-level module is part of the
+# page (app.py, its handlers, its style); the engine and the assets are whole folders.
+SPACE_GLOBS = ("*.py", "README.md", "LICENSE", "requirements.txt", ".gitattributes",
+               "banana_space/**", "assets/**", "docs/**")
+NEVER = ("__pycache__", "*.pyc", "*.pyo", ".*", "*.egg-info", "runs", ".venv", "venv")
+KEPT_DOT_FILES = (".gitattributes",)
+
+
+class DeployRefused(RuntimeError):
+    """The checkout cannot be published as it is; the message says why (never a secret)."""
+
+
+@dataclass(frozen=True)
+class SpaceFile:
+    path: str  # relative to the checkout, "/"-separated: also its path in the Space
+    size: int
+
+
+def space_files(root: Path) -> list[SpaceFile]:
+    """Every file of the checkout the Space needs, sorted; nothing under a NEVER name."""
+    root = Path(root).resolve()
+    found = []
+    for path in sorted(root.rglob("*")):
+        relative = path.relative_to(root)
+        if not path.is_file() or path.is_symlink() or _excluded(relative):
+            continue
+        if _wanted(relative.as_posix()):
+            found.append(SpaceFile(relative.as_posix(), path.stat().st_size))
+    return found
+
+
+def _wanted(name: str) -> bool:
+    """A pattern without "/" names top-level files only; "folder/**" everything under it."""
+    return any(fnmatch(name, pattern) and ("/" in pattern or "/" not in name)
+               for pattern in SPACE_GLOBS)
+
+
+def _excluded(relative: Path) -> bool:
+    return any(part not in KEPT_DOT_FILES and any(fnmatch(part, never) for never in NEVER)
+               for part in relative.parts)
+
+
+def describe(files: list[SpaceFile]) -> str:
+    """The dry run's listing: one line per file with its size, then the total."""
+    lines = [f"{_size(f.size):>10}  {f.path}" for f in files]
+    total = sum(f.size for f in files)
+    return "\n".join([*lines, f"{len(files)} files, {_size(total)} in all"])
+
+
+def _size(count: int) -> str:
+    if count < 1024:
+        return f"{count} B"
+    return f"{count / 1024:.1f} KB" if count < 1024**2 else f"{count / 1024**2:.1f} MB"
+
+
+def check_no_secrets(root: Path, files: list[SpaceFile]) -> None:
+    """Refuse to publish a file holding the value of a secret set in this environment."""
+    values = {name: os.environ[name].encode() for name in SECRETS
+              if len(os.environ.get(name, "")) >= 8}
+    for file in files:
+        data = (Path(root) / file.path).read_bytes()
+        for name, value in values.items():
+            if value in data:
+                raise DeployRefused(f"{file.path} holds the value of {name}: not published")
+
+
+def deploy(root: Path, repo_id: str, *, hardware: str | None = None, private: bool = False,
+           secrets: bool = False, api: Any = None) -> str:
+    """Create (or reuse) the Space, upload the checkout's Space files in one commit, optionally
+    ask for hardware and copy the secrets; returns the Space's address."""
+    from huggingface_hub import HfApi
+
+    api = api or HfApi()
+    files = space_files(root)
+    check_no_secrets(root, files)
+    url = api.create_repo(repo_id, repo_type="space", space_sdk="gradio", exist_ok=True,
+                          private=private or None, space_hardware=hardware)
+    api.upload_folder(repo_id=repo_id, repo_type="space", folder_path=str(root),
+                      allow_patterns=[f.path for f in files],
+                      commit_message="Deploy Banana Space (banana-space deploy)")
+    if hardware:  # an existing Space keeps its hardware unless asked
+        api.request_space_hardware(repo_id, hardware)
+    if secrets:
+        for name in SECRETS:
+            if os.environ.get(name):
+                api.add_space_secret(repo_id, name, os.environ[name])
+    return str(url)
+
+
+def run_deploy(repo_id: str, source: Path, *, hardware: str | None = None,
+               private: bool = False, secrets: bool = False, dry_run: bool = False) -> int:
+    """The `deploy` command: 0 published (or listed), 1 refused by the Hub, 2 bad input."""
+    from huggingface_hub import SpaceHardware
+    from huggingface_hub.errors import HfHubHTTPError
+
+    source = Path(source).resolve()
+    flavors = [flavor.value for flavor in SpaceHardware]
+    problem = (f"{repo_id!r} is not OWNER/NAME" if repo_id.count("/") != 1 else
+               f"{source} is not a Banana Space checkout (no app.py)"
+               if not (source / "app.py").is_file() else
+               f"unknown hardware {hardware!r}; valid: {', '.join(flavors)}"
+               if hardware and hardware not in flavors else None)
+    if problem:
+        print(f"error: {problem}")
+        return 2
+    copied = [name for name in SECRETS if os.environ.get(name)] if secrets else []
+    if dry_run:
+        print(describe(space_files(source)))
+        print(f"would publish to the Space {repo_id}" + (f" on {hardware}" if hardware else "")
+              + (f", setting the secrets {', '.join(copied)}" if copied else ""))
+        return 0
+    try:
+        url = deploy(source, repo_id, hardware=hardware, private=private, secrets=secrets)
+    except (DeployRefused, HfHubHTTPError) as error:
+        print(f"error: {error}")
+        return 1
+    print(f"published: {url}" + (f" (secrets set: {', '.join(copied)})" if copied else ""))
+    return 0

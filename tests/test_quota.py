@@ -1,0 +1,186 @@
+"""ZeroGPU seconds, visible and bounded (banana_space/quota.py, gpu.GpuRefused, zerogpu.py):
+the estimate is the booking's own, judges rate the checkpoints only when asked, the plot draws
+those ratings as points, and a refusal from `spaces` mid-chain stops the run cleanly, frames
+kept and resumable. The refusals are the very errors spaces 0.51.3 raises (built with its own
+`spaces.zero.gradio.error`), thrown by a runner installed at the GPU seam."""
+
+from __future__ import annotations
+
+import math
+import threading
+
+import pytest
+from PIL import Image
+
+from banana_space import gpu, quota
+from banana_space.analysis import History
+from banana_space.backends.diffusers_edit import EditJob, generate, work_size
+from banana_space.backends.simulate import SimulateBackend
+from banana_space.chain import Chain, run_chain
+from banana_space.events import Finished, FrameScored, Started
+from banana_space.judges.base import JudgeInfo, Verdict
+from banana_space.judges.visualquality_r1 import RateJob, VisualQualityR1Judge, answer
+from banana_space.metrics import MetricPool, ScoreInfo
+from banana_space.plots import delta_figure
+from banana_space.rundir import load_run
+from banana_space.runs import RunSpec, resume_run, start_run
+from banana_space.scoring import Scorer
+
+
+@pytest.fixture(scope="module")
+def pool() -> MetricPool:
+    """Metrics of our own, given time to load on a busy machine (the shared pool's limit
+    would leave them unavailable there, and a run without scores has nothing to resume)."""
+    return MetricPool(device="cpu", load_seconds=600)
+
+
+def test_judges_rate_the_checkpoints_and_the_last_step() -> None:
+    assert quota.judged_steps(100, "checkpoints") == {0, 1, 5, 10, 20, 50, 100}
+    assert quota.judged_steps(17, "checkpoints") == {0, 1, 5, 10, 17}
+    assert quota.judged_steps(17, "every") is None
+    with pytest.raises(ValueError, match="checkpoints, every"):
+        quota.judged_steps(5, "sometimes")
+
+
+def test_the_estimate_is_what_zerogpu_books(monkeypatch) -> None:
+    from banana_space.backends import create_backend
+
+    size = (1536, 1024)
+    editor = create_backend("flux2")
+    work = work_size(*size, 16, editor.model.min_side)
+    job = EditJob(editor.model.name, "key", Image.new("RGB", work), "p", 0, editor.steps, 1.0,
+                  "cuda")
+    assert editor.booking_seconds(size) == gpu.estimated_seconds(generate, job)
+    judge = VisualQualityR1Judge()
+    rate = RateJob("key", Image.new("RGB", (8, 8)), "cuda", judge.max_new_tokens)
+    assert judge.booking_seconds() == gpu.estimated_seconds(answer, rate)
+    cost = quota.estimate("flux2", {}, size, 100, "Produce a replica", ["judge_vqr1"],
+                          "checkpoints")
+    assert (cost.edits, cost.judged) == (100, 7)
+    assert cost.total_s == 100 * editor.booking_seconds(size) + 7 * judge.booking_seconds()
+    every = quota.estimate("flux2", {}, size, 100, "x", ["judge_vqr1"], "every")
+    assert every.judged == 101 and every.total_s > cost.total_s
+    note = quota.describe(cost)
+    assert f"≈ {cost.total_s} s" in note and "120 s without signing in" in note
+    assert quota.estimate("simulate", {}, size, 100, "x", [], "every").total_s == 0
+
+
+def test_the_page_and_the_api_docs_state_the_cost() -> None:
+    note = quota.page_note(None, 20, "flux2", ["judge_vqr1"], "checkpoints", "x", None)
+    assert "Estimated GPU time" in note and "20 edits" in note and "5 judged frames" in note
+    assert "none" in quota.page_note(None, 20, "simulate", [], "every", "x", None)
+    assert quota.page_note(None, 20, "no-such", [], "every", "x", None) == ""
+    import mcp_tools
+
+    assert "GPU cost on ZeroGPU" in mcp_tools.run_chain.__doc__
+    assert quota.per_step_note() in mcp_tools.run_chain.__doc__
+
+
+class CountingJudge:
+    """A judge that rates every frame 3 and remembers which frames it was asked about."""
+
+    info = JudgeInfo("judge_counting", "Counting judge", "test")
+
+    def __init__(self) -> None:
+        self.rated = 0
+
+    def unavailable_reason(self) -> None:
+        return None
+
+    def rate(self, image: Image.Image, report=None) -> Verdict:
+        self.rated += 1
+        return Verdict(3.0)
+
+
+def test_checkpoint_judging_leaves_gaps_drawn_as_points(photo, weights_dir, pool) -> None:
+    judge = CountingJudge()
+    scorer = Scorer(["entropy"], [judge], pool)
+    list(scorer.load())
+    chain = Chain(photo.resize((48, 32)), SimulateBackend(), scorer, 6, "copy", 0,
+                  judged=quota.judged_steps(6, "checkpoints"))
+    scored = [e for e in run_chain(chain) if isinstance(e, FrameScored)]
+    rated = [e.step for e in scored if not math.isnan(e.scores["judge_counting"])]
+    assert rated == [0, 1, 5, 6] and judge.rated == 4
+    history = History([ScoreInfo("judge_counting", "judge", False, "Counting judge",
+                                 family="judge", score_range=(1.0, 5.0))])
+    for event in scored:
+        history.add(event.step, event.scores)
+    assert delta_figure(history)["data"][0]["mode"] == "markers"
+    history.add(2, {"judge_counting": 3.0})
+    history.add(3, {"judge_counting": 3.0})
+    history.add(4, {"judge_counting": 3.0})
+    assert delta_figure(history)["data"][0]["mode"] == "lines+markers"
+
+
+def _spaces_error(title: str, message: str) -> Exception:
+    from spaces.zero.gradio import error
+
+    return error(title, message)
+
+
+@pytest.fixture()
+def gpu_simulate(monkeypatch):
+    """The simulate backend's edit routed through the GPU seam, as an open editor's is."""
+    edit = SimulateBackend.edit
+
+    def through_the_seam(self, image, prompt, *, seed, step, report=None):
+        return gpu.run_on_gpu(edit, self, image, prompt, seed=seed, step=step)
+
+    monkeypatch.setattr(SimulateBackend, "edit", through_the_seam)
+    yield
+    gpu.use_gpu_runner(None)
+
+
+def refusing_at(call: int, error: Exception):
+    """A runner that runs calls until the `call`-th, which spaces refuses with `error`."""
+    calls = {"n": 0}
+    lock = threading.Lock()
+
+    def runner(fn, *args, **kwargs):
+        with lock:
+            calls["n"] += 1
+            if calls["n"] == call:
+                raise error
+        return fn(*args, **kwargs)
+
+    return runner
+
+
+@pytest.mark.parametrize("title, message, said", [
+    ("ZeroGPU quota exceeded", "You have exceeded your free ZeroGPU quota (60s requested vs. "
+     "12s left). Try again in 3:10:00.", "GPU quota used up at step 3: sign in or resume later"),
+    ("ZeroGPU queue timeout", "No GPU was available", "no GPU came free at step 3"),
+    ("ZeroGPU worker error", "GPU task aborted", "the GPU task was aborted at step 3"),
+])
+def test_a_zerogpu_refusal_at_step_k_keeps_frames_before_it_and_resumes(
+        title, message, said, gpu_simulate, tmp_path, photo, weights_dir, pool) -> None:
+    import zerogpu
+
+    gpu.use_gpu_runner(zerogpu.refusals_named(refusing_at(3, _spaces_error(title, message))))
+    spec = RunSpec(photo.resize((48, 32)), 5, "simulate", metrics=["entropy"])
+    events = list(start_run(spec, tmp_path, pool=pool))
+    run_dir = next(e.run_dir for e in events if isinstance(e, Started))
+    end = events[-1]
+    assert isinstance(end, Finished)
+    assert (end.status, end.last_step) == ("stopped", 2)
+    assert end.reason.startswith(said)
+    saved = load_run(run_dir)
+    assert saved.last_step == 2 and saved.meta["status"] == "stopped"
+    assert sorted(p.name for p in (run_dir / "frames").iterdir()) == [
+        "step_000.png", "step_001.png", "step_002.png"]
+    gpu.use_gpu_runner(zerogpu.refusals_named(gpu.call_here))  # quota back (a day later)
+    resumed = list(resume_run(run_dir, pool=pool))
+    assert isinstance(resumed[-1], Finished) and resumed[-1].status == "completed"
+    assert load_run(run_dir).last_step == 5
+
+
+def test_a_workers_own_error_is_a_failure_not_a_refusal(gpu_simulate, tmp_path, photo,
+                                                        weights_dir, pool) -> None:
+    import zerogpu
+
+    crash = _spaces_error("ZeroGPU worker error", "RuntimeError")
+    assert zerogpu.refusal(crash) is None
+    gpu.use_gpu_runner(zerogpu.refusals_named(refusing_at(2, crash)))
+    events = list(start_run(RunSpec(photo.resize((48, 32)), 4, "simulate",
+                                    metrics=["entropy"]), tmp_path, pool=pool))
+    assert (events[-1].status, events[-1].last_step) == ("failed", 1)
