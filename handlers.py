@@ -148,12 +148,14 @@ def file_url(path: str) -> str:
 
 def stream(view: RunView, events: Iterator[Any], stop: threading.Event) -> Iterator[Any]:
     """Fold engine events into the view and send each screen as it changes; once the run's
-    first event is on disk, prune old runs (the new one counts toward the limit)."""
+    first event is on disk, prune old runs (the new one counts toward the limit). The zip is
+    made after the end is shown: one more screen offers it."""
     for index, event in enumerate(events):
         screen = view.apply(event)
         if index == 0:
             prune_runs(RUNS_ROOT, KEEP_RUNS, keep_bytes=KEEP_BYTES)
         yield outputs_of(screen, stop.is_set())
+    yield outputs_of(view.screen(), stop.is_set())
 
 
 def run(upload: str | None, steps: float, prompt: str, backend: str, metrics: list[str],
@@ -249,7 +251,8 @@ def resume(run_id: str | None, api_key: str, raw: bool, request: gr.Request) -> 
             view = RunView.from_saved(load_run(path))  # read under our writer lock
         except REFUSALS as error:
             raise refusal(error) from None
-        view.raw, view.ended = raw, None  # running again: no old ending, no old zip offered
+        # Running again: no old ending, no old zip offered; its metrics load first.
+        view.raw, view.ended, view.started = raw, None, False
         yield from stream(view, events, stop)
     finally:
         release(who, stop)

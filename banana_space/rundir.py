@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import csv
 import fcntl
+import html
 import io
 import json
 import math
@@ -183,6 +184,16 @@ class RunDir:
             self.meta.update(status=event.status, reason=event.reason,
                              last_step=event.last_step, totals=event.totals)
             self._write_meta()
+            self._drop_unscored(event.last_step)
+
+    def _drop_unscored(self, last_step: int) -> None:
+        """A frame made but never scored (a stop drops the frame it was scoring) is no part of
+        the run: neither it nor its thumbnail stays to be shown, zipped or resumed from."""
+        step = last_step + 1
+        while (self.frames / frame_name(step)).is_file() or thumb_path(self.path, step).is_file():
+            (self.frames / frame_name(step)).unlink(missing_ok=True)
+            thumb_path(self.path, step).unlink(missing_ok=True)
+            step += 1
 
     def _start(self, event: Started) -> None:
         if not self.history.infos:  # a resumed run keeps the history it loaded
@@ -265,7 +276,7 @@ def write_zip(run: Path) -> Path:
     temporary file (never held in memory) and renamed into place."""
     from plotly.io import to_html
 
-    from .plots import delta_figure
+    from .plots import DELTA_TITLE, delta_figure
 
     saved = load_run(run)
     settings = saved.meta.get("settings", {})
@@ -273,7 +284,10 @@ def write_zip(run: Path) -> Path:
         run_id=saved.path.name, status=str(saved.meta.get("status", "stopped")).capitalize(),
         last_step=saved.last_step, steps=saved.meta.get("steps", "?"),
         backend=settings.get("backend", "?"), seed=settings.get("seed", "?"))
-    plot = to_html(delta_figure(saved.history), include_plotlyjs=True, full_html=True)
+    title = f"Banana Space run {saved.path.name}"
+    plot = to_html(delta_figure(saved.history, title=f"{title}: {DELTA_TITLE}"),
+                   include_plotlyjs=True, full_html=True).replace(
+        "<head>", f"<head><title>{html.escape(title)}</title>", 1)
     target = zip_path(saved.path)
     temporary = _temporary_name(target)
     with zipfile.ZipFile(temporary, "w", zipfile.ZIP_DEFLATED) as archive:

@@ -178,17 +178,18 @@ def _opening(scorer: Scorer, path: Path, steps: int, settings: dict[str, Any],
 def _recorded(run: RunDir, opening: Iterable[Event], events: Iterator[Event]
               ) -> Iterator[Event]:
     """Write every event to the run directory before the caller sees it; the zip is made at
-    the end, whatever the end was. The run's writer lock is held from its creation (or the
-    resume) until these events end or are closed."""
+    the end, whatever the end was, once the caller has seen the end (a stopped run says so at
+    once; the zip of a 2K run takes seconds). The run's writer lock is held from its creation
+    (or the resume) until these events end or are closed."""
     try:
         for event in opening:
             run.record(event)
             yield event
         for event in events:
             run.record(event)
+            yield event
             if isinstance(event, Finished):
                 write_zip(run.path)
-            yield event
     finally:
         events.close()
         run.close()

@@ -9,6 +9,7 @@ tests read it directly.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,8 +20,10 @@ from .markup import plain
 from .plots import Figure, delta_figure, display_name, raw_figure, value_text
 from .rundir import THUMB_SIDE, SavedRun, frame_name, thumb_path, zip_path
 
-# The answer first (it must fit a phone's width): does it detect, does it rank like fidelity.
-VERDICT_HEADERS = ["metric", "verdict", "ρ vs PSNR", "Δ now", "Δ5", "Δ10", "Δ20", "better when"]
+# The answer first (it must fit a phone's width: the Δ5/10/20 columns are left out there),
+# then the raw score at step 0 and now, and the oriented Δ with its meaning.
+VERDICT_HEADERS = ["metric", "verdict", "score: step 0 → now", "Δ now (oriented)", "Δ5", "Δ10",
+                   "Δ20", "ρ vs PSNR"]
 VERDICT_COLUMN = VERDICT_HEADERS.index("verdict")
 VERDICT_WORDS = {True: "✅ detects", False: "❌ fooled", None: "… undecided"}
 PROVISIONAL = " so far"  # after a verdict word while the paper's last checkpoint is ahead
@@ -52,6 +55,8 @@ class RunView:
     unavailable: dict[str, str] = field(default_factory=dict)
     texts: dict[int, str] = field(default_factory=dict)
     notices: list[tuple[str, str]] = field(default_factory=list)  # (level, text)
+    started: bool = False  # `Started` came: the metrics have loaded
+    loading: str = ""  # which metric the run waits for before it starts; gone once it starts
     last_step: int = -1  # the newest frame made (its scores may still be coming)
     calls: int = 0
     cost_usd: float = 0.0
@@ -59,7 +64,8 @@ class RunView:
 
     def apply(self, event: Event) -> Screen:
         if isinstance(event, Started):
-            self.run_dir, self.steps = event.run_dir, event.steps
+            self.run_dir, self.steps, self.started = event.run_dir, event.steps, True
+            self.loading = ""
             self.unavailable = dict(event.unavailable)
             if not self.history.infos:
                 self.history = History(event.infos)
@@ -70,20 +76,30 @@ class RunView:
             self.calls += event.calls
             self.cost_usd += event.cost_usd or 0.0
             self.texts[event.step] = "\n".join(t for t in (event.text, event.judge_text) if t)
+        elif isinstance(event, Notice) and not self.started:  # a metric is loading
+            self.loading = event.message
         elif isinstance(event, Notice):
             # "resumed after step 20" says its step itself; a warning gets "step 3: …".
             where = f"step {event.step}: " if event.step is not None and \
-                str(event.step) not in event.message else ""
-            self.notices.append((event.level, f"{where}{event.message}"))
+                f"step {event.step}" not in event.message else ""
+            self.add_notice(event.level, f"{where}{event.message}")
         elif isinstance(event, Finished):
             self.ended = event
+            self.last_step = event.last_step  # a frame made but not scored was dropped
         return self.screen()
+
+    def add_notice(self, level: str, text: str) -> None:
+        """A notice replaces its earlier versions (the same words with other numbers: "step 9:
+        frame is 1024 x 673 …" after "step 8: frame is 1024 x 683 …"), so the newest says it."""
+        kind = _kind(text)
+        self.notices = [n for n in self.notices if _kind(n[1]) != kind] + [(level, text)]
 
     @classmethod
     def from_saved(cls, saved: SavedRun) -> RunView:
         """A finished (or killed) run read back from disk, as the screen showed it."""
         view = cls(run_dir=saved.path, steps=saved.meta.get("steps", saved.last_step),
-                   unavailable=saved.meta.get("unavailable", {}), last_step=saved.last_step)
+                   unavailable=saved.meta.get("unavailable", {}), last_step=saved.last_step,
+                   started=True)
         view.history = saved.history
         view.texts = {step: row[5] for step, row in saved.steps.items() if len(row) > 5}
         kept = [s for s in range(saved.last_step + 1)
@@ -127,8 +143,8 @@ class RunView:
         made = f"step {max(self.last_step, 0)} of {self.steps}"
         # Calls and spend matter where calls cost money; an offline backend's are noise.
         money = f" · {self.calls} calls · ≈ ${self.cost_usd:.2f} spent" if self.cost_usd else ""
-        if self.ended is None and self.run_dir is None:  # metrics load before `Started`
-            head = "⏳ **Starting** · loading the metrics…"
+        if self.ended is None and not self.started:  # metrics load before `Started`
+            head = f"⏳ **Starting** · {plain(self.loading) or 'loading the metrics…'}"
         elif self.ended is None:
             scoring = " · scoring it…" if self.history.last_step < self.last_step else ""
             head = f"⏳ **Running** · {made}{scoring}{money}"
@@ -146,28 +162,36 @@ class RunView:
                               for level, text in recent)
 
     def verdict_rows(self) -> list[list[Any]]:
-        """One row per column of scores; "—" where a checkpoint lies beyond the run so far."""
+        """One row per column of scores: the verdict, the raw score at step 0 and now, the
+        oriented Δ now with its meaning, Δ at the paper's checkpoints ("—" where a checkpoint
+        lies beyond the run so far) and the rank correlation with PSNR. A fidelity column's Δ
+        is from its anchor (`analysis.anchored`), never from pyiqa's 80 dB cap."""
         rows = []
         last = self.history.last_step
         so_far = PROVISIONAL if last < max(CHECKPOINTS) else ""
         for row in self.history.verdict():
             info = self.history.infos[row.metric]
             label = display_name(info) + (" (reference)" if info.role != "metric" else "")
-            if info.role == "fidelity":  # by its value: "= 27.8 dB" (a Δ from 80 dB is noise)
-                series = self.history.scores[row.metric]
-                at = [f"= {value_text(row.metric, series[s])}" if 0 <= s <= last else "—"
-                      for s in (*CHECKPOINTS, last)]
-            else:
-                deltas = self.history.deltas(row.metric)
-                at = [_fmt(v) if step <= last else "—" for step, v in
-                      ((5, row.delta_5), (10, row.delta_10), (20, row.delta_20))]
-                at.append(_fmt(deltas[-1]) if deltas else "")
+            deltas = self.history.deltas(row.metric)
+            at = [_fmt(v) if step <= last else "—" for step, v in
+                  ((5, row.delta_5), (10, row.delta_10), (20, row.delta_20))]
             rho = "" if row.metric == REFERENCE_METRIC else _fmt(row.spearman_vs_psnr)
             word = VERDICT_WORDS[row.detects] + (so_far if row.detects is not None else "")
-            rows.append([label, word, rho, at[3], *at[:3], info.direction.split(" is ")[0]])
+            rows.append([label, word, self._score_span(row.metric),
+                         _meaning(deltas[-1]) if deltas else "", *at, rho])
         rows += [[name, f"unavailable: {why}", "", "", "", "", "", ""]
                  for name, why in self.unavailable.items()]
         return rows
+
+    def _score_span(self, name: str) -> str:
+        """"85.5 → 41.9", the raw scores; a fidelity column starts "identical" (frame 0 against
+        itself, which pyiqa writes as a cap)."""
+        info = self.history.infos[name]
+        series = self.history.scores[name]
+        if not series:
+            return ""
+        first = "identical" if info.role == "fidelity" else value_text(name, series[0])
+        return f"{first} → {value_text(name, series[-1])}"
 
     def model_text(self) -> str:
         said = [f"**step {s}**: {plain(t)}" for s, t in sorted(self.texts.items()) if t.strip()]
@@ -180,6 +204,19 @@ def shown_frame(run_dir: Path, step: int) -> Path:
     full = Path(run_dir) / "frames" / frame_name(step)
     thumb = thumb_path(run_dir, step)
     return thumb if not full.is_file() and thumb.is_file() else full
+
+
+def _meaning(delta: float) -> str:
+    """An oriented Δ with what it means: "+43.6 better", "−12.2 worse", "0 same"."""
+    if math.isnan(delta):
+        return ""
+    word = "better" if delta > 0 else "worse" if delta < 0 else "same"
+    return f"{delta:+.3g} {word}" if delta else "0 same"
+
+
+def _kind(text: str) -> str:
+    """What a notice is about, whatever its numbers."""
+    return re.sub(r"\d+(\.\d+)?", "#", re.sub(r"^step \d+: ", "", text))
 
 
 def _fmt(value: float) -> str:
@@ -200,7 +237,8 @@ def summarise(history: History, steps: int, running: bool) -> str:
     last = history.last_step
     if last < 1:
         return "" if last < 0 else "Step 0 is your input; the first copy is on its way…"
-    when = f"So far, after {last} of {steps} steps" if running else f"After {last} steps"
+    plural = "" if last == 1 else "s"
+    when = f"So far, after {last} of {steps} steps" if running else f"After {last} step{plural}"
     moves = _reference_moves(history, last)
     metrics = [n for n, i in history.infos.items() if i.role == "metric"]
     delta_now = {n: history.deltas(n)[last] for n in metrics}
