@@ -31,9 +31,19 @@ from banana_space.backends import BackendUnavailable
 from banana_space.images import BadImage, load_image
 from banana_space.magnifier import ZOOM, box_around, largest_difference_box, side_by_side
 from banana_space.markup import plain
-from banana_space.rundir import RunBusy, load_run, lock_writer, write_atomic, write_zip, zip_path
+from banana_space.rundir import (
+    THUMB_SIDE,
+    RunBusy,
+    load_run,
+    lock_writer,
+    write_atomic,
+    write_zip,
+    zip_path,
+)
 from banana_space.runids import BadRunId, copy_in, run_path
 from banana_space.runs import RunSpec, prune_runs, resume_run, start_run
+from banana_space.plots import delta_figure, raw_figure
+from banana_space.remake import full_frame, remake_all
 from banana_space.view import RunView, Screen, shown_frame
 
 HERE = Path(__file__).parent
@@ -46,8 +56,10 @@ PREVIEW_SIDE = 512  # the page shows it 120 px tall
 PREVIEW_LIFETIME_S = 3600
 OUTPUT_COUNT = 13  # len(app.OUTPUTS): what `outputs_of` returns
 # Where some outputs stand in app.OUTPUTS (on_load adjusts them for a shared frame).
-RUN_ID, BEFORE_AFTER, COMPARE_STEP, SUMMARY, SHARE, MAGNIFIER = 7, 8, 9, 10, 11, 12
+PLOT, RUN_ID, BEFORE_AFTER, COMPARE_STEP, SUMMARY, SHARE, MAGNIFIER = 3, 7, 8, 9, 10, 11, 12
 STOPPING = "⏹ **Stopping…** (the frames made so far are kept)"
+ALREADY_RUNNING = ("A chain is already running for you: press Stop (or wait for it to end) "
+                   "before starting another.")
 
 # Errors the engine raises for bad input or a run that cannot go ahead: shown, never a crash.
 REFUSALS = (BadImage, BadRunId, ValueError, BackendUnavailable, FileExistsError,
@@ -82,8 +94,7 @@ def claim(who: str) -> threading.Event:
     """The stop flag of `who`'s new chain; a second chain while one is in flight is refused."""
     with _ACTIVE_LOCK:
         if who in _ACTIVE:
-            raise gr.Error("A chain is already running for you: press Stop (or wait for it "
-                           "to end) before starting another.")
+            raise gr.Error(ALREADY_RUNNING)
         flag = _ACTIVE[who] = threading.Event()
     return flag
 
@@ -127,7 +138,8 @@ def outputs_of(screen: Screen, stopping: bool = False) -> tuple[Any, ...]:
     return (status, screen.frame, strip_html(screen.strip), plot, screen.verdict,
             screen.model_text, download, run_dir.name if run_dir else None,
             compared((screen.first_frame, screen.frame) if screen.first_frame else None, newest),
-            gr.update(maximum=max(1, newest), value=newest), screen.summary,
+            # Never below the slider's minimum (0), even before frame 0 exists.
+            gr.update(maximum=max(1, newest), value=max(0, newest)), screen.summary,
             share_link(run_dir, newest), zoomed)
 
 
@@ -190,6 +202,10 @@ def run(upload: str | None, steps: float, prompt: str, backend: str, metrics: li
     inference_steps = None if inference_steps in (None, "") else whole(inference_steps,
                                                                        "Inference steps")
     who = visitor(request)
+    if who in _ACTIVE:  # a second Run while one is going: say why nothing new starts
+        gr.Warning(ALREADY_RUNNING)
+        yield [gr.skip()] * OUTPUT_COUNT
+        return
     stop = claim(who)  # first: Stop works while the metrics and the generator load
     try:
         entry = BACKENDS.get(backend)
@@ -337,8 +353,11 @@ def reopen(run_id: str | None, raw: bool) -> tuple[Any, ...]:
 
 
 def open_recorded(name: str, raw: bool) -> tuple[Any, ...]:
-    """Copy a bundled recorded run into the runs folder (once), then show it."""
-    return show_saved(copy_in(RECORDED / name, RUNS_ROOT), raw)
+    """Copy a bundled recorded run into the runs folder (once), then show it; the full frames
+    it dropped are re-made in the background (and at once for a frame being compared)."""
+    path = copy_in(RECORDED / name, RUNS_ROOT)
+    threading.Thread(target=remake_all, args=(path,), name="remake", daemon=True).start()
+    return show_saved(path, raw)
 
 
 def redraw(run_id: str | None, raw: bool) -> Any:
@@ -360,6 +379,7 @@ def on_load(request: gr.Request) -> Any:
     if frame.isdigit():
         step = min(int(frame), shown[COMPARE_STEP]["value"])
         shown[BEFORE_AFTER], shown[MAGNIFIER], shown[SHARE] = compare(shown[RUN_ID], step)
+        shown[PLOT] = marked_plot(shown[RUN_ID], step, False)
         shown[COMPARE_STEP] = {**shown[COMPARE_STEP], "value": step}
     return shown
 
@@ -399,17 +419,31 @@ def compare(run_id: str | None, step: float) -> tuple[Any, Any, Any]:
     if not run_id:
         return None, gr.skip(), gr.skip()
     path, step = confined(run_id), whole(step, "The step")
-    chosen = shown_frame(path, step)  # a recording may keep only its thumbnail
+    full_frame(path, step)  # a recording's dropped frame, re-made (or its thumbnail, said so)
+    chosen = shown_frame(path, step)
     if not chosen.is_file():
         return gr.skip(), gr.skip(), gr.skip()
     return (compared((str(shown_frame(path, 0)), str(chosen)), step),
             magnify(path, step), share_link(path, step))
 
 
+def marked_plot(run_id: str | None, step: float, raw: bool) -> Any:
+    """The curves with the frame the visitor compares marked (the stream marks the newest)."""
+    if not run_id:
+        return gr.skip()
+    history = load_run(confined(run_id)).history
+    step = whole(step, "The step")
+    figure = raw_figure(history, step) if raw else delta_figure(history, marked=step)
+    return gr.components.plot.PlotData(type="plotly", plot=json.dumps(figure))
+
+
 def compared(pair: tuple[str, str] | None, step: int) -> Any:
-    """The compare slider's pictures, its label naming its sides."""
+    """The compare slider's pictures, its label naming its sides; a frame a recording kept
+    only as a thumbnail is named one, never passed off as the frame."""
     side = f"◀ input · step {step} ▶" if pair else "Input vs frame i"
-    return gr.update(value=pair, label=f"{side} (drag the handle)")
+    small = pair is not None and Path(pair[1]).parent.name == ".thumbs"
+    note = f" · only its {THUMB_SIDE} px thumbnail was kept" if small else ""
+    return gr.update(value=pair, label=f"{side} (drag the handle){note}")
 
 
 def share_link(run_dir: Path | None, step: int) -> str:

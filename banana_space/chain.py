@@ -18,7 +18,7 @@ import contextvars
 import queue
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -201,7 +201,8 @@ def _produce(chain: Chain, stop: threading.Event, abandoned: threading.Event,
         if stop.is_set() or abandoned.is_set():
             break
         try:
-            made = _make_step(chain, image, step, lambda m, s=step: put(Notice(m, s, "info")))
+            made = make_step(chain.backend, image, chain.prompt, chain.seed, step,
+                             lambda m, s=step: put(Notice(m, s, "info")))
         except Exception as error:  # any failure ends the run, keeping what was made
             put(_Failed(step, _describe(error)))
             return
@@ -211,13 +212,14 @@ def _produce(chain: Chain, stop: threading.Event, abandoned: threading.Event,
     put(_Done())
 
 
-def _make_step(chain: Chain, image: Image.Image, step: int, report) -> _Made:
-    """One chain step: `repeats` calls with the prompt (e.g. "mirror it" twice)."""
+def make_step(backend: Backend, image: Image.Image, prompt: str, seed: int, step: int,
+              report: Callable[[str], object] = lambda message: None) -> _Made:
+    """One chain step: `repeats` calls with the prompt (e.g. "mirror it" twice). A recording's
+    frames are re-made with it too (remake.py)."""
     started = time.perf_counter()
     texts, calls, cost = [], 0, None
-    for _ in range(repeats_for(chain.prompt)):
-        edit = chain.backend.edit(image, chain.prompt, seed=chain.seed, step=step,
-                                  report=report)
+    for _ in range(repeats_for(prompt)):
+        edit = backend.edit(image, prompt, seed=seed, step=step, report=report)
         loaded = load_image(edit.image)
         image, calls = loaded.image, calls + edit.calls
         texts += [t for t in (edit.text, *loaded.notes) if t]

@@ -16,6 +16,7 @@ from typing import Any
 
 from .analysis import CHECKPOINTS, REFERENCE_METRIC, History, detects_degradation
 from .events import Event, Finished, FrameMade, FrameScored, Notice, Started
+from . import remake
 from .markup import plain
 from .plots import Figure, delta_figure, display_name, raw_figure, value_text
 from .rundir import THUMB_SIDE, SavedRun, frame_name, thumb_path, zip_path
@@ -102,12 +103,7 @@ class RunView:
                    started=True)
         view.history = saved.history
         view.texts = {step: row[5] for step, row in saved.steps.items() if len(row) > 5}
-        kept = [s for s in range(saved.last_step + 1)
-                if (saved.path / "frames" / frame_name(s)).is_file()]
-        if len(kept) < saved.last_step + 1:  # a bundled recording, kept small
-            view.notices.append((
-                "info", f"full frames are kept at steps {', '.join(map(str, kept))} only; the "
-                f"other steps show their {THUMB_SIDE} px thumbnails (scored on the full frames)"))
+        view.notices += recording_notices(saved)
         status = saved.meta.get("status", "running")
         view.ended = Finished(status if status != "running" else "stopped", saved.last_step,
                               saved.meta.get("reason") or
@@ -129,7 +125,9 @@ class RunView:
     def screen(self) -> Screen:
         strip = [(self.strip_path(s), self.frame_path(s)) for s in range(self.last_step + 1)]
         download = zip_path(self.run_dir) if self.run_dir else None
-        figure = raw_figure(self.history) if self.raw else delta_figure(self.history)
+        # The compared frame is the newest unless the visitor picks another (handlers.compare).
+        figure = raw_figure(self.history, marked=self.last_step) if self.raw else \
+            delta_figure(self.history, marked=self.last_step)
         return Screen(
             status=self.status(), summary=summarise(self.history, self.steps,
                                                     running=self.ended is None),
@@ -196,6 +194,23 @@ class RunView:
     def model_text(self) -> str:
         said = [f"**step {s}**: {plain(t)}" for s, t in sorted(self.texts.items()) if t.strip()]
         return "\n\n".join(said[-20:]) or "_The generator said nothing (or has no words)._"
+
+
+def recording_notices(saved: SavedRun) -> list[tuple[str, str]]:
+    """What a bundled recording (kept small) shows instead of its dropped full frames."""
+    kept = [s for s in range(saved.last_step + 1)
+            if (saved.path / "frames" / frame_name(s)).is_file()]
+    if len(kept) == saved.last_step + 1:
+        return []
+    failed = remake.FAILED.get(saved.path.resolve())
+    if remake.remakeable(saved.path) and not failed:
+        return [("info", "this recording keeps a few full frames; the others are re-made from "
+                         "its seed as they are shown, each checked against the recorded "
+                         "frame's pixel hash")]
+    why = f" ({failed})" if failed else ""
+    return [("warning", f"full frames are kept at steps {', '.join(map(str, kept))} only{why}; "
+                        f"the other steps show their {THUMB_SIDE} px thumbnails, labelled so "
+                        "(scored on the full frames)")]
 
 
 def shown_frame(run_dir: Path, step: int) -> Path:
