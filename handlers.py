@@ -148,9 +148,12 @@ def strip_html(strip: list[tuple[str, str]]) -> str:
     the runs folder as they lie. Plain HTML, so an update costs a string where a gr.Gallery
     hashed every frame's file on every update (bench/streaming.py); it only ever grows at the
     end, so gradio streams just the new link."""
+    # One tab stop for the whole strip (the newest frame's); arrow keys move inside (app.py).
+    newest = len(strip) - 1
     return "".join(f'<a href="{file_url(frame)}" target="_blank" rel="noopener" title="step '
-                   f'{step}: open the full frame"><img src="{file_url(thumb)}" alt="step {step}">'
-                   f"<span>{step}</span></a>" for step, (thumb, frame) in enumerate(strip))
+                   f'{step}: open the full frame" tabindex="{0 if step == newest else -1}">'
+                   f'<img src="{file_url(thumb)}" alt="step {step}"><span>{step}</span></a>'
+                   for step, (thumb, frame) in enumerate(strip))
 
 
 def file_url(path: str) -> str:
@@ -202,10 +205,6 @@ def run(upload: str | None, steps: float, prompt: str, backend: str, metrics: li
     inference_steps = None if inference_steps in (None, "") else whole(inference_steps,
                                                                        "Inference steps")
     who = visitor(request)
-    if who in _ACTIVE:  # a second Run while one is going: say why nothing new starts
-        gr.Warning(ALREADY_RUNNING)
-        yield [gr.skip()] * OUTPUT_COUNT
-        return
     stop = claim(who)  # first: Stop works while the metrics and the generator load
     try:
         entry = BACKENDS.get(backend)
@@ -384,17 +383,20 @@ def on_load(request: gr.Request) -> Any:
     return shown
 
 
-def preview(upload: str | None) -> tuple[str | None, str]:
+def preview(upload: str | None) -> tuple[Any, str]:
+    """The upload's preview (hidden while there is none) and its size and notes."""
+    nothing = gr.update(value=None, visible=False)
     if not upload or Path(upload).suffix.lower() == ".zip":
-        return None, ""
+        return nothing, ""
     try:
         loaded = load_image(upload)
     except BadImage as error:
-        return None, f"⚠️ {plain(public_text(str(error)))}"
+        return nothing, f"⚠️ {plain(public_text(str(error)))}"
     w, h = loaded.image.size
     small = loaded.image.copy()
     small.thumbnail((PREVIEW_SIDE, PREVIEW_SIDE))
-    return write_preview(small), f"{w} × {h}" + "".join(f" · {plain(n)}" for n in loaded.notes)
+    return (gr.update(value=write_preview(small), visible=True),
+            f"{w} × {h}" + "".join(f" · {plain(n)}" for n in loaded.notes))
 
 
 def write_preview(image: Image.Image) -> str:
