@@ -187,9 +187,10 @@ with gr.Blocks(title="Banana Space", delete_cache=DELETE_CACHE) as demo:
             summary = gr.Markdown(elem_id="summary")
             with gr.Row(equal_height=False):
                 with gr.Column(min_width=320):
+                    # No buttons: Run, the slider and Share stay within a few tab stops.
                     before_after = gr.ImageSlider(label=compared(None, 0)["label"],
                                                   type="filepath", height=300,
-                                                  elem_id="compare")
+                                                  elem_id="compare", buttons=[])
                     compare_step = gr.Slider(0, 1, value=1, step=1, label="Compare frame i",
                                              elem_id="compare-step", buttons=[])
                 with gr.Column(min_width=320):
@@ -197,7 +198,7 @@ with gr.Blocks(title="Banana Space", delete_cache=DELETE_CACHE) as demo:
                     raw = gr.Checkbox(False, label="Raw scores (one chart per metric)")
             with gr.Row(equal_height=False):
                 magnifier = gr.Image(label="Magnifier", interactive=False, height=220,
-                                     elem_id="magnifier", buttons=["fullscreen"],
+                                     elem_id="magnifier", buttons=[],
                                      alt_text="The same crop of the input and of frame i, "
                                               "enlarged side by side")
                 frame = gr.Image(label="Newest frame (click it to magnify that spot)",

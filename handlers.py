@@ -124,7 +124,8 @@ def whole(value: Any, what: str) -> int:
     return int(number)
 
 
-def outputs_of(screen: Screen, stopping: bool = False) -> tuple[Any, ...]:
+def outputs_of(screen: Screen, stopping: bool = False, magnified: bool = True
+               ) -> tuple[Any, ...]:
     """A `Screen` in the order of app.OUTPUTS. The figure goes to gr.Plot as the JSON that
     its postprocess would make of a plotly Figure, without building one (bench/streaming.py)."""
     plot = gr.components.plot.PlotData(type="plotly", plot=json.dumps(screen.figure))
@@ -134,7 +135,7 @@ def outputs_of(screen: Screen, stopping: bool = False) -> tuple[Any, ...]:
     newest = len(screen.strip) - 1
     # The magnifier costs ~0.2 s a 1024 px frame, so a running chain leaves it to the compare
     # slider (whose .change follows each new frame) instead of redoing it on every update.
-    zoomed = gr.skip() if screen.running else magnify(run_dir, newest)
+    zoomed = gr.skip() if screen.running or not magnified else magnify(run_dir, newest)
     return (status, screen.frame, strip_html(screen.strip), plot, screen.verdict,
             screen.model_text, download, run_dir.name if run_dir else None,
             compared((screen.first_frame, screen.frame) if screen.first_frame else None, newest),
@@ -164,12 +165,13 @@ def file_url(path: str) -> str:
 def stream(view: RunView, events: Iterator[Any], stop: threading.Event) -> Iterator[Any]:
     """Fold engine events into the view and send each screen as it changes; once the run's
     first event is on disk, prune old runs (the new one counts toward the limit). The zip is
-    made after the end is shown: one more screen offers it."""
+    made after the end is shown: one more screen offers it, with the magnifier (which a
+    stopped run's first screen leaves out, to say "Stopped" at once)."""
     for index, event in enumerate(events):
         screen = view.apply(event)
         if index == 0:
             prune_runs(RUNS_ROOT, KEEP_RUNS, keep_bytes=KEEP_BYTES)
-        yield outputs_of(screen, stop.is_set())
+        yield outputs_of(screen, stop.is_set(), magnified=False)
     yield outputs_of(view.screen(), stop.is_set())
 
 
@@ -354,6 +356,8 @@ def reopen(run_id: str | None, raw: bool) -> tuple[Any, ...]:
 def open_recorded(name: str, raw: bool) -> tuple[Any, ...]:
     """Copy a bundled recorded run into the runs folder (once), then show it; the full frames
     it dropped are re-made in the background (and at once for a frame being compared)."""
+    if name not in {p.name for p in RECORDED.iterdir() if p.is_dir()}:
+        raise gr.Error("Pick one of the recorded chains.")  # never a path of the visitor's
     path = copy_in(RECORDED / name, RUNS_ROOT)
     threading.Thread(target=remake_all, args=(path,), name="remake", daemon=True).start()
     return show_saved(path, raw)

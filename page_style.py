@@ -78,8 +78,13 @@ PAGE_JS = r"""() => {
   };
   // gradio's empty picture and plot placeholders carry an aria-label on a plain div, which
   // ARIA does not allow (axe: aria-prohibited-attr); they say nothing a reader needs.
-  const unlabel = () => document.querySelectorAll('.empty[aria-label]').forEach(
-    e => e.removeAttribute('aria-label'));
+  // The recorded-chain picker's radios as one group: one tab stop, arrow keys inside; the
+  // plot's toolbar is the mouse's (its download is in the zip's plot.html): out of Tab's way.
+  const unlabel = () => {
+    document.querySelectorAll('.empty[aria-label]').forEach(e => e.removeAttribute('aria-label'));
+    document.querySelectorAll('#recorded input[type=radio]').forEach(r => r.name = 'recorded');
+    document.querySelectorAll('#plot .modebar-btn').forEach(b => b.tabIndex = -1);
+  };
   new MutationObserver(() => { describe(); unlabel(); }).observe(document.body,
     {subtree: true, childList: true, attributes: true, attributeFilter: ['src', 'value']});
   unlabel();
