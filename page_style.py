@@ -88,10 +88,11 @@ PAGE_JS = r"""() => {
   new MutationObserver(() => { describe(); unlabel(); }).observe(document.body,
     {subtree: true, childList: true, attributes: true, attributeFilter: ['src', 'value']});
   unlabel();
-  // A click on Run, Resume, Replay or a recorded chain brings the result (its status line
+  // A click on Run, Stop, Resume, Replay or a recorded chain brings the result (its status line
   // first) into view at once, on every screen: otherwise it streams in a screen away.
   document.addEventListener('click', (event) => {
-    if (!event.target.closest('#run-button, #resume-button, #recorded label, #hub-replay'))
+    if (!event.target.closest('#run-button, #stop-button, #resume-button, #recorded label, '
+                              + '#hub-replay'))
       return;
     document.querySelector('#status')?.scrollIntoView({block: 'start', behavior: 'instant'});
   });

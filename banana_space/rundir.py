@@ -263,7 +263,9 @@ plot.html                the oriented delta of every metric per step; opens in a
 README.txt               this file
 
 delta is oriented: delta_i = score_i - score_0, with the sign flipped for metrics where lower
-is better, so a NEGATIVE delta always means WORSE. A metric "detects" the degradation when
+is better, so a NEGATIVE delta always means WORSE. The fidelity references' deltas (psnr, ssim)
+are measured from the top of their range (40 dB, 1): frame 0 against itself is "identical",
+which pyiqa writes as 80 dB. A metric "detects" the degradation when
 delta_5, delta_10 and delta_20 are all negative (shorter runs use the checkpoints that exist,
 else the last step); "undecided" where a score is missing. spearman_vs_psnr ranks a metric's
 scores against fidelity to the input (psnr) across steps.

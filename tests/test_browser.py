@@ -176,7 +176,9 @@ def page(visitors: Visitors) -> Page:
 
 
 def start_run(page: Page, photo: Path, steps: int) -> None:
-    """Upload the photo, set the steps, keep the offline backend and press Run."""
+    """Upload the photo (in place of the first example), set the steps, keep the offline
+    backend and press Run."""
+    page.locator("#upload button[aria-label=Clear]").click()
     page.set_input_files("#upload input[type=file]", photo)
     page.locator("#upload").get_by_text(photo.stem).wait_for()  # the upload has finished
     number = page.locator("#steps input[type=number]")
