@@ -31,6 +31,8 @@ from banana_space.backends import BackendUnavailable
 from banana_space.images import BadImage, load_image
 from banana_space.magnifier import ZOOM, box_around, largest_difference_box, side_by_side
 from banana_space.markup import plain
+from banana_space.plots import delta_figure, raw_figure
+from banana_space.remake import full_frame, remake_all
 from banana_space.rundir import (
     THUMB_SIDE,
     RunBusy,
@@ -42,8 +44,6 @@ from banana_space.rundir import (
 )
 from banana_space.runids import BadRunId, copy_in, run_path
 from banana_space.runs import RunSpec, prune_runs, resume_run, start_run
-from banana_space.plots import delta_figure, raw_figure
-from banana_space.remake import full_frame, remake_all
 from banana_space.view import RunView, Screen, shown_frame
 
 HERE = Path(__file__).parent

@@ -35,7 +35,6 @@ from .metrics import (
     to_tensor,
 )
 
-
 # One frame's metrics run side by side, one per core (bench/scoring.py measured the gain);
 # BANANA_SCORING_THREADS=1 scores them one after another.
 SCORING_THREADS = int(os.environ.get("BANANA_SCORING_THREADS", os.cpu_count() or 1))

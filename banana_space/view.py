@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import remake
 from .analysis import CHECKPOINTS, REFERENCE_METRIC, History, detects_degradation
 from .events import Event, Finished, FrameMade, FrameScored, Notice, Started
-from . import remake
 from .markup import plain
 from .plots import Figure, delta_figure, display_name, raw_figure, value_text
 from .rundir import THUMB_SIDE, SavedRun, frame_name, thumb_path, zip_path

@@ -38,8 +38,8 @@ from urllib.parse import urlparse
 
 import pytest
 from app_server import running_app
-from PIL import Image
 from axe_playwright_python.sync_playwright import Axe
+from PIL import Image
 from playwright.sync_api import Browser, ConsoleMessage, Page
 
 from banana_space.view import VERDICT_COLUMN
