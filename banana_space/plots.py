@@ -34,8 +34,10 @@ Figure = dict[str, Any]  # {"data": [trace, ...], "layout": {...}}, as plotly.js
 TEMPLATE = "plotly_white"
 DELTA_TITLE = "Change vs the input (below 0 = worse)"
 RAW_TITLE = "Raw scores, one chart per score (as each metric reports it)"
-REFERENCE_COLOURS = {"fidelity": "#000000", "judge": "#555555"}
-REFERENCE_DASHES = ["solid", "longdash", "dashdot"]
+# PSNR black and solid, SSIM grey and dashed (their curves often lie on each other), judges
+# a darker grey.
+REFERENCE_COLOURS = {"fidelity": ["#000000", "#6b6b6b"], "judge": ["#404040", "#595959"]}
+REFERENCE_DASHES = ["solid", "dash", "dashdot"]
 # Okabe-Ito without its black (the references'), yellow and the two light ones (under 3:1 on
 # white), then Tol's muted olive, indigo and wine.
 METRIC_COLOURS = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#999933", "#332288", "#882255"]
@@ -73,7 +75,8 @@ def _style(role: str, detects: bool | None, index: int) -> dict:
     """Line colour, width and dash: references bold in black or grey, each its own dash; a
     metric in its own colour (by its place among the metrics), dashed by its verdict."""
     if role in REFERENCE_COLOURS:
-        return {"color": REFERENCE_COLOURS[role], "width": 5,
+        colours = REFERENCE_COLOURS[role]
+        return {"color": colours[index % len(colours)], "width": 5 if index == 0 else 4,
                 "dash": REFERENCE_DASHES[index % len(REFERENCE_DASHES)]}
     return {"color": METRIC_COLOURS[index % len(METRIC_COLOURS)], "width": 3,
             "dash": VERDICT_DASHES[detects]}

@@ -188,11 +188,11 @@ class RunDir:
 
     def _drop_unscored(self, last_step: int) -> None:
         """A frame made but never scored (a stop drops the frame it was scoring) is no part of
-        the run: neither it nor its thumbnail stays to be shown, zipped or resumed from."""
+        the run: it is not kept, zipped or resumed from. Its thumbnail stays until a resume
+        writes the step again: a page may still be loading it, and it is never zipped."""
         step = last_step + 1
-        while (self.frames / frame_name(step)).is_file() or thumb_path(self.path, step).is_file():
-            (self.frames / frame_name(step)).unlink(missing_ok=True)
-            thumb_path(self.path, step).unlink(missing_ok=True)
+        while (self.frames / frame_name(step)).is_file():
+            (self.frames / frame_name(step)).unlink()
             step += 1
 
     def _start(self, event: Started) -> None:

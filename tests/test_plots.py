@@ -40,7 +40,7 @@ def test_delta_figure_is_valid_for_plotly_and_shows_each_verdict() -> None:
     assert figure.data[1].line.dash == "dash" and figure.data[2].line.dash == "solid"
     # Each metric its own colour; the reference bold black, unlike any metric.
     colours = [t.line.color for t in figure.data]
-    assert len(set(colours)) == 3 and colours[0] == REFERENCE_COLOURS["fidelity"]
+    assert len(set(colours)) == 3 and colours[0] == REFERENCE_COLOURS["fidelity"][0]
     assert figure.data[0].line.width > figure.data[1].line.width
     assert figure.layout.title.text == "a run" and figure.layout.template.layout.font
     assert spec["data"][2]["y"][7] is None  # a missing score is a gap, never NaN in the JSON
@@ -101,7 +101,7 @@ def contrast_on_white(colour: str) -> float:
 
 def test_every_curve_colour_reads_on_white() -> None:
     """WCAG 1.4.11: a graphical object needs 3:1 against its background."""
-    colours = [*METRIC_COLOURS, *REFERENCE_COLOURS.values()]
+    colours = [*METRIC_COLOURS, *(c for palette in REFERENCE_COLOURS.values() for c in palette)]
     assert {c: round(contrast_on_white(c), 2) for c in colours if contrast_on_white(c) < 3} \
         == {}
     assert contrast_on_white("#E69F00") < 3  # the check itself fails Okabe-Ito's orange
