@@ -184,16 +184,6 @@ class RunDir:
             self.meta.update(status=event.status, reason=event.reason,
                              last_step=event.last_step, totals=event.totals)
             self._write_meta()
-            self._drop_unscored(event.last_step)
-
-    def _drop_unscored(self, last_step: int) -> None:
-        """A frame made but never scored (a stop drops the frame it was scoring) is no part of
-        the run: it is not kept, zipped or resumed from. Its thumbnail stays until a resume
-        writes the step again: a page may still be loading it, and it is never zipped."""
-        step = last_step + 1
-        while (self.frames / frame_name(step)).is_file():
-            (self.frames / frame_name(step)).unlink()
-            step += 1
 
     def _start(self, event: Started) -> None:
         if not self.history.infos:  # a resumed run keeps the history it loaded
@@ -298,7 +288,10 @@ def write_zip(run: Path) -> Path:
         archive.writestr(f"{folder}/plot.html", plot)
         for file in sorted(saved.path.rglob("*")):
             relative = file.relative_to(saved.path)
-            if (file.is_file() and file != target
+            # A frame made after the last scored step (Stop drops the frame being scored) is
+            # no part of the run; it stays on disk only while a page may still be showing it.
+            unscored = relative.parts[0] == "frames" and file.name > frame_name(saved.last_step)
+            if (file.is_file() and file != target and not unscored
                     and not any(part.startswith(".") for part in relative.parts)):
                 # PNGs are compressed already: storing them costs no space and no CPU.
                 archive.write(file, f"{folder}/{relative}", zipfile.ZIP_STORED
