@@ -45,6 +45,7 @@ from handlers import (
     compare,
     compared,
     hub_credit,
+    marked_plot,
     on_load,
     open_real_chain,
     open_recorded,
@@ -74,6 +75,7 @@ from page_style import (
 # 1024 px frame; bench/streaming.py). Like allowed_paths, this serves every file under it.
 gr.set_static_paths([RUNS_ROOT])
 INTRO, HELP = (HERE / "assets" / "copy.md").read_text().split("---HELP---")
+CLAIM, ABOUT = INTRO.split("---ABOUT---")
 # The README's "Licences and terms" section, shown in the page's footer: one text, never two.
 LICENCES = (HERE / "README.md").read_text().split("## Licences and terms\n")[1].split("\n## ")[0]
 # The clean renders first (the paper's kind of start; the first is the default), then photos.
@@ -100,6 +102,12 @@ def choices(registry: dict[str, Any]) -> tuple[list[tuple[str, str]], str]:
         labels.append((entry.info.label + (f" — {short}" if short else ""), entry.info.name))
         howtos.setdefault(short, reason)
     return labels, " · ".join(why for short, why in howtos.items() if short)
+
+
+def recorded_choices() -> list[tuple[str, str]]:
+    """(label, name) of every bundled recording the picker offers, each labelled simulated
+    (`real_chains.examples`: the real chains have buttons of their own, above it)."""
+    return [(e.label, e.path.name) for e in chain_examples(RUNS_ROOT, RECORDED) if not e.real]
 
 
 def warm_up_metrics() -> None:
@@ -149,46 +157,116 @@ element.addEventListener('scroll', (event) => {
 watch('value', () => {
   const s = element.querySelector('.strip');
   if (s) s.scrollLeft = left ?? s.scrollWidth;
+});
+// One tab stop for the strip; the arrow keys (and Home, End) move between its frames.
+element.addEventListener('keydown', (event) => {
+  const links = [...element.querySelectorAll('.strip a')];
+  const at = links.indexOf(document.activeElement);
+  const to = {ArrowLeft: at - 1, ArrowRight: at + 1, Home: 0, End: links.length - 1}[event.key];
+  if (at < 0 || to === undefined || !links[to]) return;
+  event.preventDefault();
+  links.forEach((link, i) => link.tabIndex = i === to ? 0 : -1);
+  links[to].focus();
 });"""
 
 with gr.Blocks(title="Banana Space", delete_cache=DELETE_CACHE) as demo:
-    gr.Markdown(INTRO)
-    with gr.Row():
-        with gr.Column(scale=1, min_width=300):
-            gr.Markdown("**Your picture** (or, for *Replay*, a zip / animated GIF / WebP)")
-            upload = gr.File(label="Image", show_label=False, file_types=["image", ".zip"],
-                             type="filepath", elem_id="upload", height=130)
-            with gr.Row():
-                hub_source = gr.Textbox(label="…or, for Replay, a chain on the Hugging Face hub",
-                                        placeholder="hf://datasets/kenantang/Banana100/…",
-                                        elem_id="hub-source", scale=3)
-                hub_button = gr.Button("Replay it", size="sm", scale=1)
-            input_preview = gr.Image(label="Input", interactive=False, height=120,
-                                     show_label=False, alt_text="The picture you uploaded")
-            input_note = gr.Markdown()
-            examples = gr.Gallery(example_thumbnails(), label="Example pictures (click one)",
-                                  columns=4, height="auto", allow_preview=False,
-                                  object_fit="cover", elem_id="examples", buttons=[])
+    # The first screen, on a projector and on a phone: the claim in one line, then the actions.
+    gr.Markdown(CLAIM, elem_id="claim")
+    with gr.Row(elem_id="actions", equal_height=False):
+        with gr.Column(scale=3):
             # Real chains first (shown once prepared, `real_chain_buttons`), then ours.
             examples_heading = gr.Markdown(real_chain_buttons()[0], elem_id="examples-heading")
             with gr.Row():
                 real = [gr.Button(visible=False, size="sm", elem_id=f"real-chain-{i}")
                         for i in range(REAL_SLOTS)]
-                recorded = {e.path.name: gr.Button(e.label, size="sm",
-                                                   elem_id=f"recorded-{e.path.name}")
-                            for e in chain_examples(RUNS_ROOT, RECORDED) if not e.real}
+            recorded = gr.Radio(recorded_choices(), value=None, elem_id="recorded",
+                                label="Open a recorded chain: instant, no key or GPU")
+        with gr.Column(scale=2, min_width=300):
+            with gr.Row():
+                run_button = gr.Button("Run", variant="primary", elem_id="run-button",
+                                       min_width=80)
+                stop_button = gr.Button("Stop", variant="stop", elem_id="stop-button",
+                                        min_width=80)
+                resume_button = gr.Button("Resume", elem_id="resume-button", min_width=80)
+            gr.Markdown("Run copies the picture below (the first example until you pick "
+                        "another) with the settings below.", elem_id="run-note")
+            gpu_cost = gr.Markdown(elem_id="gpu-cost")  # the run's ZeroGPU seconds (quota.py)
+    with gr.Accordion("About this demo", open=False):
+        gr.Markdown(ABOUT)
+    with gr.Row():
+        # ---- The result first (in the page's order too: a keyboard reaches it at once) ----
+        with gr.Column(scale=2, elem_id="result"):
+            status = gr.Markdown("Open a recorded chain, or press **Run**.", elem_id="status")
+            summary = gr.Markdown(elem_id="summary")
+            with gr.Row(equal_height=False):
+                with gr.Column(min_width=320):
+                    # No buttons: Run, the slider and Share stay within a few tab stops.
+                    before_after = gr.ImageSlider(label=compared(None, 0)["label"],
+                                                  type="filepath", height=300,
+                                                  elem_id="compare", buttons=[])
+                    compare_step = gr.Slider(0, 1, value=1, step=1, label="Compare frame i",
+                                             elem_id="compare-step", buttons=[])
+                with gr.Column(min_width=320):
+                    plot = gr.Plot(show_label=False, elem_id="plot")
+                    raw = gr.Checkbox(False, label="Raw scores (one chart per metric)")
+            with gr.Row(equal_height=False):
+                magnifier = gr.Image(label="Magnifier", interactive=False, height=220,
+                                     elem_id="magnifier", buttons=[],
+                                     alt_text="The same crop of the input and of frame i, "
+                                              "enlarged side by side")
+                frame = gr.Image(label="Newest frame (click it to magnify that spot)",
+                                 interactive=False, height=220, elem_id="frame", buttons=[],
+                                 alt_text="The newest frame of the chain")
+            strip = gr.HTML("", label="All frames (click one for the full frame; arrow keys "
+                                      "move between them)",
+                            show_label=True, container=True, padding=True, elem_id="strip",
+                            html_template='<div class="strip">${value}</div>',
+                            css_template=STRIP_CSS, js_on_load=STRIP_JS)
+            share = gr.HTML("", elem_id="share", html_template=SHARE_HTML,
+                            css_template=SHARE_CSS, js_on_load=SHARE_JS)
+            verdict = gr.Dataframe(headers=VERDICT_HEADERS, label="Does each metric detect it?",
+                                   interactive=False, wrap=True, elem_id="verdict",
+                                   buttons=[])
+            with gr.Accordion("What the model said", open=False):
+                model_text = gr.Markdown()
+            download = gr.File(label="Download the run (frames + scores + verdict)",
+                               elem_id="download", height=60, visible=False)
+            run_dir = gr.Textbox(visible=False)
+            with gr.Accordion("Past runs", open=False):
+                with gr.Row():
+                    run_picker = gr.Dropdown([], label="Run", scale=3, allow_custom_value=True)
+                    refresh = gr.Button("↻", scale=0)
+                    open_button = gr.Button("Open", scale=1)
+            with gr.Accordion("What am I looking at?", open=False, elem_id="help"):
+                gr.Markdown(HELP)
+        # ---- What Run makes: the picture, the generator, the steps, and the rest ----
+        with gr.Column(scale=1, min_width=300, elem_id="settings"):
+            gr.Markdown("**Your picture** (or, for *Replay*, a zip / animated GIF / WebP)")
+            upload = gr.File(EXAMPLES[0], label="Image", show_label=False,
+                             file_types=["image", ".zip"], type="filepath", elem_id="upload",
+                             height=130)
+            input_preview = gr.Image(label="Input", interactive=False, height=120,
+                                     show_label=False, alt_text="The picture you uploaded",
+                                     visible=False, elem_id="input-preview")
+            input_note = gr.Markdown()
+            examples = gr.Gallery(example_thumbnails(), label="Example pictures (click one)",
+                                  columns=4, height="auto", allow_preview=False,
+                                  object_fit="cover", elem_id="examples", buttons=[])
             backend = gr.Dropdown(BACKEND_CHOICES, value="simulate", label="Generator",
                                   info=BACKEND_HOWTOS or None, elem_id="backend")
             profile = gr.Dropdown([(p.label, name) for name, p in PROFILES.items()],
                                   value=DEFAULT_PROFILE, label="Simulated: profile",
                                   info="which generator's artifact the simulation models",
                                   elem_id="profile")
-            steps = gr.Slider(1, MAX_STEPS, value=10, step=1, label="Steps (N)", elem_id="steps")
-            with gr.Row():
-                run_button = gr.Button("Run", variant="primary", elem_id="run-button")
-                stop_button = gr.Button("Stop", variant="stop", elem_id="stop-button")
-                resume_button = gr.Button("Resume", elem_id="resume-button")
-            gpu_cost = gr.Markdown(elem_id="gpu-cost")  # the run's ZeroGPU seconds (quota.py)
+            steps = gr.Slider(1, MAX_STEPS, value=10, step=1, label="Steps (N)", elem_id="steps",
+                              buttons=[])
+            with gr.Accordion("Replay a chain from the Hugging Face hub", open=False):
+                with gr.Row():
+                    hub_source = gr.Textbox(label="A chain on the hub",
+                                            placeholder="hf://datasets/kenantang/Banana100/…",
+                                            elem_id="hub-source", scale=3)
+                    hub_button = gr.Button("Replay it", size="sm", scale=1,
+                                           elem_id="hub-replay")
             with gr.Accordion("Prompt, metrics and judges", open=False):
                 prompt_preset = gr.Dropdown([(p.label, k) for k, p in PROMPTS.items()],
                                             value="replicate", label="Prompt preset")
@@ -218,49 +296,6 @@ with gr.Blocks(title="Banana Space", delete_cache=DELETE_CACHE) as demo:
                                      "the model's default)")
                 inference_steps = gr.Number(None, precision=0, label="Open editors: inference "
                                             "steps (blank = the model's default)")
-        with gr.Column(scale=2):
-            status = gr.Markdown("Upload an image or pick an example, then press **Run**.",
-                                 elem_id="status")
-            # ---- The result on one screen: the finding, then frames beside the curves ----
-            summary = gr.Markdown(elem_id="summary")
-            with gr.Row(equal_height=False):
-                with gr.Column(min_width=320):
-                    before_after = gr.ImageSlider(label=compared(None, 0)["label"],
-                                                  type="filepath", height=300,
-                                                  elem_id="compare")
-                    compare_step = gr.Slider(0, 1, value=1, step=1, label="Compare frame i",
-                                             elem_id="compare-step")
-                with gr.Column(min_width=320):
-                    plot = gr.Plot(show_label=False, elem_id="plot")
-                    raw = gr.Checkbox(False, label="Raw scores (one chart per metric)")
-            with gr.Row(equal_height=False):
-                magnifier = gr.Image(label="Magnifier", interactive=False, height=220,
-                                     elem_id="magnifier", buttons=["fullscreen"],
-                                     alt_text="The same crop of the input and of frame i, "
-                                              "enlarged side by side")
-                frame = gr.Image(label="Newest frame (click it to magnify that spot)",
-                                 interactive=False, height=220, elem_id="frame",
-                                 alt_text="The newest frame of the chain")
-            strip = gr.HTML("", label="All frames (click one for the full frame)",
-                            show_label=True, container=True, padding=True, elem_id="strip",
-                            html_template='<div class="strip">${value}</div>',
-                            css_template=STRIP_CSS, js_on_load=STRIP_JS)
-            share = gr.HTML("", elem_id="share", html_template=SHARE_HTML,
-                            css_template=SHARE_CSS, js_on_load=SHARE_JS)
-            verdict = gr.Dataframe(headers=VERDICT_HEADERS, label="Does each metric detect it?",
-                                   interactive=False, wrap=True, elem_id="verdict")
-            with gr.Accordion("What the model said", open=False):
-                model_text = gr.Markdown()
-            download = gr.File(label="Download the run (frames + scores + verdict)",
-                               elem_id="download", height=60, visible=False)
-            run_dir = gr.Textbox(visible=False)
-            with gr.Accordion("Past runs", open=False):
-                with gr.Row():
-                    run_picker = gr.Dropdown([], label="Run", scale=3, allow_custom_value=True)
-                    refresh = gr.Button("↻", scale=0)
-                    open_button = gr.Button("Open", scale=1)
-            with gr.Accordion("What am I looking at?", open=False, elem_id="help"):
-                gr.Markdown(HELP)
         # The API's and MCP tools' own inputs and answer (mcp_tools.py): never shown.
         with gr.Column(visible=False):
             api_image = gr.File(label="image", type="filepath")
@@ -288,7 +323,9 @@ with gr.Blocks(title="Banana Space", delete_cache=DELETE_CACHE) as demo:
     # The page's plumbing is private: reachable only by what the page posts (and confined
     # there like everything else), never listed or offered to API clients or agents.
     plumbing = {"api_visibility": "private"}
-    upload.change(preview, upload, [input_preview, input_note], **plumbing)
+    upload.change(preview, upload, [input_preview, input_note], show_progress="hidden",
+                  **plumbing)
+    demo.load(preview, upload, [input_preview, input_note], show_progress="hidden", **plumbing)
     examples.select(pick_example, None, upload, **plumbing)
     prompt_preset.change(lambda key: PROMPTS[key].text, prompt_preset, prompt, **plumbing)
     metric_preset.change(lambda name: list(PRESETS[name]), metric_preset, metrics, **plumbing)
@@ -302,7 +339,10 @@ with gr.Blocks(title="Banana Space", delete_cache=DELETE_CACHE) as demo:
     run_button.click(run, [upload, steps, prompt, backend, metrics, judges, seed, strength,
                            api_key, temperature, resolution, guidance, inference_steps, raw,
                            profile, judge_at],
-                     OUTPUTS, api_name="run", **streaming)
+                     OUTPUTS, api_name="run",
+                     # A second click while a run goes on reaches the server, which says why
+                     # it starts nothing (gradio's default drops it without a word).
+                     trigger_mode="multiple", **streaming)
     hub_button.click(hub_credit, hub_source, input_note, **plumbing)
     hub_button.click(replay_hub, [hub_source, steps, prompt, metrics, judges, seed, raw],
                      OUTPUTS, api_name="replay_hub", **streaming)
@@ -311,16 +351,22 @@ with gr.Blocks(title="Banana Space", delete_cache=DELETE_CACHE) as demo:
                         **streaming)
     open_button.click(reopen, [run_picker, raw], OUTPUTS, api_name="open",
                       api_visibility="undocumented")
-    for name, button in recorded.items():
-        button.click(partial(open_recorded, name), raw, OUTPUTS, **plumbing)
+    recorded.select(open_recorded, [recorded, raw], OUTPUTS, api_name="open_recorded",
+                    **plumbing)
     for index, button in enumerate(real):
         button.click(partial(open_real_chain, index), raw, OUTPUTS,
                      api_name=f"real_chain_{index}", **plumbing)
     demo.load(real_chain_buttons, None, [examples_heading, *real], api_name="real_chains",
               **plumbing)
+    # The profile is the simulation's alone.
+    backend.change(lambda name: gr.update(visible=name == "simulate"), backend, profile,
+                   **plumbing)
     # .change, not .release: arrow keys move the slider too, and the picture must follow.
     compare_step.change(compare, [run_dir, compare_step], [before_after, magnifier, share],
                         show_progress="hidden", **plumbing)
+    # The visitor's own choice is marked on the curves (a streaming run marks its newest).
+    compare_step.input(marked_plot, [run_dir, compare_step, raw], plot, show_progress="hidden",
+                       **plumbing)
     frame.select(zoom_at, [run_dir, compare_step], magnifier, **plumbing)
     raw.change(redraw, [run_dir, raw], OUTPUTS, **plumbing)
     refresh.click(past_runs, None, run_picker, **plumbing)

@@ -35,9 +35,19 @@ from banana_space.images import BadImage, load_image
 from banana_space.magnifier import ZOOM, box_around, largest_difference_box, side_by_side
 from banana_space.markup import plain, without_paths
 from banana_space.persist import restore
+from banana_space.plots import delta_figure, raw_figure
 from banana_space.quota import default_judge_at
 from banana_space.real_chains import LABEL, PLAN, examples, plan_from_env
-from banana_space.rundir import RunBusy, load_run, lock_writer, write_atomic, write_zip, zip_path
+from banana_space.remake import full_frame, remake_all
+from banana_space.rundir import (
+    THUMB_SIDE,
+    RunBusy,
+    load_run,
+    lock_writer,
+    write_atomic,
+    write_zip,
+    zip_path,
+)
 from banana_space.runids import BadRunId, copy_in, run_path
 from banana_space.runs import RunSpec, resume_run, start_run
 from banana_space.view import RunView, Screen, shown_frame
@@ -51,8 +61,10 @@ PREVIEW_SIDE = 512  # the page shows it 120 px tall
 PREVIEW_LIFETIME_S = 3600
 OUTPUT_COUNT = 13  # len(app.OUTPUTS): what `outputs_of` returns
 # Where some outputs stand in app.OUTPUTS (on_load adjusts them for a shared frame).
-RUN_ID, BEFORE_AFTER, COMPARE_STEP, SUMMARY, SHARE, MAGNIFIER = 7, 8, 9, 10, 11, 12
+PLOT, RUN_ID, BEFORE_AFTER, COMPARE_STEP, SUMMARY, SHARE, MAGNIFIER = 3, 7, 8, 9, 10, 11, 12
 STOPPING = "⏹ **Stopping…** (the frames made so far are kept)"
+ALREADY_RUNNING = ("A chain is already running for you: press Stop (or wait for it to end) "
+                   "before starting another.")
 
 # Errors the engine raises for bad input or a run that cannot go ahead: shown, never a crash.
 REFUSALS = (BadImage, BadRunId, ValueError, BackendUnavailable, FileExistsError,
@@ -97,8 +109,7 @@ def claim(who: str) -> threading.Event:
     """The stop flag of `who`'s new chain; a second chain while one is in flight is refused."""
     with _ACTIVE_LOCK:
         if who in _ACTIVE:
-            raise gr.Error("A chain is already running for you: press Stop (or wait for it "
-                           "to end) before starting another.")
+            raise gr.Error(ALREADY_RUNNING)
         flag = _ACTIVE[who] = threading.Event()
     return flag
 
@@ -130,7 +141,8 @@ def whole(value: Any, what: str) -> int:
     return int(number)
 
 
-def outputs_of(screen: Screen, stopping: bool = False) -> tuple[Any, ...]:
+def outputs_of(screen: Screen, stopping: bool = False, magnified: bool = True
+               ) -> tuple[Any, ...]:
     """A `Screen` in the order of app.OUTPUTS. The figure goes to gr.Plot as the JSON that
     its postprocess would make of a plotly Figure, without building one (bench/streaming.py)."""
     plot = gr.components.plot.PlotData(type="plotly", plot=json.dumps(screen.figure))
@@ -140,11 +152,12 @@ def outputs_of(screen: Screen, stopping: bool = False) -> tuple[Any, ...]:
     newest = len(screen.strip) - 1
     # The magnifier costs ~0.2 s a 1024 px frame, so a running chain leaves it to the compare
     # slider (whose .change follows each new frame) instead of redoing it on every update.
-    zoomed = gr.skip() if screen.running else magnify(run_dir, newest)
+    zoomed = gr.skip() if screen.running or not magnified else magnify(run_dir, newest)
     return (status, screen.frame, strip_html(screen.strip), plot, screen.verdict,
             screen.model_text, download, run_dir.name if run_dir else None,
             compared((screen.first_frame, screen.frame) if screen.first_frame else None, newest),
-            gr.update(maximum=max(1, newest), value=newest), screen.summary,
+            # Never below the slider's minimum (0), even before frame 0 exists.
+            gr.update(maximum=max(1, newest), value=max(0, newest)), screen.summary,
             share_link(run_dir, newest), zoomed)
 
 
@@ -154,9 +167,12 @@ def strip_html(strip: list[Any]) -> str:
     hashed every frame's file on every update (bench/streaming.py); it only ever grows at the
     end, so gradio streams just the new link."""
     shown = [(step, *pair) for step, pair in enumerate(strip) if pair]  # not a sampled gap
+    # One tab stop for the whole strip (the newest frame's); arrow keys move inside (app.py).
+    newest = shown[-1][0] if shown else -1
     return "".join(f'<a href="{file_url(frame)}" target="_blank" rel="noopener" title="step '
-                   f'{step}: open the full frame"><img src="{file_url(thumb)}" alt="step {step}">'
-                   f"<span>{step}</span></a>" for step, thumb, frame in shown)
+                   f'{step}: open the full frame" tabindex="{0 if step == newest else -1}">'
+                   f'<img src="{file_url(thumb)}" alt="step {step}"><span>{step}</span></a>'
+                   for step, thumb, frame in shown)
 
 
 def file_url(path: str) -> str:
@@ -168,12 +184,15 @@ def stream(view: RunView, events: Iterator[Any], stop: threading.Event,
            request: gr.Request) -> Iterator[Any]:
     """Fold engine events into the view and send each screen as it changes (`started` once the
     run is on disk). When the visitor disconnects, gradio closes this generator: the run is
-    recorded as interrupted (`banana_space.runs`) and its chain stops."""
+    recorded as interrupted (`banana_space.runs`) and its chain stops. The zip is made after
+    the end is shown: one more screen offers it, with the magnifier (which a stopped run's
+    first screen leaves out, to say "Stopped" at once)."""
     for event in events:
         screen = view.apply(event)
         if isinstance(event, Started) and view.run_dir is not None:
             guard.started(Path(event.run_dir), request)
-        yield outputs_of(screen, stop.is_set())
+        yield outputs_of(screen, stop.is_set(), magnified=False)
+    yield outputs_of(view.screen(), stop.is_set())
 
 
 def run(upload: str | None, steps: float, prompt: str, backend: str, metrics: list[str],
@@ -292,7 +311,8 @@ def resume(run_id: str | None, api_key: str, raw: bool, request: gr.Request) -> 
             view = RunView.from_saved(load_run(path))  # read under our writer lock
         except REFUSALS as error:
             raise refusal(error) from None
-        view.raw, view.ended = raw, None  # running again: no old ending, no old zip offered
+        # Running again: no old ending, no old zip offered; its metrics load first.
+        view.raw, view.ended, view.started = raw, None, False
         yield from stream(view, events, stop, request)
     finally:
         release(who, stop)
@@ -377,8 +397,13 @@ def reopen(run_id: str | None, raw: bool) -> tuple[Any, ...]:
 
 
 def open_recorded(name: str, raw: bool) -> tuple[Any, ...]:
-    """Copy a bundled recorded run into the runs folder (once), then show it."""
-    return show_saved(copy_in(RECORDED / name, RUNS_ROOT), raw)
+    """Copy a bundled recorded run into the runs folder (once), then show it; the full frames
+    it dropped are re-made in the background (and at once for a frame being compared)."""
+    if name not in {p.name for p in RECORDED.iterdir() if p.is_dir()}:
+        raise gr.Error("Pick one of the recorded chains.")  # never a path of the visitor's
+    path = copy_in(RECORDED / name, RUNS_ROOT)
+    threading.Thread(target=remake_all, args=(path,), name="remake", daemon=True).start()
+    return show_saved(path, raw)
 
 
 def real_chain_buttons() -> list[Any]:
@@ -424,21 +449,25 @@ def on_load(request: gr.Request) -> Any:
     if FRAME_QUERY.fullmatch(frame):  # digits only: `²` is a digit to str.isdigit
         step = min(int(frame), shown[COMPARE_STEP]["value"])
         shown[BEFORE_AFTER], shown[MAGNIFIER], shown[SHARE] = compare(shown[RUN_ID], step)
+        shown[PLOT] = marked_plot(shown[RUN_ID], step, False)
         shown[COMPARE_STEP] = {**shown[COMPARE_STEP], "value": step}
     return shown
 
 
-def preview(upload: str | None) -> tuple[str | None, str]:
+def preview(upload: str | None) -> tuple[Any, str]:
+    """The upload's preview (hidden while there is none) and its size and notes."""
+    nothing = gr.update(value=None, visible=False)
     if not upload or Path(upload).suffix.lower() == ".zip":
-        return None, ""
+        return nothing, ""
     try:
         loaded = load_image(guard.received_file(upload))
     except (BadImage, guard.Refused) as error:
-        return None, f"⚠️ {plain(public_text(str(error)))}"
+        return nothing, f"⚠️ {plain(public_text(str(error)))}"
     w, h = loaded.image.size
     small = loaded.image.copy()
     small.thumbnail((PREVIEW_SIDE, PREVIEW_SIDE))
-    return write_preview(small), f"{w} × {h}" + "".join(f" · {plain(n)}" for n in loaded.notes)
+    return (gr.update(value=write_preview(small), visible=True),
+            f"{w} × {h}" + "".join(f" · {plain(n)}" for n in loaded.notes))
 
 
 def write_preview(image: Image.Image) -> str:
@@ -465,17 +494,31 @@ def compare(run_id: str | None, step: float) -> tuple[Any, Any, Any]:
     if not run_id:
         return None, gr.skip(), gr.skip()
     path, step = confined(run_id), whole(step, "The step")
-    chosen = shown_frame(path, step)  # a recording may keep only its thumbnail
+    full_frame(path, step)  # a recording's dropped frame, re-made (or its thumbnail, said so)
+    chosen = shown_frame(path, step)
     if not chosen.is_file():
         return gr.skip(), gr.skip(), gr.skip()
     return (compared((str(shown_frame(path, 0)), str(chosen)), step),
             magnify(path, step), share_link(path, step))
 
 
+def marked_plot(run_id: str | None, step: float, raw: bool) -> Any:
+    """The curves with the frame the visitor compares marked (the stream marks the newest)."""
+    if not run_id:
+        return gr.skip()
+    history = load_run(confined(run_id)).history
+    step = whole(step, "The step")
+    figure = raw_figure(history, step) if raw else delta_figure(history, marked=step)
+    return gr.components.plot.PlotData(type="plotly", plot=json.dumps(figure))
+
+
 def compared(pair: tuple[str, str] | None, step: int) -> Any:
-    """The compare slider's pictures, its label naming its sides."""
+    """The compare slider's pictures, its label naming its sides; a frame a recording kept
+    only as a thumbnail is named one, never passed off as the frame."""
     side = f"◀ input · step {step} ▶" if pair else "Input vs frame i"
-    return gr.update(value=pair, label=f"{side} (drag the handle)")
+    small = pair is not None and Path(pair[1]).parent.name == ".thumbs"
+    note = f" · only its {THUMB_SIDE} px thumbnail was kept" if small else ""
+    return gr.update(value=pair, label=f"{side} (drag the handle){note}")
 
 
 def share_link(run_dir: Path | None, step: int) -> str:

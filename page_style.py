@@ -2,7 +2,8 @@
 
 The share control (copies `?run=<id>&frame=<i>`; whoever opens it is scrolled to the result),
 the compare slider's alt text (gr.ImageSlider has none of its own), the summary
-line's type, and a theme whose help and label text read at >= 4.5:1 (WCAG AA).
+line's type, the scroll to the result, and a theme in the system's font whose help, label and
+button text read at >= 4.5:1 (WCAG AA).
 """
 
 from __future__ import annotations
@@ -41,12 +42,29 @@ SCROLL_TO_RESULT_JS = """() => {
   if (summary) setTimeout(() => summary.scrollIntoView({block: 'start'}), 50);
 }"""
 
+
 # ---- Page-wide CSS and JS: the summary's type, alt text, grids that fit a phone ----
-PAGE_CSS = """#summary {font-size: 1.15em; line-height: 1.45; scroll-margin-top: 8px}
+PAGE_CSS = """#claim h1 {margin: 0 0 4px; font-size: 1.6em}
+#claim p {margin: 0; font-size: 1.1em}
+#run-note p {margin: 2px 0 0; font-size: 14px; color: #374151}
+#status {scroll-margin-top: 4px}
+#summary {font-size: 1.15em; line-height: 1.45; scroll-margin-top: 8px}
 #summary p {margin: 4px 0}
-#plot {min-height: 380px}
+#status, #summary, #status .prose, #summary .prose {overflow: visible !important}
+#plot {min-height: 440px}
 #examples .grid-container {grid-template-columns: repeat(auto-fill, minmax(76px, 1fr))}
-@media (max-width: 640px) {#verdict {font-size: 12px}}"""
+/* The label chips sit above the pictures, never on them. */
+#magnifier [data-testid=block-label], #frame [data-testid=block-label],
+#compare [data-testid=block-label] {position: static; margin-bottom: 4px}
+/* Text that gradio draws at under 4.5:1 on white (WCAG AA). */
+.or, [data-testid=min-value], [data-testid=max-value], footer, footer a, footer button,
+.show-api, .built-with, .settings {color: #4b5563 !important}
+@media (max-width: 640px) {
+  #verdict {font-size: 13px}
+  /* Δ5/Δ10/Δ20 and ρ are left out on a phone; the zip and wider screens have them. */
+  #verdict th:nth-child(n+7), #verdict td:nth-child(n+7) {display: none}
+  #plot .modebar-container {display: none}
+}"""
 PAGE_JS = r"""() => {
   // Every picture says what it shows to a reader that cannot see it (gr.ImageSlider has no
   // alt text of its own; the file names say which frames it compares).
@@ -57,12 +75,37 @@ PAGE_JS = r"""() => {
     images[0].alt = 'the input, step 0 (left of the slider)';
     images[1].alt = `frame ${step} of the chain (right of the slider)`;
   };
-  new MutationObserver(describe).observe(document.body,
+  // gradio's empty picture and plot placeholders carry an aria-label on a plain div, which
+  // ARIA does not allow (axe: aria-prohibited-attr); they say nothing a reader needs.
+  // The recorded-chain picker's radios as one group: one tab stop, arrow keys inside; the
+  // plot's toolbar is the mouse's (its download is in the zip's plot.html): out of Tab's way.
+  const unlabel = () => {
+    document.querySelectorAll('.empty[aria-label]').forEach(e => e.removeAttribute('aria-label'));
+    document.querySelectorAll('#recorded input[type=radio]').forEach(r => r.name = 'recorded');
+    document.querySelectorAll('#plot .modebar-btn').forEach(b => b.tabIndex = -1);
+  };
+  new MutationObserver(() => { describe(); unlabel(); }).observe(document.body,
     {subtree: true, childList: true, attributes: true, attributeFilter: ['src', 'value']});
+  unlabel();
+  // A click on Run, Stop, Resume, Replay or a recorded chain brings the result (its status line
+  // first) into view at once, on every screen: otherwise it streams in a screen away.
+  document.addEventListener('click', (event) => {
+    if (!event.target.closest('#run-button, #stop-button, #resume-button, #recorded label, '
+                              + '#hub-replay'))
+      return;
+    document.querySelector('#status')?.scrollIntoView({block: 'start', behavior: 'instant'});
+  });
 }"""
 # Gradio's Soft theme writes help text at 2.5:1 on white and labels in indigo at 3.6:1 on
 # their pale chips; these read at >= 4.5:1.
-THEME = gr.themes.Soft().set(block_info_text_color="#4b5563",
-                             block_info_text_color_dark="#d1d5db",
-                             block_title_text_color="*primary_700",
-                             block_label_text_color="*primary_700")
+# The page's font is the system's own (Soft's Montserrat draws N and Q like "Ŋ" and "Ɋ"); the
+# primary button is a shade darker, so its white text reads at >= 4.5:1.
+SYSTEM_FONTS = ["system-ui", "-apple-system", "Segoe UI", "Roboto", "Helvetica Neue", "Arial",
+                "sans-serif"]
+THEME = gr.themes.Soft(font=SYSTEM_FONTS,
+                       font_mono=["ui-monospace", "Consolas", "monospace"]).set(
+    block_info_text_color="#4b5563", block_info_text_color_dark="#d1d5db",
+    block_title_text_color="*primary_700", block_label_text_color="*primary_700",
+    button_primary_background_fill="*primary_700",
+    checkbox_label_background_fill_selected="*primary_700",
+    button_primary_background_fill_hover="*primary_800")

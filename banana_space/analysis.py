@@ -54,9 +54,18 @@ def range_scaled(scores: Sequence[float], info: ScoreInfo) -> list[float] | None
     if info.score_range is None:
         return None
     low, high = info.score_range
-    if info.role == "fidelity":
-        scores = [min(max(s, low), high) if math.isfinite(s) else s for s in scores]
-    return [d / (high - low) for d in oriented_deltas(scores, info.lower_better)]
+    return [d / (high - low) for d in oriented_deltas(anchored(scores, info), info.lower_better)]
+
+
+def anchored(scores: Sequence[float], info: ScoreInfo) -> list[float]:
+    """A fidelity series held inside its range, so that its Δ is measured from a sane anchor:
+    frame 0 against itself is "identical", which pyiqa writes as a cap far above the range
+    (PSNR 80 dB; its range tops at 40 dB), and a Δ from the cap says more about the cap than
+    about the copy. Any other score, or one without a range, is returned as it is."""
+    if info.role != "fidelity" or info.score_range is None:
+        return list(scores)
+    low, high = info.score_range
+    return [min(max(s, low), high) if math.isfinite(s) else s for s in scores]
 
 
 def checkpoints(last_step: int) -> tuple[int, ...]:
@@ -162,7 +171,10 @@ class History:
             series[step] = float(scores.get(name, math.nan))
 
     def deltas(self, name: str) -> list[float]:
-        return oriented_deltas(self.scores[name], self.infos[name].lower_better)
+        """Oriented deltas; a fidelity column's from its anchor (`anchored`), in every output
+        alike: the page, scores.csv and verdict.csv."""
+        info = self.infos[name]
+        return oriented_deltas(anchored(self.scores[name], info), info.lower_better)
 
     def verdict(self) -> list[VerdictRow]:
         reference = self.deltas(REFERENCE_METRIC) if REFERENCE_METRIC in self.scores else []

@@ -8,7 +8,8 @@ frame (a network call or a GPU step), a scorer scores the frame before it, and t
 of its slowest stage, not of their sum, and the user waits for the generator, never for us
 (bench/overlap.py). Each queue between stages holds one item: the producer runs at most one step
 ahead of the scorer, the scorer one frame ahead of the caller, and a stopped or abandoned run
-wastes at most one call.
+wastes at most one call. Stop ends the run within a poll of the click: the frame being scored is
+dropped (its remaining metrics are skipped), and the run ends after the last scored step.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import math
 import queue
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,20 +78,32 @@ def run_chain(chain: Chain, stop: threading.Event | None = None
     abandoned = threading.Event()  # set when our consumer goes away (closed generator)
     made: queue.Queue = queue.Queue(maxsize=1)  # producer -> scorer
     scored: queue.Queue = queue.Queue(maxsize=1)  # scorer -> us
+    totals = {"calls": 0, "cost_usd": 0.0}  # the scorer counts; a stop reports what it has
     # Both stages work on the caller's behalf (edits and judges may book a ZeroGPU slice for the
     # visitor whose request started the run), so each keeps the caller's context variables.
     threading.Thread(target=contextvars.copy_context().run,
                      args=(_produce, chain, stop, abandoned, made),
                      name="chain-producer", daemon=True).start()
     threading.Thread(target=contextvars.copy_context().run,
-                     args=(_score, chain, stop, abandoned, made, scored),
+                     args=(_score, chain, stop, abandoned, made, scored, totals),
                      name="chain-scorer", daemon=True).start()
+    last = chain.start  # the newest scored step
     try:
         while True:
-            item = scored.get()
+            try:
+                item = scored.get(timeout=POLL_SECONDS)
+            except queue.Empty:
+                # The scorer is busy with a frame: a stop does not wait for it (a 2K frame's
+                # metrics take seconds); that frame is dropped and its scoring cut short.
+                if stop.is_set():
+                    yield Finished("stopped", last, "stopped by the user", dict(totals))
+                    return
+                continue
             if isinstance(item, Exception):  # the scorer's own failure is the caller's
                 raise item
             yield item
+            if isinstance(item, FrameScored):
+                last = item.step
             if isinstance(item, Finished):
                 return
     finally:
@@ -98,14 +111,13 @@ def run_chain(chain: Chain, stop: threading.Event | None = None
 
 
 def _score(chain: Chain, stop: threading.Event, abandoned: threading.Event,
-           made: queue.Queue, outbox: queue.Queue) -> None:
+           made: queue.Queue, outbox: queue.Queue, totals: dict[str, Any]) -> None:
     """Score each frame the producer makes and pass it on, until the run ends; always ends
     with a `Finished` (or the exception that stopped it) unless our consumer went away."""
     def put_all(events: Iterator[object] | list[object]) -> bool:
         return all(_put(outbox, event, abandoned) for event in events)
 
     reference = chain.reference or chain.image
-    totals = {"calls": 0, "cost_usd": 0.0}
     last = chain.start
     try:
         if chain.start == 0 and not put_all(_scored(
@@ -122,6 +134,9 @@ def _score(chain: Chain, stop: threading.Event, abandoned: threading.Event,
             if isinstance(item, _Made):
                 totals["calls"] += item.calls
                 totals["cost_usd"] += item.cost_usd or 0.0
+                if stop.is_set():  # made after the click: dropped, never shown
+                    put_all([Finished("stopped", last, "stopped by the user", totals)])
+                    return
                 if not put_all(_scored(chain, item, reference, abandoned)):
                     return
                 last = item.step
@@ -170,9 +185,12 @@ def _scored(chain: Chain, made: _Made, reference: Image.Image, abandoned: thread
             if not reservation.wait(abandoned.is_set):
                 return
         started = time.perf_counter()
-        result = scorer.measure(made.image, reference)
+        # Between metrics: skip the rest once the run has ended without this frame.
+        result = scorer.measure(made.image, reference, cancelled=abandoned.is_set)
     finally:
         reservation.release()
+    if abandoned.is_set():
+        return
     if chain.judged is None or made.step in chain.judged:
         scorer.ask_judges(made.image, result)
     else:  # not a judged step: a gap in the judges' curves, no GPU booked
@@ -193,7 +211,8 @@ def _produce(chain: Chain, stop: threading.Event, abandoned: threading.Event,
         if stop.is_set() or abandoned.is_set():
             break
         try:
-            made = _make_step(chain, image, step, lambda m, s=step: put(Notice(m, s, "info")))
+            made = make_step(chain.backend, image, chain.prompt, chain.seed, step,
+                             lambda m, s=step: put(Notice(m, s, "info")))
         except GpuRefused as refused:  # the visitor's GPU quota, not the run, gave out
             put(_Failed(step, refused.at_step(step), "stopped"))
             return
@@ -206,13 +225,14 @@ def _produce(chain: Chain, stop: threading.Event, abandoned: threading.Event,
     put(_Done())
 
 
-def _make_step(chain: Chain, image: Image.Image, step: int, report) -> _Made:
-    """One chain step: `repeats` calls with the prompt (e.g. "mirror it" twice)."""
+def make_step(backend: Backend, image: Image.Image, prompt: str, seed: int, step: int,
+              report: Callable[[str], object] = lambda message: None) -> _Made:
+    """One chain step: `repeats` calls with the prompt (e.g. "mirror it" twice). A recording's
+    frames are re-made with it too (remake.py)."""
     started = time.perf_counter()
     texts, calls, cost = [], 0, None
-    for _ in range(repeats_for(chain.prompt)):
-        edit = chain.backend.edit(image, chain.prompt, seed=chain.seed, step=step,
-                                  report=report)
+    for _ in range(repeats_for(prompt)):
+        edit = backend.edit(image, prompt, seed=seed, step=step, report=report)
         loaded = load_image(edit.image)
         image, calls = loaded.image, calls + edit.calls
         texts += [t for t in (edit.text, *loaded.notes) if t]

@@ -70,6 +70,9 @@ def _endpoint() -> str | None:
 
 
 def _failed(what: str, error: Exception) -> BadImage:
+    if "HF_HUB_OFFLINE" in str(error) or type(error).__name__ == "OfflineModeIsEnabled":
+        return BadImage(f"could not read {what}: this server is offline and cannot reach the "
+                        "Hugging Face hub. Download the chain elsewhere and upload it as a zip.")
     text = str(error).strip().splitlines()
     return BadImage(f"could not read {what} from the Hugging Face hub: {type(error).__name__}"
                     + (f": {text[0][:200]}" if text else ""))

@@ -6,10 +6,13 @@ within its noise stays near 0 and PSNR losing 20 of its ~40 dB drops half the sc
 is held inside its range first (frame 0 against itself is capped at 80 dB by pyiqa), so its
 curve falls as the damage piles up, not at step 1. A score with no range falls back to its own
 largest |delta| so far and says so in the legend ("own scale"). The references (fidelity to
-the input, VLM judges) are drawn bold and dark; metrics that detect the degradation are solid
-greens, those it fools dashed reds, undecided ones dotted grey; our own measures (family
-"ours") carry "(ours)" and diamond markers. Every colour reads at >= 4.5:1 on white. Hover
-shows the score itself (fidelity in its unit: dB, SSIM 0-1) and its delta.
+the input, VLM judges) are drawn bold, black and dark grey, each its own dash; every metric has
+its own colour from the Okabe-Ito palette (colour-blind safe; Wong, Nature Methods 8:441, 2011),
+extended by Paul Tol's muted scheme, and its verdict is the line's dash: detects solid, fooled
+dashed, undecided dotted. Our own measures (family "ours") carry "(ours)" and diamond markers.
+Every line reads at >= 3:1 on white (WCAG 1.4.11, graphical objects); text is at least 14 px,
+to be read from the back of a lecture hall. A vertical line marks the frame being compared.
+Hover shows the score itself (fidelity in its unit: dB, SSIM 0-1) and its delta.
 
 A figure is a plain dict in plotly's JSON figure format, not a `go.Figure`: the app redraws it
 after every frame, and at 25 curves x 100 steps plotly's validation of a `go.Figure` costs about
@@ -31,10 +34,16 @@ Figure = dict[str, Any]  # {"data": [trace, ...], "layout": {...}}, as plotly.js
 TEMPLATE = "plotly_white"
 DELTA_TITLE = "Change vs the input (below 0 = worse)"
 RAW_TITLE = "Raw scores, one chart per score (as each metric reports it)"
-REFERENCE_COLOURS = {"fidelity": ["#111111", "#555555"], "judge": ["#6a1b9a", "#4527a0"]}
-DETECTS_COLOURS = ["#1b7f3b", "#00695c", "#33691e", "#1b5e20", "#2f7d6d", "#00796b"]
-FOOLED_COLOURS = ["#d32f2f", "#bf360c", "#c2185b", "#b71c1c", "#a0522d", "#c43e00"]
-UNDECIDED_COLOUR = "#6b6b6b"
+# PSNR black and solid, SSIM grey and dashed (their curves often lie on each other), judges
+# a darker grey.
+REFERENCE_COLOURS = {"fidelity": ["#000000", "#6b6b6b"], "judge": ["#404040", "#595959"]}
+REFERENCE_DASHES = ["solid", "dash", "dashdot"]
+# Okabe-Ito without its black (the references'), yellow and the two light ones (under 3:1 on
+# white), then Tol's muted olive, indigo and wine.
+METRIC_COLOURS = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#999933", "#332288", "#882255"]
+VERDICT_DASHES = {True: "solid", False: "dash", None: "dot"}
+FONT_PX = 14  # the smallest text on the chart: legend, ticks and axis titles
+MARK_COLOUR = "#374151"
 # How a value reads where it has a unit; any other score is shown as a plain number.
 UNITS = {"psnr": " dB"}
 MIN_HALF_RANGE = 0.2  # the axis shows at least ±20% of a range, so small moves look small
@@ -63,15 +72,27 @@ def _verdict_word(detects: bool | None) -> str:
 
 
 def _style(role: str, detects: bool | None, index: int) -> dict:
-    """Line colour, width and dash: references bold, detects solid, fooled dashed."""
+    """Line colour, width and dash: references bold in black or grey, each its own dash; a
+    metric in its own colour (by its place among the metrics), dashed by its verdict."""
     if role in REFERENCE_COLOURS:
-        palette = REFERENCE_COLOURS[role]
-        return {"color": palette[index % len(palette)], "width": 5}
-    if detects:
-        return {"color": DETECTS_COLOURS[index % len(DETECTS_COLOURS)], "width": 2}
-    if detects is False:
-        return {"color": FOOLED_COLOURS[index % len(FOOLED_COLOURS)], "width": 2, "dash": "dash"}
-    return {"color": UNDECIDED_COLOUR, "width": 2, "dash": "dot"}
+        colours = REFERENCE_COLOURS[role]
+        return {"color": colours[index % len(colours)], "width": 5 if index == 0 else 4,
+                "dash": REFERENCE_DASHES[index % len(REFERENCE_DASHES)]}
+    return {"color": METRIC_COLOURS[index % len(METRIC_COLOURS)], "width": 3,
+            "dash": VERDICT_DASHES[detects]}
+
+
+def _marker_line(step: int, axis: str = "") -> dict:
+    """The vertical line at the compared frame, on the axes named by `axis` ("", "2", …)."""
+    return {"type": "line", "xref": f"x{axis}", "x0": step, "x1": step,
+            "yref": f"y{axis} domain", "y0": 0, "y1": 1,
+            "line": {"color": MARK_COLOUR, "width": 2, "dash": "dot"}}
+
+
+def _marker_label(step: int) -> dict:
+    return {"xref": "x", "x": step, "yref": "paper", "y": 1, "yanchor": "bottom",
+            "text": f"compared: step {step}", "showarrow": False,
+            "font": {"size": FONT_PX, "color": MARK_COLOUR}}
 
 
 def _mode(info: ScoreInfo, values: list[float]) -> str:
@@ -92,16 +113,17 @@ def _template() -> dict:
     return pio.templates[TEMPLATE].to_plotly_json()
 
 
-def delta_figure(history: History, title: str = DELTA_TITLE) -> Figure:
-    """Every column's range-scaled oriented delta against step; references first and bold."""
+def delta_figure(history: History, title: str = DELTA_TITLE,
+                 marked: int | None = None) -> Figure:
+    """Every column's range-scaled oriented delta against step; references first and bold;
+    a vertical line at step `marked` (the compared frame), if given."""
     traces = []
-    counters: dict[object, int] = {}
+    counters: dict[str, int] = {}
     extent = MIN_HALF_RANGE
     for name, info in history.infos.items():
         deltas = history.deltas(name)
         detects = detects_degradation(deltas)
-        key = info.role if info.role != "metric" else detects
-        index = counters[key] = counters.get(key, -1) + 1
+        index = counters[info.role] = counters.get(info.role, -1) + 1
         kind = "reference" if info.role != "metric" else _verdict_word(detects)
         curve, on_range = scaled_curve(history, name)
         extent = max([extent, *(abs(v) for v in curve if math.isfinite(v))])
@@ -120,15 +142,18 @@ def delta_figure(history: History, title: str = DELTA_TITLE) -> Figure:
                              f"<br>{'share of its range' if on_range else 'own scale'} "
                              "%{y:.0%}<extra></extra>"})
     half = round(extent * 1.1, 3)
+    shown = marked is not None and 0 <= marked <= history.last_step
     layout = {
-        "template": _template(), "shapes": [ZERO_LINE],
-        "title": {"text": title, "font": {"size": 14}, "x": 0.01} if title else {},
-        "height": 380, "margin": {"l": 50, "r": 10, "t": 36 if title else 10, "b": 40},
+        "template": _template(), "font": {"size": FONT_PX},
+        "shapes": [ZERO_LINE, *([_marker_line(marked)] if shown else [])],
+        "annotations": [_marker_label(marked)] if shown else [],
+        "title": {"text": title, "font": {"size": FONT_PX + 2}, "x": 0.01} if title else {},
+        "height": 440, "margin": {"l": 64, "r": 10, "t": 56 if title else 26, "b": 40},
         "xaxis": {"title": {"text": "step"}, "rangemode": "tozero", "tick0": 0,
                   "dtick": max(1, math.ceil(history.last_step / 10))},  # whole steps only
-        "yaxis": {"title": {"text": "Δ as a share of the score's range"}, "range": [-half, half],
+        "yaxis": {"title": {"text": "Δ, share of the score's range"}, "range": [-half, half],
                   "tickformat": ".0%"},
-        "legend": {"orientation": "h", "y": -0.2, "font": {"size": 11}},
+        "legend": {"orientation": "h", "y": -0.2, "font": {"size": FONT_PX}},
         "hovermode": "closest"}
     return {"data": traces, "layout": layout}
 
@@ -141,20 +166,25 @@ def _grid_layout(titles: tuple[str, ...], columns: int) -> dict:
     rows = max(1, math.ceil(len(titles) / columns))
     grid = make_subplots(rows=rows, cols=columns, shared_xaxes=True, subplot_titles=titles,
                          vertical_spacing=min(0.12, 0.6 / rows))
-    grid.update_layout(template=TEMPLATE, height=220 * rows,
-                       margin={"l": 40, "r": 10, "t": 40, "b": 30})
+    grid.update_layout(template=TEMPLATE, height=240 * rows, font={"size": FONT_PX},
+                       margin={"l": 56, "r": 10, "t": 40, "b": 30})
+    grid.update_annotations(font={"size": FONT_PX})  # the subplot titles
     return grid.to_plotly_json()["layout"]
 
 
-def raw_figure(history: History) -> Figure:
-    """Small multiples: each column's raw score against step, on its own axis."""
+def raw_figure(history: History, marked: int | None = None) -> Figure:
+    """Small multiples: each column's raw score against step, on its own axis; a vertical
+    line at step `marked` on each, if given."""
     names = list(history.infos)
-    titles = tuple(f"{display_name(history.infos[n])} ({history.infos[n].direction})"
+    # Two lines each, so that neighbouring titles never run into each other on a phone.
+    titles = tuple(f"{display_name(history.infos[n])}<br>{history.infos[n].direction}"
                    for n in names)
     traces = []
+    counters: dict[str, int] = {}
     for i, name in enumerate(names):
         info = history.infos[name]
         detects = detects_degradation(history.deltas(name))
+        index = counters[info.role] = counters.get(info.role, -1) + 1
         # Fidelity at step 0 is the input against itself: no measurement (pyiqa writes PSNR's
         # infinity as 80 dB, which would stretch its axis far above every real frame).
         series = history.scores[name]
@@ -164,11 +194,14 @@ def raw_figure(history: History) -> Figure:
         traces.append({
             "type": "scatter", "x": list(range(len(series))), "y": _clean(series),
             "mode": _mode(info, series), "connectgaps": True, "name": name,
-            "line": _style(info.role, detects, 0),
+            "line": _style(info.role, detects, index),
             "showlegend": False, "xaxis": f"x{axis}", "yaxis": f"y{axis}",
             "hovertemplate": f"{name}<br>step %{{x}}<br>%{{y:.4g}}{UNITS.get(name, '')}"
                              "<extra></extra>"})
-    layout = dict(_grid_layout(titles, 3))
-    layout["title"] = {"text": RAW_TITLE, "font": {"size": 14}, "x": 0.01}
-    layout["margin"] = {**layout["margin"], "t": 70}
+    layout = dict(_grid_layout(titles, 2))
+    layout["title"] = {"text": RAW_TITLE, "font": {"size": FONT_PX + 2}, "x": 0.01}
+    layout["margin"] = {**layout["margin"], "t": 90}
+    if marked is not None and 0 <= marked <= history.last_step:
+        layout["shapes"] = [_marker_line(marked, "" if i == 0 else str(i + 1))
+                            for i in range(len(names))]
     return {"data": traces, "layout": layout}

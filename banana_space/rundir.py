@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import csv
 import fcntl
+import html
 import io
 import json
 import math
@@ -268,7 +269,9 @@ plot.html                the oriented delta of every metric per step; opens in a
 README.txt               this file
 
 delta is oriented: delta_i = score_i - score_0, with the sign flipped for metrics where lower
-is better, so a NEGATIVE delta always means WORSE. A metric "detects" the degradation when
+is better, so a NEGATIVE delta always means WORSE. The fidelity references' deltas (psnr, ssim)
+are measured from the top of their range (40 dB, 1): frame 0 against itself is "identical",
+which pyiqa writes as 80 dB. A metric "detects" the degradation when
 delta_5, delta_10 and delta_20 are all negative (shorter runs use the checkpoints that exist,
 else the last step); "undecided" where a score is missing. detects_robust asks the same with
 a noise floor: every checkpoint's delta must be below -floor, where a score's floor is the
@@ -288,7 +291,7 @@ def write_zip(run: Path) -> Path:
     temporary file (never held in memory) and renamed into place."""
     from plotly.io import to_html
 
-    from .plots import delta_figure
+    from .plots import DELTA_TITLE, delta_figure
 
     saved = load_run(run)
     settings = saved.meta.get("settings", {})
@@ -296,7 +299,10 @@ def write_zip(run: Path) -> Path:
         run_id=saved.path.name, status=str(saved.meta.get("status", "stopped")).capitalize(),
         last_step=saved.last_step, steps=saved.meta.get("steps", "?"),
         backend=settings.get("backend", "?"), seed=settings.get("seed", "?"))
-    plot = to_html(delta_figure(saved.history), include_plotlyjs=True, full_html=True)
+    title = f"Banana Space run {saved.path.name}"
+    plot = to_html(delta_figure(saved.history, title=f"{title}: {DELTA_TITLE}"),
+                   include_plotlyjs=True, full_html=True).replace(
+        "<head>", f"<head><title>{html.escape(title)}</title>", 1)
     target = zip_path(saved.path)
     temporary = _temporary_name(target)
     with zipfile.ZipFile(temporary, "w", zipfile.ZIP_DEFLATED) as archive:
@@ -305,7 +311,10 @@ def write_zip(run: Path) -> Path:
         archive.writestr(f"{folder}/plot.html", plot)
         for file in sorted(saved.path.rglob("*")):
             relative = file.relative_to(saved.path)
-            if (file.is_file() and file != target
+            # A frame made after the last scored step (Stop drops the frame being scored) is
+            # no part of the run; it stays on disk only while a page may still be showing it.
+            unscored = relative.parts[0] == "frames" and file.name > frame_name(saved.last_step)
+            if (file.is_file() and file != target and not unscored
                     and not any(part.startswith(".") for part in relative.parts)):
                 # PNGs are compressed already: storing them costs no space and no CPU.
                 archive.write(file, f"{folder}/{relative}", zipfile.ZIP_STORED

@@ -191,13 +191,20 @@ def _opening(scorer: Scorer, path: Path, steps: int, settings: dict[str, Any],
     yield from unavailable_notices(scorer.unavailable)
 
 
+def _zip_and_keep(run: RunDir) -> None:
+    write_zip(run.path)
+    keep(run.path)  # pushed to BANANA_RUNS_REPO, where one is set (persist.py)
+
+
 def _recorded(run: RunDir, opening: Iterable[Event], events: Iterator[Event]
               ) -> Iterator[Event]:
     """Write every event to the run directory before the caller sees it; the zip is made at
-    the end, whatever the end was. The run's writer lock is held from its creation (or the
-    resume) until these events end or are closed. A run whose reader goes away (closes this
-    generator: the visitor disconnected) is recorded as stopped, saying why, so that it never
-    reads "running" after its writer has gone."""
+    the end, once the caller has seen the end (a stopped run says so at once; the zip of a 2K
+    run takes seconds). The run's writer lock is held from its creation (or the resume) until
+    these events end or are closed. A run whose reader goes away (closes this generator: the
+    visitor disconnected) is recorded as stopped, saying why, so that it never reads "running"
+    after its writer has gone; one whose reader left right after its end is still zipped."""
+    finished = False
     try:
         for event in opening:
             event = _public(event)
@@ -206,13 +213,16 @@ def _recorded(run: RunDir, opening: Iterable[Event], events: Iterator[Event]
         for event in events:
             event = _public(event)
             run.record(event)
-            if isinstance(event, Finished):
-                write_zip(run.path)
-                keep(run.path)  # pushed to BANANA_RUNS_REPO, where one is set (persist.py)
+            finished = isinstance(event, Finished)
             yield event
+            if finished:
+                finished = False
+                _zip_and_keep(run)
     except GeneratorExit:
         if run.meta.get("status") == "running":
             run.record(Finished("stopped", run.meta.get("last_step", -1), INTERRUPTED))
+        if finished:  # the reader left between the end and its zip
+            _zip_and_keep(run)
         raise
     finally:
         events.close()

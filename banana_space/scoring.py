@@ -12,9 +12,11 @@ from its size (`Scorer.memory_needed`), so the chain can wait its turn in the bu
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +34,10 @@ from .metrics import (
     metric_info,
     to_tensor,
 )
+
+# One frame's metrics run side by side, one per core (bench/scoring.py measured the gain);
+# BANANA_SCORING_THREADS=1 scores them one after another.
+SCORING_THREADS = int(os.environ.get("BANANA_SCORING_THREADS", os.cpu_count() or 1))
 
 
 @dataclass
@@ -100,8 +106,14 @@ class Scorer:
         self.ask_judges(image, result)
         return result
 
-    def measure(self, image: Image.Image, reference: Image.Image) -> FrameScores:
-        """The metrics' scores: the part of scoring that `memory_needed` estimates."""
+    def measure(self, image: Image.Image, reference: Image.Image,
+                cancelled: Callable[[], bool] = lambda: False) -> FrameScores:
+        """The metrics' scores: the part of scoring that `memory_needed` estimates.
+
+        Metrics run side by side on `SCORING_THREADS` threads (each holds its own lock in the
+        pool; torch and numpy let go of the GIL in their kernels), and each looks at
+        `cancelled` before it starts: a stopped run's frame skips its remaining metrics
+        (their cells NaN, no warning; the frame is dropped anyway)."""
         result = FrameScores({})
         tensor = to_tensor(image)
         if image.size != reference.size:
@@ -113,9 +125,15 @@ class Scorer:
         else:
             resized = tensor
         reference_tensor = to_tensor(reference)
-        for name in self.metrics:
+
+        def one(name: str) -> float:
+            if cancelled():
+                return math.nan
             args = (resized, reference_tensor) if name in FIDELITY else (tensor,)
-            result.scores[name] = self._safely(result, self.pool.score, name, *args)
+            return self._safely(result, self.pool.score, name, *args)
+
+        with ThreadPoolExecutor(SCORING_THREADS, thread_name_prefix="metric") as workers:
+            result.scores = dict(zip(self.metrics, workers.map(one, self.metrics), strict=True))
         return result
 
     def ask_judges(self, image: Image.Image, result: FrameScores) -> None:

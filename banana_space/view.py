@@ -9,20 +9,24 @@ tests read it directly.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import remake
 from .analysis import CHECKPOINTS, REFERENCE_METRIC, History, VerdictRow
 from .events import Event, Finished, FrameMade, FrameScored, Notice, Started
 from .markup import plain
 from .plots import Figure, delta_figure, display_name, raw_figure, value_text
 from .rundir import THUMB_SIDE, SavedRun, frame_name, has_frame, thumb_path, zip_path
 
-# The answer first (it must fit a phone's width): does it detect (the paper's test, then the
-# same test beyond the score's noise floor), does it rank like fidelity, and from the first copy?
-VERDICT_HEADERS = ["metric", "verdict", "beyond floor", "ρ vs PSNR", "from 1st copy", "Δ now",
-                   "Δ5", "Δ10", "Δ20", "better when"]
+# The answer first: does it detect (the paper's test, then the same test beyond the score's
+# noise floor); the raw score at step 0 and now, the oriented Δ with its meaning, the trend
+# from the first copy; then the checkpoints and the rank correlation with fidelity (the last
+# four are left out on a phone: the zip and wider screens have them).
+VERDICT_HEADERS = ["metric", "verdict", "beyond floor", "score: step 0 → now", "Δ now (oriented)",
+                   "from 1st copy", "Δ5", "Δ10", "Δ20", "ρ vs PSNR"]
 VERDICT_COLUMN = VERDICT_HEADERS.index("verdict")
 VERDICT_WORDS = {True: "✅ detects", False: "❌ fooled", None: "… undecided"}
 ROBUST_WORDS = {True: "✅ detects", False: "❌ no", None: "…"}
@@ -55,6 +59,8 @@ class RunView:
     unavailable: dict[str, str] = field(default_factory=dict)
     texts: dict[int, str] = field(default_factory=dict)
     notices: list[tuple[str, str]] = field(default_factory=list)  # (level, text)
+    started: bool = False  # `Started` came: the metrics have loaded
+    loading: str = ""  # which metric the run waits for before it starts; gone once it starts
     last_step: int = -1  # the newest frame made (its scores may still be coming)
     calls: int = 0
     cost_usd: float = 0.0
@@ -63,7 +69,8 @@ class RunView:
 
     def apply(self, event: Event) -> Screen:
         if isinstance(event, Started):
-            self.run_dir, self.steps = event.run_dir, event.steps
+            self.run_dir, self.steps, self.started = event.run_dir, event.steps, True
+            self.loading = ""
             self.unavailable = dict(event.unavailable)
             if not self.history.infos:
                 self.history = History(event.infos)
@@ -74,20 +81,30 @@ class RunView:
             self.calls += event.calls
             self.cost_usd += event.cost_usd or 0.0
             self.texts[event.step] = "\n".join(t for t in (event.text, event.judge_text) if t)
+        elif isinstance(event, Notice) and not self.started:  # a metric is loading
+            self.loading = event.message
         elif isinstance(event, Notice):
             # "resumed after step 20" says its step itself; a warning gets "step 3: …".
             where = f"step {event.step}: " if event.step is not None and \
-                str(event.step) not in event.message else ""
-            self.notices.append((event.level, f"{where}{event.message}"))
+                f"step {event.step}" not in event.message else ""
+            self.add_notice(event.level, f"{where}{event.message}")
         elif isinstance(event, Finished):
             self.ended = event
+            self.last_step = event.last_step  # a frame made but not scored was dropped
         return self.screen()
+
+    def add_notice(self, level: str, text: str) -> None:
+        """A notice replaces its earlier versions (the same words with other numbers: "step 9:
+        frame is 1024 x 673 …" after "step 8: frame is 1024 x 683 …"), so the newest says it."""
+        kind = _kind(text)
+        self.notices = [n for n in self.notices if _kind(n[1]) != kind] + [(level, text)]
 
     @classmethod
     def from_saved(cls, saved: SavedRun) -> RunView:
         """A finished (or killed) run read back from disk, as the screen showed it."""
         view = cls(run_dir=saved.path, steps=saved.meta.get("steps", saved.last_step),
-                   unavailable=saved.meta.get("unavailable", {}), last_step=saved.last_step)
+                   unavailable=saved.meta.get("unavailable", {}), last_step=saved.last_step,
+                   started=True)
         view.history = saved.history
         view.texts = {step: row[5] for step, row in saved.steps.items() if len(row) > 5}
         # What the input was (its source, its licence, a downscale): facts of the run.
@@ -95,11 +112,7 @@ class RunView:
                          saved.meta.get("settings", {}).get("input_notes", [])]
         made = [s for s in range(saved.last_step + 1) if has_frame(saved.path, s)]
         view.gaps = frozenset(range(saved.last_step + 1)) - set(made)
-        kept = [s for s in made if (saved.path / "frames" / frame_name(s)).is_file()]
-        if len(kept) < len(made):  # a bundled recording, kept small
-            view.notices.append((
-                "info", f"full frames are kept at steps {', '.join(map(str, kept))} only; the "
-                f"other steps show their {THUMB_SIDE} px thumbnails (scored on the full frames)"))
+        view.notices += recording_notices(saved)
         status = saved.meta.get("status", "running")
         view.ended = Finished(status if status != "running" else "stopped", saved.last_step,
                               saved.meta.get("reason") or
@@ -122,7 +135,9 @@ class RunView:
         strip = [None if s in self.gaps else (self.strip_path(s), self.frame_path(s))
                  for s in range(self.last_step + 1)]
         download = zip_path(self.run_dir) if self.run_dir else None
-        figure = raw_figure(self.history) if self.raw else delta_figure(self.history)
+        # The compared frame is the newest unless the visitor picks another (handlers.compare).
+        figure = raw_figure(self.history, marked=self.last_step) if self.raw else \
+            delta_figure(self.history, marked=self.last_step)
         return Screen(
             status=self.status(), summary=summarise(self.history, self.steps,
                                                     running=self.ended is None),
@@ -136,8 +151,8 @@ class RunView:
         made = f"step {max(self.last_step, 0)} of {self.steps}"
         # Calls and spend matter where calls cost money; an offline backend's are noise.
         money = f" · {self.calls} calls · ≈ ${self.cost_usd:.2f} spent" if self.cost_usd else ""
-        if self.ended is None and self.run_dir is None:  # metrics load before `Started`
-            head = "⏳ **Starting** · loading the metrics…"
+        if self.ended is None and not self.started:  # metrics load before `Started`
+            head = f"⏳ **Starting** · {plain(self.loading) or 'loading the metrics…'}"
         elif self.ended is None:
             scoring = " · scoring it…" if self.history.last_step < self.last_step else ""
             head = f"⏳ **Running** · {made}{scoring}{money}"
@@ -155,35 +170,59 @@ class RunView:
                               for level, text in recent)
 
     def verdict_rows(self) -> list[list[Any]]:
-        """One row per column of scores; "—" where a checkpoint lies beyond the run so far."""
+        """One row per column of scores: the verdict, the raw score at step 0 and now, the
+        oriented Δ now with its meaning, Δ at the paper's checkpoints ("—" where a checkpoint
+        lies beyond the run so far) and the rank correlation with PSNR. A fidelity column's Δ
+        is from its anchor (`analysis.anchored`), never from pyiqa's 80 dB cap."""
         rows = []
         last = self.history.last_step
         so_far = PROVISIONAL if last < max(CHECKPOINTS) else ""
         for row in self.history.verdict():
             info = self.history.infos[row.metric]
             label = display_name(info) + (" (reference)" if info.role != "metric" else "")
-            if info.role == "fidelity":  # by its value: "= 27.8 dB" (a Δ from 80 dB is noise)
-                series = self.history.scores[row.metric]
-                at = [f"= {value_text(row.metric, series[s])}" if 0 <= s <= last else "—"
-                      for s in (*CHECKPOINTS, last)]
-            else:
-                deltas = self.history.deltas(row.metric)
-                at = [_fmt(v) if step <= last else "—" for step, v in
-                      ((5, row.delta_5), (10, row.delta_10), (20, row.delta_20))]
-                at.append(_fmt(deltas[-1]) if deltas else "")
+            deltas = self.history.deltas(row.metric)
+            at = [_fmt(v) if step <= last else "—" for step, v in
+                  ((5, row.delta_5), (10, row.delta_10), (20, row.delta_20))]
             rho = "" if row.metric == REFERENCE_METRIC else _fmt(row.spearman_vs_psnr)
             word = VERDICT_WORDS[row.detects] + (so_far if row.detects is not None else "")
             robust = ROBUST_WORDS[row.detects_robust] + (
                 so_far if row.detects_robust is not None else "")
-            rows.append([label, word, robust, rho, _from_first(row), at[3], *at[:3],
-                         info.direction.split(" is ")[0]])
+            rows.append([label, word, robust, self._score_span(row.metric),
+                         _meaning(deltas[-1]) if deltas else "", _from_first(row), *at, rho])
         blank = [""] * (len(VERDICT_HEADERS) - 2)
         rows += [[name, f"unavailable: {why}", *blank] for name, why in self.unavailable.items()]
         return rows
 
+    def _score_span(self, name: str) -> str:
+        """"85.5 → 41.9", the raw scores; a fidelity column starts "identical" (frame 0 against
+        itself, which pyiqa writes as a cap)."""
+        info = self.history.infos[name]
+        series = self.history.scores[name]
+        if not series:
+            return ""
+        first = "identical" if info.role == "fidelity" else value_text(name, series[0])
+        return f"{first} → {value_text(name, series[-1])}"
+
     def model_text(self) -> str:
         said = [f"**step {s}**: {plain(t)}" for s, t in sorted(self.texts.items()) if t.strip()]
         return "\n\n".join(said[-20:]) or "_The generator said nothing (or has no words)._"
+
+
+def recording_notices(saved: SavedRun) -> list[tuple[str, str]]:
+    """What a bundled recording (kept small) shows instead of its dropped full frames."""
+    kept = [s for s in range(saved.last_step + 1)
+            if (saved.path / "frames" / frame_name(s)).is_file()]
+    if len(kept) == saved.last_step + 1:
+        return []
+    failed = remake.FAILED.get(saved.path.resolve())
+    if remake.remakeable(saved.path) and not failed:
+        return [("info", "this recording keeps a few full frames; the others are re-made from "
+                         "its seed as they are shown, each checked against the recorded "
+                         "frame's pixel hash")]
+    why = f" ({failed})" if failed else ""
+    return [("warning", f"full frames are kept at steps {', '.join(map(str, kept))} only{why}; "
+                        f"the other steps show their {THUMB_SIDE} px thumbnails, labelled so "
+                        "(scored on the full frames)")]
 
 
 def shown_frame(run_dir: Path, step: int) -> Path:
@@ -205,6 +244,19 @@ def _from_first(row: VerdictRow) -> str:
     return rho
 
 
+def _meaning(delta: float) -> str:
+    """An oriented Δ with what it means: "+43.6 better", "−12.2 worse", "0 same"."""
+    if math.isnan(delta):
+        return ""
+    word = "better" if delta > 0 else "worse" if delta < 0 else "same"
+    return f"{delta:+.3g} {word}" if delta else "0 same"
+
+
+def _kind(text: str) -> str:
+    """What a notice is about, whatever its numbers."""
+    return re.sub(r"\d+(\.\d+)?", "#", re.sub(r"^step \d+: ", "", text))
+
+
 def _fmt(value: float) -> str:
     return "" if math.isnan(value) else f"{value:.3g}"
 
@@ -223,7 +275,8 @@ def summarise(history: History, steps: int, running: bool) -> str:
     last = history.last_step
     if last < 1:
         return "" if last < 0 else "Step 0 is your input; the first copy is on its way…"
-    when = f"So far, after {last} of {steps} steps" if running else f"After {last} steps"
+    plural = "" if last == 1 else "s"
+    when = f"So far, after {last} of {steps} steps" if running else f"After {last} step{plural}"
     moves = _reference_moves(history, last)
     metrics = [n for n, i in history.infos.items() if i.role == "metric"]
     delta_now = {n: history.deltas(n)[last] for n in metrics}

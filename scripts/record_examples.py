@@ -4,10 +4,14 @@ Each is a run directory of the offline `simulate` backend on a clean start from
 assets/examples (scripts/render_starts.py), at 1024 px: the default profile on two starts and
 the blur control on one. To keep the repository lean (a noisy 1024 px frame is ~1.5 MB
 even losslessly), only the full frames at `KEEP_STEPS` and the last step stay; every step keeps
-its 256 px thumbnail and all its scores, which were computed on the full frame. The app and
-`load_run` show a thumbnail where its full frame was dropped, and say so. Run it with the venv's
-Python after changing the simulation or the metrics (or name the runs to re-make):
+its 256 px thumbnail, all its scores (computed on the full frame) and the SHA-256 of its
+pixels (remake.json). The app re-makes the dropped frames from the settings in run.json,
+whatever they are, and checks each against its hash (banana_space/remake.py); where one differs
+it shows the thumbnail and says so. Run it with the venv's Python after changing the simulation
+or the metrics (or name the runs to re-make):
     .venv/bin/python scripts/record_examples.py [RUN_NAME ...]
+A recording made before remake.json existed gets one, checked against its kept frames, with
+    .venv/bin/python scripts/record_examples.py --manifest-only [RUN_NAME ...]
 """
 
 from __future__ import annotations
@@ -23,8 +27,11 @@ os.environ.setdefault("BANANA_WEIGHTS_DIR", str(REPO.parent / "shared" / "weight
 
 from PIL import Image  # noqa: E402
 
+from banana_space.backends import create_backend  # noqa: E402
+from banana_space.chain import make_step  # noqa: E402
 from banana_space.metrics import CPU_DEFAULTS  # noqa: E402
-from banana_space.rundir import frame_name, zip_path  # noqa: E402
+from banana_space.remake import pixel_hash, write_manifest  # noqa: E402
+from banana_space.rundir import frame_name, load_run, zip_path  # noqa: E402
 from banana_space.runs import RunSpec, start_run  # noqa: E402
 
 TARGET = REPO / "assets" / "recorded"
@@ -50,12 +57,41 @@ def record(name: str, start: str, profile: str) -> None:
         if getattr(event, "status", None):
             print(name, event.status, event.reason)
     zip_path(TARGET / name).unlink()  # the app makes the zip when the run is opened
+    hashes = {}
+    for step in range(STEPS + 1):
+        with Image.open(TARGET / name / "frames" / frame_name(step)) as frame:
+            hashes[step] = pixel_hash(frame)
+    write_manifest(TARGET / name, hashes)
     for step in range(1, STEPS):
         if step not in KEEP_STEPS:
             (TARGET / name / "frames" / frame_name(step)).unlink()
 
 
+def add_manifest(name: str) -> None:
+    """For a recording made before remake.json existed: re-make its frames from frame 0 with
+    its own settings, and write their hashes only if every kept full frame comes out identical
+    (a chain step is a deterministic function of the frame before it, so the dropped frames
+    between kept ones are then the recorded ones)."""
+    run = TARGET / name
+    saved = load_run(run)
+    settings = saved.meta["settings"]
+    backend = create_backend(settings["backend"], **settings["backend_options"])
+    image, hashes = saved.frame(0), {0: pixel_hash(saved.frame(0))}
+    for step in range(1, saved.last_step + 1):
+        image = make_step(backend, image, settings["prompt"], settings["seed"], step).image
+        hashes[step] = pixel_hash(image)
+        kept = run / "frames" / frame_name(step)
+        if kept.is_file() and pixel_hash(saved.frame(step)) != hashes[step]:
+            raise SystemExit(f"{name}: step {step} re-made differs from the recording; "
+                             "record it again")
+    write_manifest(run, hashes)
+
+
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--manifest-only"]:
+        for name in sys.argv[2:] or list(RECORDINGS):
+            add_manifest(name)
+        sys.exit()
     chosen = sys.argv[1:] or list(RECORDINGS)  # by default all, and nothing else stays
     if not sys.argv[1:]:
         for stale in TARGET.iterdir():

@@ -122,8 +122,10 @@ def test_recorded_examples_are_copied_in_before_anything_writes(site) -> None:
     there, never into the app's own assets."""
     before = snapshot(REPO / "assets")
     index = dependencies(site["url"])
-    opened = [n for n in index if n.startswith("partial")]
-    assert opened and all(call(site["url"], index[n], [False]).success for n in opened)
+    names = sorted(p.name for p in RECORDED.parent.iterdir() if p.is_dir())
+    assert all(call(site["url"], index["open_recorded"], [name, False]).success
+               for name in names)
+    assert not call(site["url"], index["open_recorded"], ["../../tests", False]).success
     assert (site["runs"] / "dunes-simulated-30" / "run.json").is_file()
     assert os.path.realpath(site["runs"] / "dunes-simulated-30") != str(RECORDED)
     assert snapshot(REPO / "assets") == before

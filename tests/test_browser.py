@@ -8,7 +8,12 @@ zip downloads. The share control copies a link that a stranger opens cold on a p
 the same compared frame, scrolled to the result. Stop keeps the frames made so far; a recorded
 chain opens at once, with a magnifier and a compare slider that follows the arrow keys. The page
 is drawn at 390 (a phone), 1280x720 (a projector) and 1400 wide; at 1280x720 the frames and the
-curves fit on one screen. Any error in the browser console fails the test. Screenshots are always
+curves fit on one screen. The default flow of a lecture (open a recorded chain, step through its
+frames, press Run, press Stop) is walked on a projector and on a phone: the claim and the
+actions on the first screen, the result in view after each click, a full-size frame at every
+recorded step, Stop within 2 s, a short keyboard path, and axe-core (axe-playwright-python)
+finding no serious or critical violation. Any error in the browser console, and any error
+toast, fails the test. Screenshots are always
 taken (a page that cannot be drawn fails); they land in $BANANA_SCREENSHOTS when set
 (`BANANA_SCREENSHOTS=docs/screenshots` refreshes the README's), else in a temporary folder, so a
 plain test run leaves the working tree clean.
@@ -33,6 +38,7 @@ from urllib.parse import urlparse
 
 import pytest
 from app_server import running_app
+from axe_playwright_python.sync_playwright import Axe
 from PIL import Image
 from playwright.sync_api import Browser, ConsoleMessage, Page
 
@@ -48,6 +54,14 @@ WIDE = {"width": 1400, "height": 1000}
 PHONE = {"width": 390, "height": 844}
 LOCAL_HOSTS = {"127.0.0.1", "localhost"}
 RUN_TIMEOUT_S = 150  # a 5-step simulated run takes ~20 s on 2 cores
+STOP_WITHIN_S = 2.0
+MAX_TAB_STOPS = 15
+RECORDED_LABELS = {"dunes-simulated-30": "Dunes · simulated · 30 steps"}
+# Every error toast a page shows, kept from the moment the page starts (a toast fades away).
+TOASTS_JS = """window.__errorToasts = [];
+new MutationObserver(() => document.querySelectorAll('.toast-body.error').forEach(toast => {
+  if (!toast.dataset.seen) { toast.dataset.seen = '1'; window.__errorToasts.push(toast.innerText); }
+})).observe(document, {subtree: true, childList: true});"""
 METRICS = {"brisque", "niqe", "piqe", "entropy"}
 
 # One look at the page, read in a single evaluate so the numbers belong to the same moment:
@@ -116,17 +130,24 @@ class Visitors:
         self.browser, self.app_url = browser, app_url
         self.errors: list[str] = []
         self.ignored: list[str] = []
+        self.pages: list[Page] = []
 
     def open(self, viewport: dict[str, int] = DESKTOP, query: str = "",
              url: str | None = None) -> Page:
         context = self.browser.new_context(viewport=viewport, accept_downloads=True)
         context.grant_permissions(["clipboard-read", "clipboard-write"])
+        context.add_init_script(TOASTS_JS)
         page = context.new_page()
+        self.pages.append(page)
         page.on("console", self._on_console)
         page.on("pageerror", lambda error: self.errors.append(f"uncaught: {error}"))
         page.goto(url or self.app_url + query)
         page.wait_for_selector("#run-button")
         return page
+
+    def error_toasts(self) -> list[str]:
+        return [text for page in self.pages if not page.is_closed()
+                for text in page.evaluate("window.__errorToasts")]
 
     def _on_console(self, message: ConsoleMessage) -> None:
         if message.type == "error":
@@ -137,14 +158,16 @@ class Visitors:
 
 @pytest.fixture()
 def visitors(browser: Browser, app_url: str) -> Iterator[Visitors]:
-    """Fails the test on any console error from any page it opened."""
+    """Fails the test on any console error or error toast from any page it opened."""
     opened = Visitors(browser, app_url)
     yield opened
     if opened.ignored:
         print("ignored external console errors:", *opened.ignored, sep="\n  ")
+    toasts = opened.error_toasts()
     for context in browser.contexts:
         context.close()
     assert not opened.errors, "errors in the browser console:\n" + "\n".join(opened.errors)
+    assert not toasts, "error toasts:\n" + "\n".join(toasts)
 
 
 @pytest.fixture()
@@ -153,7 +176,9 @@ def page(visitors: Visitors) -> Page:
 
 
 def start_run(page: Page, photo: Path, steps: int) -> None:
-    """Upload the photo, set the steps, keep the offline backend and press Run."""
+    """Upload the photo (in place of the first example), set the steps, keep the offline
+    backend and press Run."""
+    page.locator("#upload button[aria-label=Clear]").click()
     page.set_input_files("#upload input[type=file]", photo)
     page.locator("#upload").get_by_text(photo.stem).wait_for()  # the upload has finished
     number = page.locator("#steps input[type=number]")
@@ -208,7 +233,7 @@ def compare_view(page: Page) -> dict:
 
 def open_recorded(page: Page, name: str = "dunes-simulated-30") -> Snapshot:
     """Click a recorded chain and wait until its frames, table and summary are drawn."""
-    page.click(f"#recorded-{name}")
+    page.locator("#recorded label").filter(has_text=RECORDED_LABELS[name]).click()
     page.wait_for_function("document.querySelectorAll('#strip .strip img').length > 0 && "
                            "document.querySelectorAll('#verdict .virtual-row').length > 0 && "
                            "document.querySelector('#summary').innerText.includes('After')")
@@ -447,3 +472,116 @@ def test_the_result_reads_at_every_size(visitors: Visitors, viewport: dict[str, 
         page.screenshot(path=SCREENSHOTS / "projector-1280x720.png")
     else:
         screenshot(page, name)
+
+
+def on_first_screen(page: Page, selector: str) -> bool:
+    """Whether the element lies inside the window before any scrolling (above the fold)."""
+    return page.evaluate(f"""() => {{
+      const box = document.querySelector('{selector}').getBoundingClientRect();
+      return box.height > 0 && box.top + window.scrollY >= 0
+             && box.bottom + window.scrollY <= window.innerHeight;
+    }}""")
+
+
+def starts_in_view(page: Page, selector: str) -> bool:
+    """Whether the element's top edge is on screen (a long result need not fit whole)."""
+    return page.evaluate(f"""() => {{
+      const box = document.querySelector('{selector}').getBoundingClientRect();
+      return box.height > 0 && box.top >= -1 && box.top < window.innerHeight * 0.5;
+    }}""")
+
+
+def serious_axe_violations(page: Page) -> list[str]:
+    """axe-core's serious and critical findings on the page as it is now."""
+    found = Axe().run(page).response["violations"]
+    return [f"{v['id']} ({v['impact']}): {[n['target'] for n in v['nodes']][:4]}"
+            for v in found if v["impact"] in ("serious", "critical")]
+
+
+def tab_stops_to(page: Page, selector: str, limit: int = 40) -> int:
+    """How many presses of Tab, from the top of the page, reach the element."""
+    page.evaluate("document.activeElement?.blur()")
+    page.click("#claim h1")  # where a visitor's Tab starts: the top of the page
+    passed = []
+    for stop in range(1, limit + 1):
+        page.keyboard.press("Tab")
+        if page.evaluate(f"!!document.activeElement?.closest('{selector}')"):
+            return stop
+        passed.append(page.evaluate("(e => (e.closest('[id]')?.id ?? '') + ' ' + e.tagName)"
+                                    "(document.activeElement)"))
+    print(f"{selector} not reached in {limit} tab stops: {passed}")
+    return limit + 1
+
+
+# The compared frame: the picture the slider shows on its right, as the browser loaded it.
+COMPARED_JS = """() => {
+  const image = document.querySelectorAll('#compare img')[1];
+  return image && image.complete ? {src: decodeURIComponent(image.src),
+                                    width: image.naturalWidth} : null;
+}"""
+
+
+def every_step_shows_its_full_frame(page: Page, last: int, width: int) -> None:
+    """Walk the compare slider from the last step to 0 with the arrow keys; each step's picture
+    is its full frame (never the thumbnail, whose file lives under .thumbs/)."""
+    page.focus("#compare-step input[type=range]")
+    for step in range(last, -1, -1):
+        if step < last:
+            page.keyboard.press("ArrowLeft")
+        page.wait_for_function(
+            f"(() => {{ const c = ({COMPARED_JS})(); return c && c.width > 0 && "
+            f"c.src.endsWith('step_{step:03d}.png'); }})()", timeout=60000)
+        shown = page.evaluate(COMPARED_JS)
+        # Full size: the profile crops a few pixels now and then, a thumbnail is 256 px.
+        assert "/.thumbs/" not in shown["src"] and shown["width"] >= 0.95 * width, (step, shown)
+        assert "thumbnail" not in compare_view(page)["label"], step
+
+
+@pytest.mark.parametrize("viewport", [PROJECTOR, PHONE], ids=["1280x720", "390x844"])
+def test_the_default_flow_in_the_lecture_hall(visitors: Visitors,
+                                              viewport: dict[str, int]) -> None:
+    page = visitors.open(viewport)
+    # The first screen: the claim, a recorded chain and Run, with nothing scrolled.
+    for part in ("#claim", "#recorded", "#run-button"):
+        assert on_first_screen(page, part), f"{part} is below the fold at {viewport}"
+    page.wait_for_timeout(500)  # the page's own load events settle
+    assert serious_axe_violations(page) == []
+    assert tab_stops_to(page, "#run-button", MAX_TAB_STOPS - 1) < MAX_TAB_STOPS
+
+    # A recorded chain: the result comes into view at once, and every step is a full frame.
+    page.locator("#recorded label").filter(has_text=RECORDED_LABELS["dunes-simulated-30"]).click()
+    assert starts_in_view(page, "#status"), "the click did not bring the result into view"
+    page.wait_for_function("document.querySelector('#summary').innerText.includes('After')",
+                           timeout=60000)
+    assert starts_in_view(page, "#status") or starts_in_view(page, "#summary")
+    with Image.open(EXAMPLES / "clean-dunes.png") as start:
+        recorded_width = 1024 if start.width >= start.height else round(
+            1024 * start.width / start.height)
+    if viewport == PROJECTOR:
+        every_step_shows_its_full_frame(page, 30, recorded_width)
+    else:  # a phone checks one dropped step: the walk is the projector's
+        page.focus("#compare-step input[type=range]")
+        for _ in range(3):
+            page.keyboard.press("ArrowLeft")
+        page.wait_for_function(f"({COMPARED_JS})()?.src.endsWith('step_027.png')",
+                               timeout=60000)
+        assert page.evaluate(COMPARED_JS)["width"] >= 0.95 * recorded_width
+    assert serious_axe_violations(page) == []
+    for part in ("#compare-step input[type=range]", "#share button"):
+        assert tab_stops_to(page, part, MAX_TAB_STOPS - 1) < MAX_TAB_STOPS, part
+
+    # Run: the default picture and settings; the result in view; Stop within 2 s.
+    page.click("#run-button")
+    assert starts_in_view(page, "#status"), "Run did not bring the result into view"
+    page.wait_for_function("document.querySelectorAll('#strip .strip img').length >= 2 && "
+                           "document.querySelector('#status').innerText.includes('Running')",
+                           timeout=RUN_TIMEOUT_S * 1000)
+    clicked = time.monotonic()
+    page.click("#stop-button")
+    wait_for_status(page, "Stopped after step", timeout_s=30)
+    took = time.monotonic() - clicked
+    assert took < STOP_WITHIN_S, f"Stop took {took:.1f} s"
+    stopped = look(page)
+    assert f"Stopped after step {stopped.frames - 1} by the user" in stopped.status, \
+        stopped.status
+    assert starts_in_view(page, "#status") or starts_in_view(page, "#summary")

@@ -11,10 +11,9 @@ import pytest
 from banana_space.analysis import History, range_scaled
 from banana_space.metrics import ScoreInfo, parse_score_range
 from banana_space.plots import (
-    DETECTS_COLOURS,
-    FOOLED_COLOURS,
+    FONT_PX,
+    METRIC_COLOURS,
     REFERENCE_COLOURS,
-    UNDECIDED_COLOUR,
     delta_figure,
     raw_figure,
 )
@@ -38,7 +37,11 @@ def test_delta_figure_is_valid_for_plotly_and_shows_each_verdict() -> None:
     assert [t.name for t in figure.data] == [
         "psnr (higher is better) · reference", "brisque (lower is better) · fooled",
         "niqe (lower is better) · detects · own scale"]
-    assert figure.data[1].line.dash == "dash" and figure.data[2].line.dash is None
+    assert figure.data[1].line.dash == "dash" and figure.data[2].line.dash == "solid"
+    # Each metric its own colour; the reference bold black, unlike any metric.
+    colours = [t.line.color for t in figure.data]
+    assert len(set(colours)) == 3 and colours[0] == REFERENCE_COLOURS["fidelity"][0]
+    assert figure.data[0].line.width > figure.data[1].line.width
     assert figure.layout.title.text == "a run" and figure.layout.template.layout.font
     assert spec["data"][2]["y"][7] is None  # a missing score is a gap, never NaN in the JSON
     json.dumps(spec, allow_nan=False)
@@ -79,7 +82,8 @@ def test_raw_figure_puts_each_column_on_its_own_axes_under_its_own_title() -> No
     figure = go.Figure(spec)
     assert [(t.xaxis, t.yaxis) for t in figure.data] == [("x", "y"), ("x2", "y2"), ("x3", "y3")]
     assert [a.text for a in figure.layout.annotations] == [
-        "psnr (higher is better)", "brisque (lower is better)", "niqe (lower is better)"]
+        "psnr<br>higher is better", "brisque<br>lower is better", "niqe<br>lower is better"]
+    assert all(a.font.size >= FONT_PX for a in figure.layout.annotations)
     assert figure.layout.title.text.startswith("Raw scores")
     # Fidelity starts at step 1: frame 0 against itself is no measurement (and no 80 dB axis).
     assert spec["data"][0]["y"][:3] == [None, 39.0, 38.0]
@@ -96,11 +100,24 @@ def contrast_on_white(colour: str) -> float:
 
 
 def test_every_curve_colour_reads_on_white() -> None:
-    colours = [*DETECTS_COLOURS, *FOOLED_COLOURS, UNDECIDED_COLOUR,
-               *(c for palette in REFERENCE_COLOURS.values() for c in palette)]
-    assert {c: round(contrast_on_white(c), 2) for c in colours if contrast_on_white(c) < 4.5} \
+    """WCAG 1.4.11: a graphical object needs 3:1 against its background."""
+    colours = [*METRIC_COLOURS, *(c for palette in REFERENCE_COLOURS.values() for c in palette)]
+    assert {c: round(contrast_on_white(c), 2) for c in colours if contrast_on_white(c) < 3} \
         == {}
-    assert contrast_on_white("#9e9e9e") < 4.5  # the check itself fails a light grey
+    assert contrast_on_white("#E69F00") < 3  # the check itself fails Okabe-Ito's orange
+
+
+def test_text_reads_from_the_back_row_and_the_compared_frame_is_marked() -> None:
+    spec = delta_figure(chain_history(), "a run", marked=7)
+    figure = go.Figure(spec)
+    assert figure.layout.font.size >= FONT_PX and figure.layout.legend.font.size >= FONT_PX
+    assert figure.layout.title.font.size >= FONT_PX
+    marks = [s for s in figure.layout.shapes if s.x0 == 7 and s.x1 == 7]
+    assert len(marks) == 1 and marks[0].yref == "y domain"
+    assert [a.text for a in figure.layout.annotations] == ["compared: step 7"]
+    assert not [s for s in go.Figure(delta_figure(chain_history())).layout.shapes if s.x0 == 7]
+    raw = go.Figure(raw_figure(chain_history(), marked=3))
+    assert [(s.xref, s.x0) for s in raw.layout.shapes] == [("x", 3), ("x2", 3), ("x3", 3)]
 
 
 @pytest.mark.parametrize(("text", "expected"), [

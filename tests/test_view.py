@@ -4,6 +4,7 @@ rows and crops out."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 from PIL import Image
@@ -49,20 +50,59 @@ def rows_of(view: RunView) -> dict[str, list[str]]:
     return {row[0]: row for row in view.screen().verdict}
 
 
-def test_fidelity_is_shown_by_its_value_and_early_verdicts_say_so_far() -> None:
+def test_the_table_says_what_its_numbers_are_and_early_verdicts_say_so_far() -> None:
     view = RunView(steps=20, history=history(6), last_step=6)
     rows = rows_of(view)
-    now, at_5, at_10 = (VERDICT_HEADERS.index(h) for h in ("Δ now", "Δ5", "Δ10"))
-    # PSNR by its value, never a delta from the 80 dB cap of frame 0 against itself.
-    assert rows["psnr (reference)"][now] == "= 36 dB" and rows["psnr (reference)"][at_5] == \
-        "= 37 dB" and rows["psnr (reference)"][at_10] == "—"
-    assert rows["brisque"][now] == "6" and rows["brisque"][VERDICT_COLUMN] == "❌ fooled so far"
+    span, now, at_5, at_10 = (VERDICT_HEADERS.index(h) for h in (
+        "score: step 0 → now", "Δ now (oriented)", "Δ5", "Δ10"))
+    # Raw scores at step 0 and now; the oriented Δ with its meaning (BRISQUE fell: better).
+    assert rows["brisque"][span] == "30 → 24" and rows["brisque"][now] == "+6 better"
+    assert rows["niqe"][span] == "5 → 11" and rows["niqe"][now] == "-6 worse"
+    # PSNR's Δ is from its anchor (the top of its 0-40 dB range), never from the 80 dB cap
+    # of frame 0 against itself: 36 dB now is 4 dB worse, and 37 dB at step 5 is -3.
+    assert rows["psnr (reference)"][span] == "identical → 36 dB"
+    assert rows["psnr (reference)"][now] == "-4 worse"
+    assert rows["psnr (reference)"][at_5] == "-3" and rows["psnr (reference)"][at_10] == "—"
+    assert rows["brisque"][VERDICT_COLUMN] == "❌ fooled so far"
     assert rows["niqe"][VERDICT_COLUMN] == "✅ detects so far"
     view.history = history(20)
     assert rows_of(view)["niqe"][VERDICT_COLUMN] == "✅ detects"
     # Before frame 0 is scored, the table lists the columns with nothing in them yet.
     empty = rows_of(RunView(steps=20, history=History(INFOS)))
-    assert empty["psnr (reference)"][now] == "—" and empty["brisque"][now] == ""
+    assert empty["psnr (reference)"][at_5] == "—" and empty["brisque"][now] == ""
+
+
+def test_the_fidelity_anchor_is_the_same_in_the_csv_as_on_the_page() -> None:
+    made = history(6)
+    psnr = next(row for row in made.verdict() if row.metric == "psnr")
+    assert psnr.delta_5 == 37.0 - 40.0 and made.deltas("psnr")[0] == 0.0
+
+
+def test_a_notice_replaces_its_earlier_versions_and_loading_ends_with_the_start() -> None:
+    from banana_space.events import Started
+
+    view = RunView()
+    assert "loading brisque 1/4" in view.apply(Notice("loading brisque 1/4…", None, "info")).status
+    assert "loading niqe 2/4" in view.apply(Notice("loading niqe 2/4…", None, "info")).status
+    started = view.apply(Started(Path("run"), 20, INFOS, {}, {}))
+    assert "loading" not in started.status and started.status.startswith("⏳ **Running**")
+    for step, height in ((8, 683), (9, 673), (10, 673)):
+        view.apply(Notice(f"frame is 1024 x {height}, the input 1024 x 683: resized", step))
+    view.apply(Notice("the API was slow", 10))
+    status = view.screen().status
+    assert status.count("frame is") == 1 and "step 10: frame is 1024 x 673" in status
+    assert "the API was slow" in status
+
+
+def test_a_stopped_run_drops_the_frame_it_was_scoring() -> None:
+    view = RunView(steps=20, history=history(4), last_step=5, started=True)
+    screen = view.apply(Finished("stopped", 4, "stopped by the user"))
+    assert len(screen.strip) == 5  # frames 0-4: frame 5 was made, never scored
+    assert screen.status.startswith("⏹ **Stopped** after step 4")
+
+
+def test_one_step_is_one_step() -> None:
+    assert summarise(history(1), 1, running=False).startswith("**After 1 step**, ")
 
 
 def first_step_history() -> History:
@@ -93,7 +133,7 @@ def test_a_fooled_verdict_from_step_1_alone_is_said_in_words(monkeypatch) -> Non
 
 
 def test_the_status_says_why_a_run_stopped_once_and_marks_notices_by_level() -> None:
-    view = RunView(steps=20, history=history(4), last_step=4)
+    view = RunView(steps=20, history=history(4), last_step=4, started=True)
     view.apply(Notice("resumed after step 4", 4, "info"))
     view.apply(Notice("frame is 90 x 60", 4))
     screen = view.apply(Finished("stopped", 4, "stopped by the user"))

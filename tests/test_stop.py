@@ -1,0 +1,76 @@
+"""Stop ends a run at once, even while a frame is being scored: the run ends after the last
+scored step, the frame in flight is dropped (not part of the run, not zipped).
+
+The slow frame is real: a real pyiqa metric whose scoring of step 2 waits on a gate that the
+test opens only after the run has ended, so a Stop that waited for scoring could not pass."""
+
+from __future__ import annotations
+
+import threading
+import time
+import zipfile
+from typing import Any
+
+from banana_space.events import Finished, FrameMade, FrameScored
+from banana_space.metrics import MetricPool, build_metric
+from banana_space.rundir import frame_name, load_run, zip_path
+from banana_space.runs import RunSpec, start_run
+
+HELD_STEP = 2
+
+
+class HeldAtFrame:
+    """A real pyiqa metric that holds its scoring of one frame until `gate` is set."""
+
+    def __init__(self, metric: Any, gate: threading.Event, reached: threading.Event) -> None:
+        self.metric, self.gate, self.reached, self.calls = metric, gate, reached, 0
+
+    def __call__(self, *args: Any) -> Any:
+        self.calls += 1
+        if self.calls == HELD_STEP + 1:  # scoring frame 0, 1, then this one
+            self.reached.set()
+            self.gate.wait(60)
+        return self.metric(*args)
+
+
+def test_stop_ends_the_run_while_a_frame_is_scored_and_drops_that_frame(photo, tmp_path):
+    gate, reached, held = threading.Event(), threading.Event(), []
+
+    def build(name: str, device: str) -> Any:
+        metric = build_metric(name, device)
+        if name == "entropy":
+            held.append(HeldAtFrame(metric, gate, reached))
+            return held[-1]
+        return metric
+
+    pool = MetricPool(device="cpu", build=build, load_seconds=120)
+    stop = threading.Event()
+    events: list = []
+    clicked = ended = None
+    spec = RunSpec(photo.resize((96, 64)), 20, metrics=["entropy", "piqe"])
+    try:
+        for event in start_run(spec, tmp_path, stop=stop, pool=pool):
+            events.append(event)
+            if isinstance(event, Finished):
+                ended = time.monotonic()  # what the page shows at once (the zip follows)
+            if isinstance(event, FrameMade) and event.step == HELD_STEP:
+                reached.wait(60)  # frame 2 is being scored now, and will be until the gate
+                clicked = time.monotonic()
+                stop.set()
+    finally:
+        gate.set()
+    end = events[-1]
+    assert isinstance(end, Finished) and end.status == "stopped", end
+    assert ended - clicked < 1.0, f"Stop took {ended - clicked:.2f} s"
+    # The run ended after the last scored step; frame 2 was made but never scored.
+    assert end.last_step == HELD_STEP - 1
+    assert [e.step for e in events if isinstance(e, FrameScored)] == [0, 1]
+    run = next(e.run_dir for e in events if hasattr(e, "run_dir"))
+    saved = load_run(run)
+    assert saved.last_step == HELD_STEP - 1 and saved.meta["status"] == "stopped"
+    with zipfile.ZipFile(zip_path(run)) as archive:  # made once the end was shown
+        assert not [n for n in archive.namelist() if n.endswith(frame_name(HELD_STEP))]
+        assert [n for n in archive.namelist() if n.endswith(frame_name(HELD_STEP - 1))]
+    # Once let go, the held frame's scoring finishes in the background; nothing after it.
+    time.sleep(0.5)
+    assert held[0].calls == HELD_STEP + 1
