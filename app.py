@@ -260,6 +260,8 @@ with gr.Blocks(title="Banana Space", delete_cache=DELETE_CACHE) as demo:
             api_profile = gr.Textbox("", label="profile")
             api_run_id = gr.Textbox("", label="run_id")
             api_key_field = gr.Textbox("", label="api_key", type="password")
+            api_original = gr.File(label="original", type="filepath")
+            api_edited = gr.File(label="edited", type="filepath")
             api_answer = gr.Textbox(label="answer (JSON)")
             api_only = gr.Button("API")
     with gr.Accordion("Licences and terms", open=False, elem_id="licences-and-terms"):
@@ -321,6 +323,8 @@ with gr.Blocks(title="Banana Space", delete_cache=DELETE_CACHE) as demo:
                    api_name="resume_chain", **chains)
     api_only.click(mcp_tools.open_run, api_run_id, api_answer, api_name="open_run")
     api_only.click(mcp_tools.list_options, None, api_answer, api_name="list_options")
+    api_only.click(mcp_tools.check_degradation, [api_original, api_edited], api_answer,
+                   api_name="check_degradation")
     # gradio's own helpers register undocumented events that a client can call by name (the
     # share button's `/lambda`, the examples' loader): plumbing too, so private like ours.
     for event in demo.fns.values():

@@ -31,6 +31,7 @@ from banana_space.backends import BackendUnavailable
 from banana_space.images import BadImage, load_image
 from banana_space.magnifier import ZOOM, box_around, largest_difference_box, side_by_side
 from banana_space.markup import plain
+from banana_space.metrics import parse_metric_names
 from banana_space.rundir import RunBusy, load_run, lock_writer, write_atomic, write_zip, zip_path
 from banana_space.runids import BadRunId, copy_in, run_path
 from banana_space.runs import RunSpec, prune_runs, resume_run, start_run
@@ -202,7 +203,8 @@ def run(upload: str | None, steps: float, prompt: str, backend: str, metrics: li
                         "num_inference_steps": inference_steps, "profile": profile}
             options.update({k: v for k, v in advanced.items()
                             if entry and k in entry.info.options and v not in (None, "")})
-            spec = RunSpec(image, steps, backend, options, prompt, seed, metrics or [],
+            spec = RunSpec(image, steps, backend, options, prompt, seed,
+                           parse_metric_names(metrics, blank=()),
                            judges or [], {"api_key": api_key} if api_key else {}, notes)
             events = start_run(spec, RUNS_ROOT, stop=stop)
         except REFUSALS as error:

@@ -18,10 +18,12 @@ from typing import Any
 
 import gradio as gr
 
+from banana_space import gate
 from banana_space.backends import REGISTRY as BACKENDS
 from banana_space.events import Event, Started
+from banana_space.images import load_image
 from banana_space.judges import REGISTRY as JUDGES
-from banana_space.metrics import CPU_DEFAULTS, FIDELITY, POOL, PRESETS
+from banana_space.metrics import CPU_DEFAULTS, FIDELITY, POOL, PRESETS, parse_metric_names
 from banana_space.prompts import DEFAULT_PROMPT
 from banana_space.prompts import PRESETS as PROMPTS
 from banana_space.rundir import RunBusy, load_run, lock_writer
@@ -41,12 +43,6 @@ from handlers import (
 
 DETECTS = {True: "yes", False: "no", None: "undecided"}
 NOTICES_SHOWN = 5
-
-
-def metric_names(text: str | None) -> list[str]:
-    """"brisque, niqe" -> ["brisque", "niqe"]; blank: the four CPU metrics."""
-    names = [n.strip() for n in (text or "").replace("\n", ",").split(",") if n.strip()]
-    return names or list(CPU_DEFAULTS)
 
 
 def link(request: gr.Request, run_id: str) -> str:
@@ -121,7 +117,8 @@ def run_chain(image: str | None, steps: float, generator: str, metrics: str, see
         image: the input image (PNG, JPEG or WebP; at most 64 megapixels).
         steps: how many times the output is fed back in, 1-100.
         generator: a generator name from list_options; "simulate" runs anywhere, no key.
-        metrics: comma-separated pyiqa no-reference metric names (blank: the 4 CPU classics).
+        metrics: comma-separated no-reference metric names or presets (rulers, classics,
+            banana100); blank: the 4 CPU classics.
         seed: a whole number 0 .. 4294967295; same seed, same simulated frames.
         profile: a profile name, for a generator that takes one (see list_options); blank: default.
     Returns:
@@ -142,11 +139,9 @@ def run_chain(image: str | None, steps: float, generator: str, metrics: str, see
     steps, seed = whole(steps, "Steps"), whole(seed, "The seed")
 
     def start(stop: Any) -> Iterator[Event]:
-        from banana_space.images import load_image
-
         loaded = load_image(image)
         spec = RunSpec(loaded.image, steps, generator, options, DEFAULT_PROMPT, seed,
-                       metric_names(metrics), image_notes=loaded.notes)
+                       parse_metric_names(metrics), image_notes=loaded.notes)
         return start_run(spec, RUNS_ROOT, stop=stop)
 
     return _chain(start, request)
@@ -157,7 +152,8 @@ def score_chain(frames: str | None, metrics: str, request: gr.Request) -> str:
 
     Args:
         frames: a zip of the chain's images (natural order: 2.png before 10.png), or a GIF/WebP.
-        metrics: comma-separated pyiqa no-reference metric names (blank: the 4 CPU classics).
+        metrics: comma-separated no-reference metric names or presets (rulers, classics,
+            banana100); blank: the 4 CPU classics.
     Returns:
         JSON text: run id, link, status, and per metric delta_5/10/20 (negative = worse), detects.
     """
@@ -166,7 +162,7 @@ def score_chain(frames: str | None, metrics: str, request: gr.Request) -> str:
 
     def start(stop: Any) -> Iterator[Event]:
         spec = RunSpec(None, MAX_STEPS, "replay", {"source": frames}, DEFAULT_PROMPT, 0,
-                       metric_names(metrics))
+                       parse_metric_names(metrics))
         return start_run(spec, RUNS_ROOT, stop=stop)
 
     return _chain(start, request)
@@ -228,3 +224,24 @@ def list_options() -> str:
                     "metric_presets": {name: list(names) for name, names in PRESETS.items()},
                     "checked_metrics": checked, "max_steps": MAX_STEPS,
                     "prompt_presets": {key: p.text for key, p in PROMPTS.items()}})
+
+
+def check_degradation(original: str | None, edited: str | None) -> str:
+    """The quality gate for editing agents: has the image degraded since the original? Call it
+    after each edit and stop before the chain collapses (Banana100: copies of copies decay).
+
+    Args:
+        original: the image before any edit (PNG, JPEG or WebP).
+        edited: the edited image, or a zip / animated GIF of several edits in order.
+    Returns:
+        JSON text: degraded (true/false, the last edit), worse (the measures past their noise
+        floor), first_degraded, look_at ([left, top, right, bottom]: where to look), and per
+        edit each measure's oriented delta (negative = worse), floor and floors_worse.
+    """
+    if not original or not edited:
+        raise gr.Error("Give the original image and the edited one (or a zip/GIF of edits).")
+    try:
+        return compact(gate.check_degradation(load_image(original).image,
+                                              gate.edits_in(edited)))
+    except REFUSALS as error:
+        raise refusal(error) from None
