@@ -19,12 +19,14 @@ from typing import Any
 import gradio as gr
 from PIL import Image
 
+import leaderboard_tab
 import mcp_tools
 import zerogpu  # noqa: F401  (first: installs the spaces.GPU runner; a plain call off ZeroGPU)
 from banana_space.backends import REGISTRY as BACKENDS
 from banana_space.backends.simulate import DEFAULT_PROFILE, PROFILES
 from banana_space.judges import REGISTRY as JUDGES
 from banana_space.metrics import CPU_DEFAULTS, FIDELITY, POOL, PRESETS
+from banana_space.plugins import plugins
 from banana_space.prompts import DEFAULT_PROMPT
 from banana_space.prompts import PRESETS as PROMPTS
 from banana_space.runs import MAX_STEPS
@@ -186,7 +188,8 @@ with gr.Blocks(title="Banana Space", delete_cache=DELETE_CACHE) as demo:
                 prompt = gr.Textbox(DEFAULT_PROMPT, label="Prompt", lines=2)
                 metric_preset = gr.Dropdown(list(PRESETS), value="CPU classics (4)",
                                             label="Metric preset")
-                metrics = gr.Dropdown(sorted({m for p in PRESETS.values() for m in p}),
+                metrics = gr.Dropdown(sorted({m for p in PRESETS.values() for m in p}
+                                             | set(plugins())),
                                       value=list(CPU_DEFAULTS), multiselect=True,
                                       allow_custom_value=True,
                                       label="Metrics (any pyiqa no-reference name)")
@@ -264,6 +267,7 @@ with gr.Blocks(title="Banana Space", delete_cache=DELETE_CACHE) as demo:
             api_edited = gr.File(label="edited", type="filepath")
             api_answer = gr.Textbox(label="answer (JSON)")
             api_only = gr.Button("API")
+    leaderboard_tab.build()  # the committed results of `banana-space leaderboard`
     with gr.Accordion("Licences and terms", open=False, elem_id="licences-and-terms"):
         gr.Markdown(LICENCES)
     gr.Markdown("Banana Space · code under Apache-2.0 · **for non-commercial use**, because "
