@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from PIL import Image
 
 from .analysis import oriented_deltas
@@ -37,25 +38,30 @@ GATE_MEASURES = (FIDELITY_MEASURE, *RULERS)
 MAX_EDITS = 100
 
 
-def _measure(pool: MetricPool, image: Image.Image, original: Image.Image) -> dict[str, float]:
-    """The gate's measures of one image (fidelity against the original), within the memory
-    budget that every scoring in this process shares; a failing measure is NaN."""
+def _measure(pool: MetricPool, image: Image.Image, original: Image.Image,
+             reference: Any) -> dict[str, float]:
+    """The gate's measures of one image, within the memory budget that every scoring in this
+    process shares: the rulers on its pixels (pure functions, called directly: no tensor round
+    trip), PSNR against `reference` (the original as a tensor, made once). A failing measure
+    is NaN."""
     needed = scoring_bytes(GATE_MEASURES, max(image.width * image.height,
                                               original.width * original.height))
     if not BUDGET.fits(needed):
         raise ValueError(f"a {image.width} x {image.height} image is too large for this "
                          "server's scoring budget (BANANA_MEMORY_GB)")
     with BUDGET.request(needed):
-        tensor = to_tensor(image)
-        scores = {}
-        for name in GATE_MEASURES:
-            args = ((to_tensor(at_input_size(image, original)), to_tensor(original))
-                    if name == FIDELITY_MEASURE else (tensor,))
-            try:
-                scores[name] = pool.score(name, *args)
-            except Exception:  # one missing measure, never a failed check
-                scores[name] = math.nan
+        pixels = np.asarray(image, dtype=np.float32) / 255.0
+        scores = {name: _safely(ruler.measure, pixels) for name, ruler in RULERS.items()}
+        fidelity = (to_tensor(at_input_size(image, original)), reference)
+        scores[FIDELITY_MEASURE] = _safely(pool.score, FIDELITY_MEASURE, *fidelity)
     return scores
+
+
+def _safely(measure: Any, *args: Any) -> float:
+    try:
+        return float(measure(*args))
+    except Exception:  # one missing measure, never a failed check
+        return math.nan
 
 
 def _verdict(scores: dict[str, float], start: dict[str, float]) -> dict[str, Any]:
@@ -92,8 +98,10 @@ def check_degradation(original: Image.Image, edited: Sequence[Image.Image], *,
     if not edited or len(edited) > MAX_EDITS:
         raise ValueError(f"give 1 to {MAX_EDITS} edited images, got {len(edited)}")
     began = time.perf_counter()
-    start = _measure(pool, original, original)
-    edits = [{"edit": index, **_verdict(_measure(pool, image, original), start)}
+    original, edited = original.convert("RGB"), [image.convert("RGB") for image in edited]
+    reference = to_tensor(original)
+    start = _measure(pool, original, original, reference)
+    edits = [{"edit": index, **_verdict(_measure(pool, image, original, reference), start)}
              for index, image in enumerate(edited, 1)]
     last = edits[-1]
     first = next((edit["edit"] for edit in edits if edit["degraded"]), None)
