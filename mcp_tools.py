@@ -65,7 +65,10 @@ def summary(path: Path, request: gr.Request) -> dict[str, Any]:
     meta = saved.meta
     verdict = {row.metric: {"delta_5": _number(row.delta_5), "delta_10": _number(row.delta_10),
                             "delta_20": _number(row.delta_20), "detects": DETECTS[row.detects],
+                            "detects_robust": DETECTS[row.detects_robust],
                             "spearman_vs_psnr": _number(row.spearman_vs_psnr),
+                            "spearman_from_first": _number(row.spearman_from_first),
+                            "fooled_by_first_step": row.fooled_by_first_step,
                             **({"role": row.role} if row.role != "metric" else {})}
                for row in saved.history.verdict()}
     return {"run": path.name, "link": link(request, path.name),
@@ -74,7 +77,8 @@ def summary(path: Path, request: gr.Request) -> dict[str, Any]:
             "verdict": verdict, "unavailable": meta.get("unavailable") or {},
             "notices": [n["message"] for n in meta.get("notices", [])][-NOTICES_SHOWN:],
             "delta": "oriented: score_i - score_0, negative = worse; detects = negative at "
-                     "steps 5, 10 and 20"}
+                     "steps 5, 10 and 20; detects_robust = below minus the score's noise floor "
+                     "there (banana_space/floors.csv)"}
 
 
 def _until_end(events: Iterable[Event]) -> Path:

@@ -4,6 +4,11 @@ Banana100 (arXiv 2604.03400), Sec. 4: a metric *detects* degradation when its sc
 against the input, oriented so that negative means worse, is negative at steps 5, 10 and 20.
 With fewer steps, the checkpoints that exist are used (and the last step when none of them
 does). A missing score (NaN) is missing: it never counts as a pass.
+
+Beside the paper's verdict: `detects_robust`, the same test against a noise floor (`floors.py`),
+and the trend from the first copy (`worse_after_first`, `spearman` over steps 1..N), since a
+"fooled" verdict can come from step 0 -> 1 alone (a smooth start that one dose of static makes
+look "natural") while the metric gets worse with every copy after it (issue 23).
 """
 
 from __future__ import annotations
@@ -94,6 +99,17 @@ def detects_robust(deltas: Sequence[float], floor: float | None) -> bool | None:
     return None
 
 
+def worse_after_first(deltas: Sequence[float]) -> bool | None:
+    """The paper's test with the first copy as the reference instead of the input: True when
+    every checkpoint is worse than step 1, False when a finite one is not, None when
+    undecidable (no checkpoint after step 1 yet, or step 1 or a checkpoint missing)."""
+    steps = [s for s in checkpoints(len(deltas) - 1) if s > 1]
+    if not steps or not math.isfinite(deltas[1]):
+        return None
+    return detects_degradation([0.0, *(deltas[s] - deltas[1] if s in steps else math.nan
+                                       for s in range(1, max(steps) + 1))])
+
+
 def spearman(a: Sequence[float], b: Sequence[float]) -> float:
     """Spearman's rank correlation over the steps where both are finite (NaN below 3): the
     Pearson correlation of their average ranks, as scipy's `spearmanr` defines it, without
@@ -119,6 +135,13 @@ class VerdictRow:
     detects: bool | None
     spearman_vs_psnr: float
     detects_robust: bool | None = None
+    spearman_from_first: float = math.nan  # against PSNR over steps 1..N: the trend
+    worse_after_first: bool | None = None  # every checkpoint worse than the first copy
+
+    @property
+    def fooled_by_first_step(self) -> bool:
+        """"Fooled" only because of step 0 -> 1: from the first copy on it gets worse."""
+        return self.detects is False and self.worse_after_first is True
 
 
 class History:
@@ -149,5 +172,7 @@ class History:
             at = {s: deltas[s] if s < len(deltas) else math.nan for s in CHECKPOINTS}
             rows.append(VerdictRow(name, info.role, at[5], at[10], at[20],
                                    detects_degradation(deltas), spearman(deltas, reference),
-                                   detects_robust(deltas, floor_of(name))))
+                                   detects_robust(deltas, floor_of(name)),
+                                   spearman(deltas[1:], reference[1:]),
+                                   worse_after_first(deltas)))
         return rows

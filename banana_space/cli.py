@@ -145,12 +145,19 @@ def _summary(run_dir: Path) -> str:
     from .rundir import load_run
 
     rows = load_run(run_dir).history.verdict()
-    lines = [f"{'metric':<14}{'Δ5':>10}{'Δ10':>10}{'Δ20':>10}  detects  ρ vs PSNR"]
+    words = {True: "yes", False: "no", None: "?"}
+    lines = [f"{'metric':<14}{'Δ5':>10}{'Δ10':>10}{'Δ20':>10}  detects  beyond floor  "
+             "ρ vs PSNR  ρ from 1st"]
     for r in rows:
         cells = "".join(f"{v:>10.3g}" if not math.isnan(v) else f"{'-':>10}"
                         for v in (r.delta_5, r.delta_10, r.delta_20))
-        detects = {True: "yes", False: "no", None: "?"}[r.detects]
-        lines.append(f"{r.metric:<14}{cells}  {detects:<7}  {r.spearman_vs_psnr:.2f}")
+        lines.append(f"{r.metric:<14}{cells}  {words[r.detects]:<7}  "
+                     f"{words[r.detects_robust]:<12} {r.spearman_vs_psnr:>9.2f}  "
+                     f"{r.spearman_from_first:>10.2f}"
+                     + ("  fooled by step 1 only: worse since" if r.fooled_by_first_step
+                        else ""))
+    lines.append("beyond floor: every checkpoint worse by more than the score moves on "
+                 "nuisance chains (banana_space/floors.csv)")
     return "\n".join(lines)
 
 

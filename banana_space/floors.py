@@ -1,11 +1,13 @@
 """Noise floors: how far each score moves on chains with no damage a person would name.
 
 A verdict that fires on float noise is not a detection. Each score's floor is the largest
-|oriented Δ| it shows at a checkpoint step on the *nuisance chains* (an identical copy, a
-±0.5 px shift, a lossless re-save, a mild JPEG re-encode) run on the bundled clean starts.
-`scripts/measure_floors.py` measures them and writes `floors.csv` beside this file; nothing
-here is typed by hand. A score with no measured floor (a plug-in, a judge, a deep metric that
-could not load where the floors were measured) has none: its robust verdict is undecided.
+|oriented Δ| it shows at any scored step of the *nuisance chains* (an identical copy, a
+±0.5 px shift, a lossless re-save, a mild JPEG re-encode: the `simulate` profiles of kind
+"nuisance") run on the bundled clean starts at 1024 px. `scripts/measure_floors.py` measures
+them and writes `floors.csv` beside this file (with the run and step that set each floor);
+nothing here is typed by hand. A score with no measured floor (fidelity, which compares with
+frame 0 and is built to see a shift; a plug-in, a judge, a deep metric that could not load
+where the floors were measured) has none: its robust verdict is undecided.
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@
     DIR/.thumbs/.step_000.png … each frame at most 256 px, for the app's strip: dot-files,
                                 like every cache here, so never zipped or replayed
     DIR/scores.csv              step,metric,score,delta (long format; fidelity and judges too)
-    DIR/verdict.csv             metric,delta_5,delta_10,delta_20,detects,spearman_vs_psnr
+    DIR/verdict.csv             metric,delta_5,delta_10,delta_20,detects,detects_robust,
+                                spearman_vs_psnr,spearman_from_first,worse_after_first
     DIR/steps.csv               per step: seconds, calls, cost, what the model said
     DIR/run.json                settings, versions, status, timings; never a secret
     DIR/banana-<run id>.zip     all of the above plus README.txt and plot.html, for download
@@ -219,10 +220,11 @@ class RunDir:
         write_atomic(self.path / "scores.csv",
                      _csv_bytes(["step", "metric", "score", "delta"], rows))
         verdict = [[r.metric, r.delta_5, r.delta_10, r.delta_20, _detects(r.detects),
-                    r.spearman_vs_psnr] for r in self.history.verdict()]
+                    _detects(r.detects_robust), r.spearman_vs_psnr, r.spearman_from_first,
+                    _detects(r.worse_after_first)] for r in self.history.verdict()]
         write_atomic(self.path / "verdict.csv", _csv_bytes(
-            ["metric", "delta_5", "delta_10", "delta_20", "detects", "spearman_vs_psnr"],
-            verdict))
+            ["metric", "delta_5", "delta_10", "delta_20", "detects", "detects_robust",
+             "spearman_vs_psnr", "spearman_from_first", "worse_after_first"], verdict))
         write_atomic(self.path / "steps.csv", _csv_bytes(
             ["step", "seconds_generate", "seconds_score", "calls", "cost_usd", "model_text",
              "judge_text"], [self.steps[s] for s in sorted(self.steps)]))
@@ -242,7 +244,8 @@ its own previous output. This archive holds one such chain and its scores.
 frames/step_000.png ...  every frame, lossless; step 0 is the input
 scores.csv               step,metric,score,delta: every score of every frame (long format),
                          the fidelity references (psnr, ssim against step 0) and judges too
-verdict.csv              metric,delta_5,delta_10,delta_20,detects,spearman_vs_psnr
+verdict.csv              metric,delta_5,delta_10,delta_20,detects,detects_robust,
+                         spearman_vs_psnr,spearman_from_first,worse_after_first
 steps.csv                per step: seconds generating and scoring, calls, cost (USD), and what
                          the model said
 run.json                 settings (prompt, seed, generator, options), versions, status,
@@ -254,8 +257,15 @@ README.txt               this file
 delta is oriented: delta_i = score_i - score_0, with the sign flipped for metrics where lower
 is better, so a NEGATIVE delta always means WORSE. A metric "detects" the degradation when
 delta_5, delta_10 and delta_20 are all negative (shorter runs use the checkpoints that exist,
-else the last step); "undecided" where a score is missing. spearman_vs_psnr ranks a metric's
-scores against fidelity to the input (psnr) across steps.
+else the last step); "undecided" where a score is missing. detects_robust asks the same with
+a noise floor: every checkpoint's delta must be below -floor, where a score's floor is the
+largest |delta| it showed on chains with no damage a person would name (an identical copy, a
+half-pixel shift, a lossless re-save, one JPEG pass at quality 95; banana_space/floors.csv);
+"undecided" where the score has no floor (PSNR and SSIM, judges). spearman_vs_psnr ranks a
+metric's scores against fidelity to the input (psnr) across steps; spearman_from_first does so
+over steps 1..N only, and worse_after_first says whether every checkpoint is worse than the
+first copy: "detects" = no with worse_after_first = yes means the metric was fooled by step
+0 -> 1 alone and got worse with every copy after it.
 """
 
 
@@ -332,14 +342,10 @@ def has_frame(run: Path, step: int) -> bool:
     return (Path(run) / "frames" / frame_name(step)).is_file() or thumb_path(run, step).is_file()
 
 
-def load_run(path: Path) -> SavedRun:
-    path = Path(path)
-    meta_file = path / "run.json"
-    if not meta_file.is_file():
-        raise FileNotFoundError(f"{path} is not a run directory (no run.json)")
-    meta = json.loads(meta_file.read_text())
+def read_history(path: Path, meta: dict[str, Any]) -> History:
+    """The scores in `path`/scores.csv, as columns of run.json (`meta`) describe them; a step
+    or score missing from the file is NaN."""
     history = History([_score_info(column) for column in meta.get("columns", [])])
-    steps: dict[int, list[str]] = {}
     scores_file = path / "scores.csv"
     if scores_file.is_file():
         by_step: dict[int, dict[str, float]] = {}
@@ -349,6 +355,17 @@ def load_run(path: Path) -> SavedRun:
                     float(row["score"]) if row["score"] else math.nan)
         for step in sorted(by_step):
             history.add(step, by_step[step])
+    return history
+
+
+def load_run(path: Path) -> SavedRun:
+    path = Path(path)
+    meta_file = path / "run.json"
+    if not meta_file.is_file():
+        raise FileNotFoundError(f"{path} is not a run directory (no run.json)")
+    meta = json.loads(meta_file.read_text())
+    history = read_history(path, meta)
+    steps: dict[int, list[str]] = {}
     steps_file = path / "steps.csv"
     if steps_file.is_file():
         with steps_file.open(newline="") as handle:

@@ -13,16 +13,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .analysis import CHECKPOINTS, REFERENCE_METRIC, History, detects_degradation
+from .analysis import CHECKPOINTS, REFERENCE_METRIC, History, VerdictRow
 from .events import Event, Finished, FrameMade, FrameScored, Notice, Started
 from .markup import plain
 from .plots import Figure, delta_figure, display_name, raw_figure, value_text
 from .rundir import THUMB_SIDE, SavedRun, frame_name, thumb_path, zip_path
 
-# The answer first (it must fit a phone's width): does it detect, does it rank like fidelity.
-VERDICT_HEADERS = ["metric", "verdict", "ρ vs PSNR", "Δ now", "Δ5", "Δ10", "Δ20", "better when"]
+# The answer first (it must fit a phone's width): does it detect (the paper's test, then the
+# same test beyond the score's noise floor), does it rank like fidelity, and from the first copy?
+VERDICT_HEADERS = ["metric", "verdict", "beyond floor", "ρ vs PSNR", "from 1st copy", "Δ now",
+                   "Δ5", "Δ10", "Δ20", "better when"]
 VERDICT_COLUMN = VERDICT_HEADERS.index("verdict")
 VERDICT_WORDS = {True: "✅ detects", False: "❌ fooled", None: "… undecided"}
+ROBUST_WORDS = {True: "✅ detects", False: "❌ no", None: "…"}
 PROVISIONAL = " so far"  # after a verdict word while the paper's last checkpoint is ahead
 NOTICE_MARKS = {"info": "ℹ️", "warning": "⚠️"}
 MAX_NOTICES_SHOWN = 4
@@ -164,9 +167,12 @@ class RunView:
                 at.append(_fmt(deltas[-1]) if deltas else "")
             rho = "" if row.metric == REFERENCE_METRIC else _fmt(row.spearman_vs_psnr)
             word = VERDICT_WORDS[row.detects] + (so_far if row.detects is not None else "")
-            rows.append([label, word, rho, at[3], *at[:3], info.direction.split(" is ")[0]])
-        rows += [[name, f"unavailable: {why}", "", "", "", "", "", ""]
-                 for name, why in self.unavailable.items()]
+            robust = ROBUST_WORDS[row.detects_robust] + (
+                so_far if row.detects_robust is not None else "")
+            rows.append([label, word, robust, rho, _from_first(row), at[3], *at[:3],
+                         info.direction.split(" is ")[0]])
+        blank = [""] * (len(VERDICT_HEADERS) - 2)
+        rows += [[name, f"unavailable: {why}", *blank] for name, why in self.unavailable.items()]
         return rows
 
     def model_text(self) -> str:
@@ -180,6 +186,17 @@ def shown_frame(run_dir: Path, step: int) -> Path:
     full = Path(run_dir) / "frames" / frame_name(step)
     thumb = thumb_path(run_dir, step)
     return thumb if not full.is_file() and thumb.is_file() else full
+
+
+def _from_first(row: VerdictRow) -> str:
+    """The trend from the first copy: ρ against PSNR over steps 1..N, and in words where a
+    "fooled" verdict comes from step 0 -> 1 alone."""
+    if row.metric == REFERENCE_METRIC:
+        return ""
+    rho = _fmt(row.spearman_from_first)
+    if row.fooled_by_first_step:
+        return f"fooled by step 1 only: worse at every checkpoint since (ρ {rho})"
+    return rho
 
 
 def _fmt(value: float) -> str:
@@ -211,13 +228,24 @@ def summarise(history: History, steps: int, running: bool) -> str:
         parts.append(f"**{len(better)} of {len(metrics)} quality metrics call it better**"
                      + (f" ({', '.join(better)})" if better else "")
                      + (f", {len(worse)} worse" if worse else ""))
-    verdicts = [detects_degradation(history.deltas(n)) for n in metrics]
+    rows = [row for row in history.verdict() if row.role == "metric"]
+    tail = PROVISIONAL if last < max(CHECKPOINTS) else ""
+    verdicts = [row.detects for row in rows]
     if any(v is not None for v in verdicts):
-        tail = PROVISIONAL if last < max(CHECKPOINTS) else ""
         parts.append(f"by the paper's test (Δ < 0 at steps 5, 10 and 20) "
                      f"{verdicts.count(True)} detect{'s' if verdicts.count(True) == 1 else ''} "
                      f"the damage and {verdicts.count(False)} "
                      f"{'is' if verdicts.count(False) == 1 else 'are'} fooled{tail}")
+    robust = [row.detects_robust for row in rows]
+    if any(v is not None for v in robust):
+        parts.append(f"beyond each score's noise floor {robust.count(True)} of "
+                     f"{len(rows)} detect{'s' if robust.count(True) == 1 else ''} it{tail}")
+    first_only = [row.metric for row in rows if row.fooled_by_first_step]
+    if first_only:
+        one = len(first_only) == 1
+        parts.append(f"{', '.join(first_only)} {'is' if one else 'are'} fooled by step 1 "
+                     f"alone: from the first copy on, {'it gets' if one else 'they get'} "
+                     "worse at every checkpoint")
     return "; ".join(parts) + "."
 
 

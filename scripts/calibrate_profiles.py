@@ -39,8 +39,8 @@ def main() -> None:
     checkpoints = [int(s) for s in args.steps.split(",")]
     print("profile | start | " + " | ".join(f"PSNR@{s}" for s in checkpoints))
     for profile in args.profiles.split(","):
-        backend = SimulateBackend(profile=profile)
         for path in STARTS:
+            backend = SimulateBackend(profile=profile)  # one per chain, as a run has
             with Image.open(path) as opened:
                 start = opened.convert("RGB")
             start.thumbnail((args.side, args.side), Image.Resampling.LANCZOS)

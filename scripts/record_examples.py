@@ -2,7 +2,7 @@
 
 Each is a run directory of the offline `simulate` backend on a clean start from
 assets/examples (scripts/render_starts.py), at 1024 px: the default profile on two starts and
-the soft-copy control on one. To keep the repository lean (a noisy 1024 px frame is ~1.5 MB
+the blur control on one. To keep the repository lean (a noisy 1024 px frame is ~1.5 MB
 even losslessly), only the full frames at `KEEP_STEPS` and the last step stay; every step keeps
 its 256 px thumbnail and all its scores, which were computed on the full frame. The app and
 `load_run` show a thumbnail where its full frame was dropped, and say so. Run it with the venv's
@@ -35,7 +35,7 @@ KEEP_STEPS = (0, 5, 10, 20)  # full frames kept, besides the last
 RECORDINGS = {
     f"dunes-simulated-{STEPS}": ("clean-dunes.png", "nano-banana-pro"),
     f"illustration-simulated-{STEPS}": ("clean-illustration.png", "nano-banana-pro"),
-    f"dunes-softcopy-{STEPS}": ("clean-dunes.png", "soft-copy"),
+    f"dunes-blur-{STEPS}": ("clean-dunes.png", "blur"),
 }
 
 

@@ -14,6 +14,7 @@ from banana_space.analysis import (
     normalised,
     oriented_deltas,
     spearman,
+    worse_after_first,
 )
 from banana_space.metrics import ScoreInfo
 
@@ -110,3 +111,33 @@ def test_detects_robust_needs_every_checkpoint_below_the_floor() -> None:
     gap = [0.0] + [-1.0] * 9 + [math.nan] + [-1.0] * 10
     assert detects_robust(gap, floor=0.1) is None
     assert detects_robust([0.0], floor=0.1) is None
+
+
+def first_step_history() -> History:
+    """Issue 23's BRISQUE on a smooth start: one dose of static makes the first copy score far
+    better (50.6 -> 28.3), then it gets worse with every copy (-> 44.4 at step 20), while PSNR
+    falls throughout. The paper's other case, a score that keeps improving, beside it."""
+    history = History([ScoreInfo("psnr", "fidelity", False), ScoreInfo("brisque", "metric", True),
+                       ScoreInfo("piqe", "metric", True)])
+    for step in range(21):
+        history.add(step, {"psnr": 80.0 if step == 0 else 45.0 - step,
+                           "brisque": 50.6 if step == 0 else 28.3 + 0.8 * (step - 1),
+                           "piqe": 60.0 - step})
+    return history
+
+
+def test_a_fooled_verdict_from_the_first_step_alone_is_told_apart() -> None:
+    rows = {row.metric: row for row in first_step_history().verdict()}
+    brisque, piqe = rows["brisque"], rows["piqe"]
+    assert brisque.detects is False and brisque.worse_after_first is True
+    assert brisque.fooled_by_first_step
+    assert brisque.spearman_from_first == pytest.approx(1.0)
+    assert piqe.detects is False and piqe.worse_after_first is False
+    assert not piqe.fooled_by_first_step and piqe.spearman_from_first == pytest.approx(-1.0)
+
+
+def test_worse_after_first_needs_a_checkpoint_after_the_first_copy() -> None:
+    assert worse_after_first([0.0, 5.0]) is None  # only the first copy so far
+    assert worse_after_first([0.0, 5.0, 4.0, 3.0]) is True  # step 3 stands in for step 5
+    assert worse_after_first([0.0, math.nan, 4.0, 3.0]) is None
+    assert worse_after_first([0.0, 5.0] + [6.0] * 19) is False

@@ -61,8 +61,13 @@ def test_five_step_simulate_chain_on_a_real_photo(photo, tmp_path, weights_dir) 
     assert psnr[0] > 60 and all(a > b for a, b in zip(psnr[1:], psnr[2:], strict=False))
     verdict = {r["metric"]: r for r in read_csv(run / "verdict.csv")}
     assert list(next(iter(verdict.values()))) == [
-        "metric", "delta_5", "delta_10", "delta_20", "detects", "spearman_vs_psnr"]
+        "metric", "delta_5", "delta_10", "delta_20", "detects", "detects_robust",
+        "spearman_vs_psnr", "spearman_from_first", "worse_after_first"]
     assert verdict["psnr"]["detects"] == "yes" and verdict["ssim"]["detects"] == "yes"
+    # Fidelity has no noise floor (floors.csv): its robust verdict is undecided; a metric's is
+    # decided, since every CPU classic has one.
+    assert verdict["psnr"]["detects_robust"] == "undecided"
+    assert {verdict[m]["detects_robust"] for m in CPU_METRICS} <= {"yes", "no"}
     assert float(verdict["psnr"]["delta_5"]) < 0
     meta = json.loads((run / "run.json").read_text())
     assert meta["status"] == "completed" and meta["last_step"] == 5
@@ -70,7 +75,9 @@ def test_five_step_simulate_chain_on_a_real_photo(photo, tmp_path, weights_dir) 
     assert "pyiqa" in meta["versions"]
     with zipfile.ZipFile(zip_path(run)) as archive:
         names = archive.namelist()
+        readme = archive.read(f"{run.name}/README.txt").decode()
     assert f"{run.name}/frames/step_005.png" in names and f"{run.name}/verdict.csv" in names
+    assert "detects_robust" in readme and "noise floor" in readme
 
 
 def test_each_frame_is_on_disk_and_shown_before_its_scores(photo, tmp_path) -> None:

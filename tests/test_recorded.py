@@ -18,12 +18,12 @@ from banana_space.view import RunView
 
 REPO = Path(__file__).resolve().parent.parent
 RECORDED = sorted(p for p in (REPO / "assets" / "recorded").iterdir() if p.is_dir())
-PROFILE_OF_TAG = {"simulated": "nano-banana-pro", "softcopy": "soft-copy"}
+PROFILE_OF_TAG = {"simulated": "nano-banana-pro", "blur": "blur"}
 
 
 def test_the_recordings_are_the_ones_the_issue_asks_for() -> None:
     profiles = [load_run(p).meta["settings"]["backend_settings"]["profile"] for p in RECORDED]
-    assert profiles.count("nano-banana-pro") >= 2 and "soft-copy" in profiles
+    assert profiles.count("nano-banana-pro") >= 2 and "blur" in profiles
     assert sum(f.stat().st_size for f in (REPO / "assets").rglob("*") if f.is_file()) < 40e6
 
 

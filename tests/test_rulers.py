@@ -3,6 +3,7 @@ orientation, and their place in the metric registry and the CLI beside pyiqa's m
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import zipfile
@@ -34,6 +35,7 @@ from banana_space.rulers import (
 from banana_space.rundir import load_run, zip_path
 
 SIDE = 512
+EXAMPLES = Path(__file__).parent.parent / "assets" / "examples"
 RNG_SEED = 7
 
 
@@ -100,6 +102,39 @@ def test_lattice_is_zero_on_clean_photos_and_noise(name) -> None:
     assert lattice(clean) == pytest.approx(0.0, abs=0.05)
     assert lattice_peaks(clean) == []
     assert lattice(with_noise(smooth_image(), 3.0)) == pytest.approx(0.0, abs=0.05)
+
+
+def jpeg_pass(image: np.ndarray, quality: int) -> np.ndarray:
+    """One JPEG round trip with PIL (4:2:0), as the `jpeg` profile makes each copy."""
+    buffer = io.BytesIO()
+    Image.fromarray(np.clip(np.rint(image * 255), 0, 255).astype(np.uint8)).save(
+        buffer, format="JPEG", quality=quality, subsampling="4:2:0")
+    with Image.open(buffer) as decoded:
+        return np.asarray(decoded.convert("RGB"), dtype=np.float64) / 255
+
+
+@pytest.mark.parametrize("quality", [75, 50])
+def test_lattice_finds_jpegs_8_px_block_grid_on_a_smooth_frame(quality) -> None:
+    """JPEG codes 8 x 8 blocks apart, so a smooth frame (the clean dunes) comes back with steps
+    every 8 px: a periodic pattern of period 8 and its harmonics (4, 8/3, 2 px), along x or y."""
+    clean = photo_array(EXAMPLES / "clean-dunes.png")[256:256 + SIDE, 256:256 + SIDE]
+    blocky = jpeg_pass(clean, quality)
+
+    def on_block_grid(peak) -> bool:
+        period = min(peak.period_x, peak.period_y)
+        return any(abs(period - 8 / k) < 0.05 * 8 / k for k in (1, 2, 3, 4))
+
+    assert not any(on_block_grid(p) for p in lattice_peaks(clean))
+    assert on_block_grid(lattice_peaks(blocky)[0])
+    assert sum(on_block_grid(p) for p in lattice_peaks(blocky)) >= 2
+    assert lattice(blocky) > 5 * lattice(clean) + 0.05
+
+
+def test_lattice_misses_jpegs_grid_under_a_photos_own_texture(photo) -> None:
+    """Where the rulers fail (README): on a textured photo the block edges are weaker than the
+    photo's own spectrum around them, so no bin stands ten times above its neighbours."""
+    blocky = jpeg_pass(np.asarray(photo, dtype=np.float64) / 255, 50)
+    assert lattice_peaks(blocky) == []
 
 
 def grey_ramp_with_cast(a_star: float, b_star: float) -> np.ndarray:

@@ -78,7 +78,8 @@ def test_the_four_outputs(dataset, table, capsys) -> None:
     assert Counter(r["chain"] for r in scores) == {c: FRAMES * len(columns) for c in scored}
     verdicts = _rows(table / "verdicts.csv")
     assert list(verdicts[0]) == ["chain", "metric", "delta_5", "delta_10", "delta_20",
-                                 "detects", "spearman_vs_psnr"]
+                                 "detects", "detects_robust", "spearman_vs_psnr",
+                                 "spearman_from_first", "worse_after_first"]
     assert {(r["chain"], r["metric"]) for r in verdicts} == {(c, m) for c in scored
                                                              for m in columns}
     # Noise piles up in every chain: fidelity falls at step 5 in each one.
@@ -86,10 +87,15 @@ def test_the_four_outputs(dataset, table, capsys) -> None:
     tallies = {r["metric"]: r for r in _rows(table / "table.csv")}
     assert list(tallies) == columns
     for metric in columns:
-        words = Counter(r["detects"] for r in verdicts if r["metric"] == metric)
+        mine = [r for r in verdicts if r["metric"] == metric]
+        words = Counter(r["detects"] for r in mine)
+        first_only = sum(r["detects"] == "no" and r["worse_after_first"] == "yes" for r in mine)
         assert tallies[metric] == {"metric": metric, "chains": str(len(scored)),
                                    "detects": str(words["yes"]), "fooled": str(words["no"]),
-                                   "undecided": str(words["undecided"])}
+                                   "undecided": str(words["undecided"]),
+                                   "detects_robust": str(sum(r["detects_robust"] == "yes"
+                                                             for r in mine)),
+                                   "fooled_by_first_step": str(first_only)}
     page = (table / "report.html").read_text()
     assert "Plotly.newPlot" in page and page.count("<tr>") == len(columns) + 1
     assert "skipped broken chain" in page and "broken" in page
@@ -104,6 +110,7 @@ def test_a_run_directory_gives_the_verdict_its_own_run_recorded(dataset, table) 
     for row in rows:
         assert row["delta_5"] == own[row["metric"]]["delta_5"]
         assert row["detects"] == own[row["metric"]]["detects"]
+        assert row["detects_robust"] == own[row["metric"]]["detects_robust"]
 
 
 def test_ctrl_c_stops_cleanly_and_a_rerun_scores_only_what_is_left(dataset, table,

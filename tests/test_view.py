@@ -8,6 +8,7 @@ import math
 import numpy as np
 from PIL import Image
 
+from banana_space import analysis
 from banana_space.analysis import History
 from banana_space.events import Finished, Notice
 from banana_space.magnifier import CROP, GAP, box_around, largest_difference_box, side_by_side
@@ -61,6 +62,33 @@ def test_fidelity_is_shown_by_its_value_and_early_verdicts_say_so_far() -> None:
     # Before frame 0 is scored, the table lists the columns with nothing in them yet.
     empty = rows_of(RunView(steps=20, history=History(INFOS)))
     assert empty["psnr (reference)"][now] == "—" and empty["brisque"][now] == ""
+
+
+def first_step_history() -> History:
+    """Issue 23's smooth start: BRISQUE is far better at step 1 (50.6 -> 28.3), then worse with
+    every copy; NIQE worse from the start; PIQE better and better."""
+    made = History(INFOS)
+    for step in range(21):
+        made.add(step, {"psnr": 80.0 if step == 0 else 45.0 - step,
+                        "brisque": 50.6 if step == 0 else 28.3 + 0.8 * (step - 1),
+                        "niqe": 5.0 + step, "piqe": 40.0 - 0.5 * step})
+    return made
+
+
+def test_a_fooled_verdict_from_step_1_alone_is_said_in_words(monkeypatch) -> None:
+    monkeypatch.setattr(analysis, "floor_of", lambda name: {"niqe": 2.0, "brisque": 1.0}.get(name))
+    text = summarise(first_step_history(), 20, running=False)
+    assert "brisque is fooled by step 1 alone: from the first copy on, it gets worse at every " \
+        "checkpoint" in text
+    assert "beyond each score's noise floor 1 of 3 detects it" in text
+    rows = rows_of(RunView(steps=20, history=first_step_history(), last_step=20))
+    beyond, trend = VERDICT_HEADERS.index("beyond floor"), VERDICT_HEADERS.index("from 1st copy")
+    assert rows["brisque"][VERDICT_COLUMN] == "❌ fooled"
+    assert rows["brisque"][trend] == "fooled by step 1 only: worse at every checkpoint since (ρ 1)"
+    assert rows["piqe"][trend] == "-1" and rows["psnr (reference)"][trend] == ""
+    assert [rows[m][beyond] for m in ("niqe", "brisque", "piqe", "psnr (reference)")] == \
+        ["✅ detects", "❌ no", "…", "…"]  # piqe and psnr: no floor, undecided
+    assert all(len(row) == len(VERDICT_HEADERS) for row in rows.values())
 
 
 def test_the_status_says_why_a_run_stopped_once_and_marks_notices_by_level() -> None:

@@ -19,7 +19,7 @@ steps of every profile at 1024 px did not fit the 2 shared cores of the day.
 from __future__ import annotations
 
 import numpy as np
-from PIL import Image, ImageFilter
+from PIL import Image
 from scipy import ndimage
 
 Pixels = np.ndarray  # float32, H x W x 3, 0..255
@@ -199,7 +199,7 @@ def simplification(pixels: Pixels, rng: np.random.Generator, strength: float) ->
     return copy_regions(out, rng, count, side, PATCH_REACH)
 
 
-# --- Lattice ripple ---------------------------------------------------------------------------
+# --- Lattice ripple (hypothetical) ----------------------------------------------------------
 
 LATTICE_PERIOD = 6.0  # px
 LATTICE_AMPLITUDE = 0.6  # grey levels per step, per plane wave
@@ -217,12 +217,15 @@ def lattice_ripple(pixels: Pixels, rng: np.random.Generator, strength: float,
                    period: float = LATTICE_PERIOD) -> Pixels:
     """A faint periodic honeycomb, invisible in thumbnails, that grows step by step.
 
-    Models the "digital ripple" described for GPT-image replication chains (as cited in
-    issue 16): a faint periodic grid or honeycomb over the whole frame. The lattice is anchored
-    to the pixel grid (as a generator's patch grid is), so each step's copy lands on the last
-    and its amplitude grows linearly. Its `period` (6 px) is finer than a 4x-downscaled 256 px
-    thumbnail can show, as the description says. `rng` is unused: the lattice is the same at
-    every step.
+    A hypothetical artifact, named after no generator: it is the planted answer for the
+    `lattice` ruler. A "digital ripple" (a faint periodic grid or honeycomb) was reported for
+    GPT-image replication chains only second hand (as cited in issue 16, not verified), and the
+    one real GPT-image replication chain this project could find collapses into a grey hatched
+    sketch with no lattice (issue 23), so no source shows this artifact in a real chain. The
+    lattice is anchored to the pixel grid (as a generator's patch grid would be), so each
+    step's copy lands on the last and its amplitude grows linearly. Its `period` (6 px) is
+    finer than a 4x-downscaled 256 px thumbnail can show. `rng` is unused: the lattice is the
+    same at every step.
 
     Calibrated against PSNR to the input only: LATTICE_AMPLITUDE set so the starts reach about
     30 dB at step 10 (measured, seed 0, 1024 px: 29.4-29.9 dB on all four).
@@ -231,25 +234,3 @@ def lattice_ripple(pixels: Pixels, rng: np.random.Generator, strength: float,
     return pixels + (LATTICE_AMPLITUDE * strength * lattice)[..., None]
 
 
-# --- Soft copy (the control) ------------------------------------------------------------------
-
-def soft_copy(pixels: Pixels, rng: np.random.Generator, strength: float) -> Pixels:
-    """The project's first model, kept as the control: blur-dominated, what classic no-reference
-    metrics were built to catch (LIVE and TID hold Gaussian blur, JPEG and white noise).
-
-    One step: a random sub-pixel shift (up to ±0.5 px, bicubic), a 0.7 px Gaussian blur, an
-    unsharp mask (radius 1.5 px, 20 %) that the blur outweighs at every spatial frequency
-    (0.7² ≥ 0.2 × 1.5²), warm per-channel gains (red +0.3 %, green +0.1 %, blue −0.3 %) with
-    seeded jitter, and fresh static of sigma 2 grey levels. Not calibrated to the paper: it is
-    the contrast, a chain that degrades the way classic metrics expect.
-    """
-    image = Image.fromarray(np.clip(np.rint(pixels), 0, 255).astype(np.uint8), "RGB")
-    shift_x, shift_y = rng.uniform(-0.5, 0.5, size=2) * strength
-    image = image.transform(image.size, Image.Transform.AFFINE,
-                            (1, 0, shift_x, 0, 1, shift_y), resample=Image.Resampling.BICUBIC)
-    image = image.filter(ImageFilter.GaussianBlur(0.7 * strength))
-    image = image.filter(ImageFilter.UnsharpMask(radius=1.5, percent=round(20 * strength),
-                                                 threshold=0))
-    gains = 1 + strength * (np.array([0.003, 0.001, -0.003]) + rng.normal(0, 0.001, size=3))
-    out = np.asarray(image, dtype=np.float32) * gains.astype(np.float32)
-    return out + rng.normal(0, 2.0 * strength, size=out.shape).astype(np.float32)

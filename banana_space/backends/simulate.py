@@ -1,32 +1,41 @@
 """`simulate`: offline, seeded models of what one generator round trip does to an image.
 
-A small table of profiles, each a pure step function from `artifacts` (whose docstring quotes
-the description it models and says what it was calibrated against). The default is
-*Nano Banana Pro-like*, the generator of Banana100 (arXiv 2604.03400); *Soft copy* is the
-blur-dominated control. `strength` scales every profile (0 = a perfect copy, 1 = calibrated).
-The same seed gives the same frames, bit for bit; no key, no GPU, no network.
+A small table of profiles, each a pure step function from `artifacts` or `controls` (whose
+docstrings quote the description each models and say what it was calibrated against). The
+default is *Nano Banana Pro-like*, the generator of Banana100 (arXiv 2604.03400). Each profile
+has a `kind`, so a suite can be picked by it: "damage" (a generator's or a codec's damage),
+"control" (`blur`, the damage classic metrics were built to catch) or "nuisance" (no damage a
+person would name; the chains that set each score's noise floor, `floors.py`). `strength`
+scales every profile (0 = a perfect copy, 1 = calibrated). The same seed gives the same frames,
+bit for bit; no key, no GPU, no network.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from PIL import Image
 
-from . import artifacts
+from . import artifacts, controls
 from .base import BackendInfo, Edit, Entry, Report, report_nothing
 
+# (last frame, rng, strength) -> next frame: damage fed back, as a generator's round trip.
 StepFunction = Callable[[np.ndarray, np.random.Generator, float], np.ndarray]
+# (anchor frame, strength, step, anchor's step) -> frame `step`, computed from the anchor.
+AnchoredStep = Callable[[np.ndarray, float, int, int], np.ndarray]
+Kind = Literal["damage", "control", "nuisance"]
 
 
 @dataclass(frozen=True)
 class Profile:
     label: str  # what the UI shows
     models: str  # one line: which generator's artifact, for the UI and the README
-    step: StepFunction
+    step: StepFunction | AnchoredStep
+    kind: Kind = "damage"
+    anchored: bool = False  # True: `step` is an AnchoredStep (see `controls`)
 
 
 PROFILES: dict[str, Profile] = {
@@ -43,13 +52,35 @@ PROFILES: dict[str, Profile] = {
         "Simplification", "fine texture smoothed away, small regions copied from elsewhere "
         "(Qwen Image Edit)", artifacts.simplification),
     "lattice-ripple": Profile(
-        "Lattice ripple", "a faint periodic honeycomb, invisible in thumbnails (GPT-image)",
+        "Lattice ripple (hypothetical)", "a faint periodic honeycomb, invisible in thumbnails "
+        "(no generator's chain is known to show it: the lattice ruler's planted answer)",
         artifacts.lattice_ripple),
-    "soft-copy": Profile(
-        "Soft copy (control)", "blur, slight sharpening, warm drift, light static: what "
-        "classic metrics were built to catch", artifacts.soft_copy),
+    "jpeg": Profile(
+        "JPEG re-save", "each copy re-encoded as JPEG at quality 75, compounding (generation "
+        "loss)", controls.jpeg_recompress),
+    "blur": Profile(
+        "Blur (control)", "an exact accumulated Gaussian blur, sigma 0.8 x sqrt(step) px: what "
+        "classic metrics were built to catch", controls.accumulated_blur, "control",
+        anchored=True),
+    "identical": Profile(
+        "Identical copy (nuisance)", "every copy is the input, pixel for pixel",
+        controls.identical, "nuisance"),
+    "subpixel-shift": Profile(
+        "Half-pixel shift (nuisance)", "the input moved ±0.5 px, alternating",
+        controls.subpixel_shift, "nuisance", anchored=True),
+    "resave": Profile(
+        "Lossless re-save (nuisance)", "each copy re-saved as PNG", controls.png_resave,
+        "nuisance"),
+    "mild-jpeg": Profile(
+        "Mild JPEG (nuisance)", "the input re-encoded once as JPEG at quality 95",
+        controls.mild_jpeg, "nuisance", anchored=True),
 }
 DEFAULT_PROFILE = "nano-banana-pro"
+
+
+def profiles_of_kind(kind: Kind) -> list[str]:
+    """The names of the profiles of one kind, in the table's order (a suite to run)."""
+    return [name for name, profile in PROFILES.items() if profile.kind == kind]
 
 INFO = BackendInfo(
     name="simulate",
@@ -71,6 +102,9 @@ class SimulateBackend:
                              f"{', '.join(PROFILES)}")
         self.strength = float(strength)
         self.profile = profile
+        # An anchored profile's fixed frame: the first frame this backend is handed (frame 0,
+        # or the frame a resumed run continues from) and its step, as float pixels.
+        self._anchor: tuple[np.ndarray, int] | None = None
 
     def unavailable_reason(self) -> str | None:
         return None
@@ -82,9 +116,15 @@ class SimulateBackend:
              report: Report = report_nothing) -> Edit:
         if self.strength == 0:  # the ideal generator: the exact copy, by definition
             return Edit(image=image.convert("RGB"))
-        rng = np.random.default_rng([seed, step])
         pixels = np.asarray(image.convert("RGB"), dtype=np.float32)
-        out = PROFILES[self.profile].step(pixels, rng, self.strength)
+        profile = PROFILES[self.profile]
+        if profile.anchored:
+            if self._anchor is None:
+                self._anchor = (pixels, step - 1)
+            anchor, anchor_step = self._anchor
+            out = profile.step(anchor, self.strength, step, anchor_step)
+        else:
+            out = profile.step(pixels, np.random.default_rng([seed, step]), self.strength)
         # Quantise to 8-bit RGB, as a real generator's PNG would.
         return Edit(image=Image.fromarray(np.clip(np.rint(out), 0, 255).astype(np.uint8), "RGB"))
 

@@ -85,7 +85,8 @@ def _colour(index: int, role: str) -> str:
 
 def table_html(rows: list[list[object]]) -> str:
     head = "".join(f"<th>{h}</th>" for h in ("metric", "chains", "detects", "fooled",
-                                              "undecided"))
+                                              "undecided", "beyond floor",
+                                              "fooled by step 1 only"))
     body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>"
                    for row in rows)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
@@ -108,8 +109,11 @@ table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:3px 10px;t
 td:first-child,th:first-child{{text-align:left}}</style></head><body>
 <h1>Does each metric detect the degradation?</h1>
 <p>{len(histories)} chain(s). A metric <em>detects</em> it in a chain when its oriented Δ
-(negative = worse) is negative at steps 5, 10 and 20 (Banana100, arXiv 2604.03400). psnr and
-ssim are fidelity to frame 0: the reference.</p>
+(negative = worse) is negative at steps 5, 10 and 20 (Banana100, arXiv 2604.03400); <em>beyond
+floor</em> when it is below minus the score's noise floor there (its largest move on chains with
+no damage a person would name: an identical copy, a half-pixel shift, a lossless re-save, one
+JPEG pass at quality 95). <em>Fooled by step 1 only</em>: fooled, yet worse at every checkpoint
+than the first copy. psnr and ssim are fidelity to frame 0: the reference.</p>
 {table_html(rows)}
 <ul>{items}</ul>
 {divs[0]}

@@ -3,9 +3,13 @@
     DIR/.chains/<chain>.json   each chain's scores as soon as it is done (the resume state)
     DIR/scores.csv             chain, step, metric, score
     DIR/verdicts.csv           chain, metric, delta_5, delta_10, delta_20, detects,
-                               spearman_vs_psnr
+                               detects_robust, spearman_vs_psnr, spearman_from_first,
+                               worse_after_first
     DIR/table.csv              metric, chains, detects, fooled, undecided: the paper's table
-                               (Banana100, arXiv 2604.03400, Table 2), fidelity rows included
+                               (Banana100, arXiv 2604.03400, Table 2), fidelity rows included;
+                               then detects_robust (beyond the score's noise floor) and
+                               fooled_by_first_step (fooled, yet worse at every checkpoint
+                               than the first copy)
     DIR/report.html            see report.py
 
 Every file is written whole under a temporary name and renamed into place
@@ -29,8 +33,10 @@ from ..sources import natural_key
 from .work import ChainResult
 
 VERDICT_HEADER = ["chain", "metric", "delta_5", "delta_10", "delta_20", "detects",
-                  "spearman_vs_psnr"]
-TABLE_HEADER = ["metric", "chains", "detects", "fooled", "undecided"]
+                  "detects_robust", "spearman_vs_psnr", "spearman_from_first",
+                  "worse_after_first"]
+TABLE_HEADER = ["metric", "chains", "detects", "fooled", "undecided", "detects_robust",
+                "fooled_by_first_step"]
 
 
 def resume_file(out: Path, name: str) -> Path:
@@ -85,7 +91,9 @@ class TableStore:
         write_atomic(self.out / "scores.csv",
                      _csv_bytes(["chain", "step", "metric", "score"], score_rows))
         verdict_rows = [[name, r.metric, r.delta_5, r.delta_10, r.delta_20, _detects(r.detects),
-                         r.spearman_vs_psnr] for name, rows in verdicts.items() for r in rows]
+                         _detects(r.detects_robust), r.spearman_vs_psnr, r.spearman_from_first,
+                         _detects(r.worse_after_first)]
+                        for name, rows in verdicts.items() for r in rows]
         write_atomic(self.out / "verdicts.csv", _csv_bytes(VERDICT_HEADER, verdict_rows))
         write_atomic(self.out / "table.csv", _csv_bytes(TABLE_HEADER, table_rows(verdicts)))
         return verdicts
@@ -101,11 +109,14 @@ class TableStore:
 
 def table_rows(verdicts: dict[str, list[VerdictRow]]) -> list[list[object]]:
     """Per metric, over chains: how many it detected the degradation in, was fooled by, or
-    could not decide (a missing checkpoint score)."""
+    could not decide (a missing checkpoint score); then in how many it detected it beyond its
+    noise floor, and in how many its "fooled" came from step 0 -> 1 alone."""
     counts: dict[str, list[int]] = {}
     for rows in verdicts.values():
         for row in rows:
-            tally = counts.setdefault(row.metric, [0, 0, 0, 0])
+            tally = counts.setdefault(row.metric, [0] * 6)
             tally[0] += 1
             tally[{True: 1, False: 2, None: 3}[row.detects]] += 1
+            tally[4] += row.detects_robust is True
+            tally[5] += row.fooled_by_first_step
     return [[metric, *tally] for metric, tally in counts.items()]

@@ -1,0 +1,129 @@
+"""The chains a claim needs beside its damage: a positive control, a codec's damage, nuisances.
+
+A metric that misses Banana100's decay (arXiv 2604.03400) only means something if it catches the
+damage it was built for, and a "detection" only means something if the same score stays put on
+chains with no damage a person would name. So, beside the generator models of `artifacts`:
+
+- `accumulated_blur`, the positive control: Gaussian blur, one of the distortions classic
+  no-reference metrics were trained on (LIVE: Sheikh, Sabir & Bovik, IEEE TIP 2006; BRISQUE is
+  trained on LIVE, Mittal, Moorthy & Bovik, IEEE TIP 2012).
+- `jpeg_recompress`, a codec's damage: the same JPEG quality applied to every copy, compounding
+  (the "generation loss" of re-saving a JPEG; JPEG compression is also a LIVE distortion).
+- nuisance chains, with no damage a person would name: `identical` (the exact copy),
+  `subpixel_shift` (±0.5 px), `png_resave` (a lossless re-save), `mild_jpeg` (one JPEG pass at
+  quality 95). `scripts/measure_floors.py` runs them to measure each score's noise floor.
+
+Two kinds of step function. A *feedback* step (pixels, rng, strength) -> pixels works on the
+last frame, as every generator model does. An *anchored* step (anchor, strength, step,
+anchor_step) -> pixels computes frame `step` from one fixed frame, the anchor (frame 0 unless a
+run was resumed, then the frame it resumed from, `anchor_step`), so that its effect is exact:
+no 8-bit rounding is fed back (a blur fed back at 8 bits lags behind the exact one at every
+rounding, and on a smooth start it stalls: issue 23 saw no pixel change after about 15 steps),
+and a nuisance cannot walk away from the input.
+"""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+from PIL import Image
+from scipy import ndimage
+
+Pixels = np.ndarray  # float32, H x W x 3, 0..255
+
+
+def _to_image(pixels: Pixels) -> Image.Image:
+    return Image.fromarray(np.clip(np.rint(pixels), 0, 255).astype(np.uint8), "RGB")
+
+
+def _round_trip(pixels: Pixels, **save: object) -> Pixels:
+    """The frame written to a file with PIL (`save`: format and options) and read back."""
+    buffer = io.BytesIO()
+    _to_image(pixels).save(buffer, **save)
+    buffer.seek(0)
+    with Image.open(buffer) as reread:
+        return np.asarray(reread.convert("RGB"), dtype=np.float32)
+
+
+# --- The positive control: accumulated Gaussian blur --------------------------------------------
+
+BLUR_SIGMA = 0.8  # px: s in sigma_i = s * sqrt(i)
+
+
+def accumulated_blur(anchor: Pixels, strength: float, step: int, anchor_step: int) -> Pixels:
+    """Frame i is the input blurred by a Gaussian of sigma_i = s * sqrt(i) px, in floating point.
+
+    Gaussians compose by adding variances (the semigroup property of scale space: Koenderink,
+    "The structure of images", Biol. Cybern. 1984; Lindeberg, "Scale-Space Theory in Computer
+    Vision", 1994, ch. 2), so sigma_i = s * sqrt(i) is exactly what i round trips that each blur
+    by s would give, without the 8-bit rounding that makes a fed-back blur stall. Resumed from
+    frame j (the anchor), the blur still added is sigma = s * sqrt(i - j), which composes with
+    frame j's own to s * sqrt(i) (one 8-bit rounding, frame j's, is then carried).
+
+    Calibrated against PSNR to the input only, to the rule every profile follows (about 30 dB
+    at step 10): s = `BLUR_SIGMA` = 0.8 px (also the value issue 23's test used) gives, on the
+    clean starts at 1024 px (`scripts/calibrate_profiles.py`), 28.0 (facade), 28.3 (feathers)
+    and 29.5 dB (illustration) at step 10 and 26.2-27.7 dB at step 20; the dunes, with little
+    fine detail to lose, 44.3 dB. `strength` scales s.
+    """
+    sigma = BLUR_SIGMA * strength * np.sqrt(step - anchor_step)
+    return ndimage.gaussian_filter(anchor, (sigma, sigma, 0), mode="reflect")
+
+
+# --- A codec's damage: JPEG re-encoded at every step --------------------------------------------
+
+JPEG_QUALITY = 75  # libjpeg's and PIL's default quality
+
+
+def jpeg_recompress(pixels: Pixels, rng: np.random.Generator, strength: float) -> Pixels:
+    """Each copy is the last one saved as a JPEG at a fixed quality and decoded again.
+
+    What re-saving a JPEG over and over does ("generation loss"): each pass quantises the 8 x 8
+    block DCT (Wallace, "The JPEG still picture compression standard", CACM 1991) and halves
+    the chroma resolution (4:2:0), and the rounding of one pass is the input of the next.
+    Quality `JPEG_QUALITY` = 75 is the default of the IJG libjpeg encoder and of PIL, the
+    quality an unconsidered re-save gets; `strength` lowers it, quality = 100 - 25 x strength
+    (1..95). Not calibrated to 30 dB at step 10: a fixed quality's loss levels off after a few
+    passes, which is what it models (measured, 1024 px: PSNR at step 1 / 20 of 46.3 / 46.3 dB
+    on the dunes, 36.3 / 36.1 facade, 32.0 / 31.1 feathers, 38.6 / 37.6 illustration). `rng`
+    is unused: a codec is deterministic.
+    """
+    quality = int(np.clip(round(100 - (100 - JPEG_QUALITY) * strength), 1, 95))
+    return _round_trip(pixels, format="JPEG", quality=quality, subsampling="4:2:0")
+
+
+# --- Nuisance chains: no damage a person would name ---------------------------------------------
+
+SHIFT_PX = 0.5  # each step's shift, both axes, alternating in sign
+MILD_JPEG_QUALITY = 95
+
+
+def identical(pixels: Pixels, rng: np.random.Generator, strength: float) -> Pixels:
+    """The exact copy: every frame is the last one, pixel for pixel."""
+    return pixels
+
+
+def png_resave(pixels: Pixels, rng: np.random.Generator, strength: float) -> Pixels:
+    """The last frame saved as a PNG and read back: lossless, so no pixel may change; a score
+    that moves here measures its own arithmetic, not the image."""
+    return _round_trip(pixels, format="PNG")
+
+
+def subpixel_shift(anchor: Pixels, strength: float, step: int, anchor_step: int) -> Pixels:
+    """The input moved by half a pixel, right and down on odd steps, left and up on even ones.
+
+    A replica that lands half a pixel off the original grid, as any resampling editor may
+    leave it; a person sees no change. Resampled from the input (cubic spline, in floating
+    point) at every step, so the chain does not walk away; `strength` scales the shift."""
+    offset = SHIFT_PX * strength * (1 if step % 2 else -1)
+    return ndimage.shift(anchor, (offset, offset, 0), order=3, mode="nearest")
+
+
+def mild_jpeg(anchor: Pixels, strength: float, step: int, anchor_step: int) -> Pixels:
+    """The input saved once as a JPEG at quality 95 (4:4:4) and decoded, at every step.
+
+    The re-encode an upload pipeline or a careful "save as" does. It is not compounded: a
+    nuisance must stay a nuisance over 20 steps, and compounding is the `jpeg` damage chain.
+    `strength` is unused (only 0, the exact copy, changes it)."""
+    return _round_trip(anchor, format="JPEG", quality=MILD_JPEG_QUALITY, subsampling="4:4:4")

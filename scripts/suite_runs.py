@@ -1,0 +1,187 @@
+"""Run `simulate` profiles on the bundled clean starts at full size, in parallel, and keep each
+run's CSVs (not its frames): the runs behind docs/detection_*.md and banana_space/floors.csv.
+
+Shared by scripts/detection_table.py and scripts/measure_floors.py, so the nuisance runs that
+give the floors are the very runs the tables count false alarms on. Each run makes every frame
+of the chain with the engine's `simulate` backend and scores frames with the engine's `Scorer`
+(the scores `python -m banana_space run` would write), but only at `SCORED_STEPS`: the paper's
+checkpoints 5, 10 and 20, and steps 1 and 2 for the trend from the first copy (2 cores shared
+by six engineers could not score all 21 frames of every run at full size in the time there
+was). A frame identical, bit for bit, to one already scored gets that frame's scores (every
+score here is deterministic), which makes the nuisance chains, whose frames repeat, nearly
+free. Each run's run.json (settings, columns) and scores.csv (step,metric,score,delta, as a
+run directory's) go to `RUNS/<profile>--<start>/`; a run already there is not made again
+(delete its folder to re-make it). At most `workers` processes (spawned: torch's thread pools
+do not survive a fork), the cores shared between them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import functools
+import json
+import math
+import multiprocessing
+import os
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+os.environ.setdefault("BANANA_WEIGHTS_DIR", str(REPO.parent / "shared" / "weights"))
+
+EXAMPLES = REPO / "assets" / "examples"
+RUNS = REPO / "docs" / "detection_runs"
+SCORED_STEPS = (0, 1, 2, 5, 10, 20)  # and the last step, where a run is longer
+CLEAN_STARTS = ("clean-dunes", "clean-facade", "clean-illustration")  # clean-feathers held out
+SUITE_METRICS = ("classics", "rulers")  # psnr and ssim come with every run
+LOAD_SECONDS = 1800
+
+
+@dataclass(frozen=True)
+class Job:
+    profile: str
+    start: str  # a file stem in assets/examples
+    steps: int
+    side: int  # longest side, px
+    metrics: tuple[str, ...]
+
+    @property
+    def name(self) -> str:
+        return f"{self.profile}--{self.start}"
+
+
+def start_path(stem: str) -> Path:
+    found = sorted(EXAMPLES.glob(f"{stem}.*"))
+    if not found:
+        raise FileNotFoundError(f"no start named {stem!r} in {EXAMPLES}")
+    return found[0]
+
+
+def done(runs: Path, job: Job) -> bool:
+    meta = runs / job.name / "run.json"
+    return meta.is_file() and json.loads(meta.read_text()).get("status") == "completed"
+
+
+def _run(job: Job, runs: Path) -> tuple[str, float]:
+    """One chain, scored at `SCORED_STEPS`; its run.json and scores.csv in `runs/job.name`."""
+    import hashlib
+    from dataclasses import asdict
+
+    from PIL import Image
+
+    from banana_space.analysis import History
+    from banana_space.backends.simulate import SimulateBackend
+    from banana_space.metrics import expand_metric_names
+    from banana_space.scoring import Scorer
+
+    began = time.monotonic()
+    with Image.open(start_path(job.start)) as opened:
+        image = opened.convert("RGB")
+    image.thumbnail((job.side, job.side), Image.Resampling.LANCZOS)
+    scorer = Scorer(expand_metric_names(",".join(job.metrics)), pool=_pool())
+    for _ in scorer.load():
+        pass
+    if scorer.unavailable:  # a run missing a score would quietly shrink the table
+        raise RuntimeError(f"{job.name}: unavailable: {scorer.unavailable}")
+    backend, history = SimulateBackend(profile=job.profile), History(scorer.infos)
+    scored: dict[bytes, dict[str, float]] = {}
+    frame = reference = image
+    for step in range(job.steps + 1):
+        if step:
+            frame = backend.edit(frame, "", seed=0, step=step).image
+        if step in SCORED_STEPS or step == job.steps:
+            key = hashlib.sha256(frame.tobytes() + repr(frame.size).encode()).digest()
+            if key not in scored:
+                scored[key] = scorer.measure(frame, reference).scores
+            history.add(step, scored[key])
+    target = runs / job.name
+    target.mkdir(parents=True, exist_ok=True)
+    rows = [[step, name, score, history.deltas(name)[step]]
+            for step in range(history.last_step + 1) for name, series in history.scores.items()
+            if math.isfinite(score := series[step])]
+    with (target / "scores.csv").open("w", newline="") as handle:
+        csv.writer(handle).writerows([["step", "metric", "score", "delta"], *rows])
+    meta = {"status": "completed", "settings": {
+        "backend": "simulate", "backend_settings": backend.settings(), "start": job.start,
+        "input_size": list(image.size), "steps": job.steps, "seed": 0,
+        "scored_steps": sorted({s for s in SCORED_STEPS if s <= job.steps} | {job.steps}),
+        "frames_scored": len(scored)}, "unavailable": scorer.unavailable,
+        "columns": [asdict(info) for info in scorer.infos],
+        "seconds_total": round(time.monotonic() - began, 1)}
+    (target / "run.json").write_text(json.dumps(meta, indent=2) + "\n")
+    return job.name, time.monotonic() - began
+
+
+@functools.cache
+def _pool():
+    """This process's metrics, with time to load on a busy machine (the app's pool gives up
+    after 30 s, which 2 cores shared by many processes can take)."""
+    from banana_space.metrics import MetricPool
+
+    return MetricPool(load_seconds=LOAD_SECONDS)
+
+
+def _start_worker(threads: int) -> None:
+    import torch
+
+    torch.set_num_threads(threads)
+
+
+def run_all(jobs: Sequence[Job], runs: Path = RUNS, workers: int = 2) -> None:
+    """Make every job not yet in `runs`, `workers` at a time, printing each as it ends."""
+    todo = [job for job in jobs if not done(runs, job)]
+    print(f"{len(jobs) - len(todo)} runs already made, {len(todo)} to make", file=sys.stderr)
+    if not todo:
+        return
+    threads = max(1, (os.cpu_count() or 1) // workers)
+    context = multiprocessing.get_context("spawn")
+    with context.Pool(workers, initializer=_start_worker, initargs=(threads,)) as pool:
+        results = [pool.apply_async(_run, (job, runs)) for job in todo]
+        for result in results:
+            name, seconds = result.get()
+            print(f"  {name}: {seconds:.0f} s", file=sys.stderr, flush=True)
+
+
+def read(runs: Path, job: Job):
+    """A made run: its run.json and its scores as a `History` (NaN at unscored steps)."""
+    from banana_space.rundir import read_history
+
+    meta = json.loads((runs / job.name / "run.json").read_text())
+    return meta, read_history(runs / job.name, meta)
+
+
+def jobs_for(profiles: Sequence[str], starts: Sequence[str], steps: int, side: int,
+             metrics: Sequence[str] = SUITE_METRICS) -> list[Job]:
+    return [Job(p, s, steps, side, tuple(metrics)) for p in profiles for s in starts]
+
+
+def main() -> None:
+    from banana_space.backends.simulate import PROFILES, profiles_of_kind
+
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    # The floors' runs first, then the control, the paper's generator and a codec, the rest.
+    first = ["nano-banana-pro", "jpeg"]
+    suite = [*profiles_of_kind("nuisance"), *profiles_of_kind("control"), *first,
+             *(p for p in profiles_of_kind("damage") if p not in first)]
+    parser.add_argument("--profiles", default=",".join(suite),
+                        help=f"comma-separated, of: {', '.join(PROFILES)}")
+    parser.add_argument("--starts", default=",".join(CLEAN_STARTS))
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--side", type=int, default=1024, help="longest side, px")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--runs", type=Path, default=RUNS)
+    args = parser.parse_args()
+    began = time.monotonic()
+    run_all(jobs_for(args.profiles.split(","), args.starts.split(","), args.steps, args.side),
+            args.runs, args.workers)
+    print(f"({time.monotonic() - began:.0f} s)", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

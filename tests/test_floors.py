@@ -1,0 +1,67 @@
+"""The noise floors shipped in banana_space/floors.csv (scripts/measure_floors.py, from the
+nuisance chains on three clean starts) keep the robust verdict from firing where nothing a
+person would call damage happened, on a start they were not measured on."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from PIL import Image
+from scipy import ndimage
+
+from banana_space.analysis import detects_degradation, detects_robust, oriented_deltas
+from banana_space.floors import floor_of, floors
+from banana_space.metrics import CPU_DEFAULTS, FIDELITY
+from banana_space.rulers import RULERS
+
+from conftest import EXAMPLES
+
+HELD_OUT = EXAMPLES / "clean-feathers.png"  # not one of the starts the floors came from
+STEPS = (5, 10, 20)  # the paper's checkpoints: the only steps a verdict reads
+
+
+def test_every_cpu_score_has_a_floor_and_fidelity_has_none() -> None:
+    for name in (*CPU_DEFAULTS, *RULERS):
+        assert 0 < floor_of(name) < math.inf, name
+    assert all(floor_of(name) is None for name in FIDELITY)
+    assert floor_of("no-such-score") is None and set(floors()) == {*CPU_DEFAULTS, *RULERS}
+
+
+@pytest.fixture(scope="module")
+def start() -> np.ndarray:
+    with Image.open(HELD_OUT) as image:
+        small = image.convert("RGB")
+    small.thumbnail((1024, 1024), Image.Resampling.LANCZOS)  # the size the floors were made at
+    return np.asarray(small, dtype=np.float64) / 255
+
+
+def verdicts(frames: dict[int, np.ndarray]) -> dict[str, tuple[bool | None, bool | None]]:
+    """Each ruler's (paper's, robust) verdict on a chain given by its frames at 0 and STEPS."""
+    found = {}
+    for name, ruler in RULERS.items():
+        scores = [math.nan] * (max(STEPS) + 1)
+        for step, frame in frames.items():
+            scores[step] = ruler.measure(frame)
+        deltas = oriented_deltas(scores, ruler.lower_better)
+        found[name] = (detects_degradation(deltas), detects_robust(deltas, floor_of(name)))
+    return found
+
+
+def test_float_noise_is_never_a_robust_detection(start) -> None:
+    rng = np.random.default_rng(0)
+    frames = {0: start, **{s: start + rng.normal(0, 1e-9, start.shape) for s in STEPS}}
+    assert {name: robust for name, (_, robust) in verdicts(frames).items()} == \
+        dict.fromkeys(RULERS, False)
+
+
+def test_a_half_pixel_shift_chain_is_never_a_robust_detection(start) -> None:
+    """As the subpixel-shift profile: ±0.5 px, alternating, resampled from the input."""
+    def shifted(step: int) -> np.ndarray:
+        offset = 0.5 if step % 2 else -0.5
+        return ndimage.shift(start, (offset, offset, 0), order=3, mode="nearest")
+
+    frames = {0: start, **{s: shifted(s) for s in STEPS}}
+    assert {name: robust for name, (_, robust) in verdicts(frames).items()} == \
+        dict.fromkeys(RULERS, False)
