@@ -95,6 +95,8 @@ def _leaderboard_parser(commands: Any) -> None:
     board.add_argument("--steps", type=int, default=Suite.steps)
     board.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     board.add_argument("--ray", nargs="?", const="local", default=None, metavar="ADDRESS")
+    board.add_argument("--retime", action="store_true", help="measure each score's "
+                       "availability and cost again (default: kept from a previous run in DIR)")
 
 
 def _split(text: str) -> list[str]:
@@ -234,7 +236,7 @@ def _leaderboard(args: argparse.Namespace, stop: threading.Event) -> int:
     completed = run_leaderboard(args.out, suite, sources=args.add, metrics=metrics,
                                 workers=args.workers, ray=args.ray is not None,
                                 address=None if args.ray in (None, "local") else args.ray,
-                                stop=stop)
+                                stop=stop, retime=args.retime)
     print(("completed" if completed else "stopped: run the same command again to continue")
           + f"; outputs in {args.out}: leaderboard.csv, artifacts.csv, leaderboard.html")
     return 0 if completed else EXIT_CODES["stopped"]

@@ -13,6 +13,7 @@ frame 0 and the last frame) and `suite.json` (the suite, the machine, the time i
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import platform
@@ -93,6 +94,28 @@ def time_entries(entries: Sequence[Entry]) -> dict[str, float]:
     return seconds
 
 
+def _previous(out: Path) -> list[dict[str, str]]:
+    path = out / "leaderboard.csv"
+    if not path.is_file():
+        return []
+    with path.open(newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def previous_entries(out: Path, names: Sequence[str]) -> list[Entry] | None:
+    """The entries of the leaderboard already in `out`, when it ranked these very names (a
+    rerun that only re-ranks need not create 40 metrics again); None otherwise."""
+    rows = _previous(out)
+    if sorted(r["metric"] for r in rows if r["family"] != "judge") != sorted(names):
+        return None
+    return [Entry(r["metric"], r["family"], r["label"], r["unavailable"]) for r in rows]
+
+
+def previous_seconds(out: Path) -> dict[str, float]:
+    return {r["metric"]: float(r["seconds_per_frame"]) for r in _previous(out)
+            if r["seconds_per_frame"]}
+
+
 def chain_kinds(names: Sequence[str], suite_label: str, kinds: dict[str, str]) -> dict[str,
                                                                                        ChainKind]:
     """chain name -> artifact and kind: `suite/<profile>/<start>` is the profile's; every
@@ -110,9 +133,10 @@ def chain_kinds(names: Sequence[str], suite_label: str, kinds: dict[str, str]) -
 def run_leaderboard(out: Path, suite: Suite, *, sources: Sequence[str] = (),
                     metrics: Sequence[str], workers: int = 1, ray: bool = False,
                     address: str | None = None, stop: threading.Event | None = None,
-                    say: Callable[[str], None] = print) -> bool:
+                    retime: bool = False, say: Callable[[str], None] = print) -> bool:
     """Make, score and rank the suite into `out`; False when `stop` ended the scoring early
-    (a rerun continues: made chains and scored chains are kept)."""
+    (a rerun continues: made chains, scored chains and, unless `retime`, each entry's
+    availability and cost are kept)."""
     began = time.monotonic()
     os.environ["BANANA_METRIC_LOAD_S"] = str(BATCH_LOAD_SECONDS)  # read by spawned workers
     POOL.load_seconds = BATCH_LOAD_SECONDS
@@ -120,10 +144,17 @@ def run_leaderboard(out: Path, suite: Suite, *, sources: Sequence[str] = (),
     work = out / "suite"
     say(f"making {len(suite.chains())} chain(s) of {suite.steps} steps at {suite.size} px …")
     make_suite(suite, work, workers)
-    entries = probe_entries([m for m in metrics if m not in FIDELITY])
+    names = [m for m in metrics if m not in FIDELITY]
+    entries = None if retime else previous_entries(out, names)
+    if entries is None:
+        entries = probe_entries(names)
+        say(f"timing {', '.join(e.metric for e in entries if not e.unavailable)} …")
+        seconds = time_entries(entries)
+    else:
+        seconds = previous_seconds(out)
+        say("availability and seconds per frame from the previous leaderboard.csv here "
+            "(--retime measures them again)")
     scored = [e.metric for e in entries if not e.unavailable and e.family != "judge"]
-    say(f"{len(scored)} score(s) load here: {', '.join(scored)}; timing them …")
-    seconds = time_entries(entries)
     refs = find_chains([str(work), *sources])
     completed = run_table(refs, scored, out / "table", workers=workers, ray=ray,
                           address=address, stop=stop,

@@ -42,12 +42,16 @@ class Entry:
 
 
 def _rate(values: Sequence[bool | None]) -> float | None:
-    return sum(v is True for v in values) / len(values) if values else None
+    return round(sum(v is True for v in values) / len(values), 4) if values else None
 
 
 def _mean(values: Sequence[float]) -> float | None:
     finite = [v for v in values if math.isfinite(v)]
-    return sum(finite) / len(finite) if finite else None
+    return round(sum(finite) / len(finite), 4) if finite else None
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 4)
 
 
 def _rows_of(metric: str, verdicts: Mapping[str, Sequence[VerdictRow]],
@@ -72,7 +76,7 @@ def leaderboard_rows(entries: Sequence[Entry], verdicts: Mapping[str, Sequence[V
                      None if all(r is None for r in robust) else _rate(robust),
                      _rate([r.detects for _, r in nuisance]),
                      _mean([r.spearman_vs_psnr for _, r in damage]),
-                     seconds.get(entry.metric), entry.label, fooled, caught,
+                     _rounded(seconds.get(entry.metric)), entry.label, fooled, caught,
                      entry.unavailable])
 
     def order(row: list[object]) -> tuple:
