@@ -95,7 +95,9 @@ def test_tools_are_listed_and_scoring_a_gif_answers_verdicts(mcp_url, photo) -> 
     assert verdict["verdict"]["psnr"]["detects"] == "yes"  # fidelity sees the damage
     for row in verdict["verdict"].values():
         assert row["detects"] in ("yes", "no", "undecided")
+        assert row["detects_robust"] in ("yes", "no", "undecided")
         assert row["delta_5"] is not None
+    assert verdict["verdict"]["psnr"]["detects_robust"] == "undecided"  # fidelity: no floor
     assert verdict["link"].endswith(f"/?run={verdict['run']}")
     assert (runs / verdict["run"] / "frames" / "step_006.png").is_file()
 
