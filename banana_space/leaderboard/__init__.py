@@ -155,7 +155,10 @@ def run_leaderboard(out: Path, suite: Suite, *, sources: Sequence[str] = (),
         say("availability and seconds per frame from the previous leaderboard.csv here "
             "(--retime measures them again)")
     scored = [e.metric for e in entries if not e.unavailable and e.family != "judge"]
-    refs = find_chains([str(work), *sources])
+    suite_names = {f"{work.name}/{profile}/{start}" for profile, start in suite.chains()}
+    # only this suite's chains: the folder may hold others, made with other --starts
+    refs = [ref for ref in find_chains([str(work), *sources])
+            if ref.name in suite_names or ref.root != str(work.resolve())]
     completed = run_table(refs, scored, out / "table", workers=workers, ray=ray,
                           address=address, stop=stop,
                           on_chain=lambda result: say(f"scored {result.name}"
