@@ -105,10 +105,14 @@ def _previous(out: Path) -> list[dict[str, str]]:
 def previous_entries(out: Path, names: Sequence[str]) -> list[Entry] | None:
     """The entries of the leaderboard already in `out`, when it ranked these very names (a
     rerun that only re-ranks need not create 40 metrics again); None otherwise."""
-    rows = _previous(out)
-    if sorted(r["metric"] for r in rows if r["family"] != "judge") != sorted(names):
+    rows = {r["metric"]: r for r in _previous(out)}
+    judges = [name for name, r in rows.items() if r["family"] == "judge"]
+    if sorted(set(rows) - set(judges)) != sorted(names):
         return None
-    return [Entry(r["metric"], r["family"], r["label"], r["unavailable"]) for r in rows]
+    # in the order asked for, as a first run probes them: the table resumes only chains
+    # scored with the same metric list, order included
+    return [Entry(name, rows[name]["family"], rows[name]["label"], rows[name]["unavailable"])
+            for name in [*names, *judges]]
 
 
 def previous_seconds(out: Path) -> dict[str, float]:
