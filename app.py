@@ -23,12 +23,14 @@ from PIL import Image
 from starlette.middleware import Middleware
 
 import guard
+import leaderboard_tab
 import mcp_tools
 import zerogpu  # noqa: F401  (first: installs the spaces.GPU runner; a plain call off ZeroGPU)
 from banana_space.backends import REGISTRY as BACKENDS
 from banana_space.backends.simulate import DEFAULT_PROFILE, PROFILES
 from banana_space.judges import REGISTRY as JUDGES
 from banana_space.metrics import CPU_DEFAULTS, FIDELITY, POOL, PRESETS
+from banana_space.plugins import plugins
 from banana_space.prompts import DEFAULT_PROMPT
 from banana_space.prompts import PRESETS as PROMPTS
 from banana_space.quota import JUDGE_AT, default_judge_at, page_note
@@ -273,7 +275,8 @@ with gr.Blocks(title="Banana Space", delete_cache=DELETE_CACHE) as demo:
                 prompt = gr.Textbox(DEFAULT_PROMPT, label="Prompt", lines=2)
                 metric_preset = gr.Dropdown(list(PRESETS), value="CPU classics (4)",
                                             label="Metric preset")
-                metrics = gr.Dropdown(sorted({m for p in PRESETS.values() for m in p}),
+                metrics = gr.Dropdown(sorted({m for p in PRESETS.values() for m in p}
+                                             | set(plugins())),
                                       value=list(CPU_DEFAULTS), multiselect=True,
                                       allow_custom_value=True,
                                       label="Metrics (any pyiqa no-reference name)")
@@ -308,8 +311,11 @@ with gr.Blocks(title="Banana Space", delete_cache=DELETE_CACHE) as demo:
             api_run_id = gr.Textbox("", label="run_id")
             api_key_field = gr.Textbox("", label="api_key", type="password")
             api_token = gr.Textbox("", label="token", type="password")
+            api_original = gr.File(label="original", type="filepath")
+            api_edited = gr.File(label="edited", type="filepath")
             api_answer = gr.Textbox(label="answer (JSON)")
             api_only = gr.Button("API")
+    leaderboard_tab.build()  # the committed results of `banana-space leaderboard`
     with gr.Accordion("Licences and terms", open=False, elem_id="licences-and-terms"):
         gr.Markdown(LICENCES)
     gr.Markdown("Banana Space · code under Apache-2.0 · **for non-commercial use**, because "
@@ -390,6 +396,8 @@ with gr.Blocks(title="Banana Space", delete_cache=DELETE_CACHE) as demo:
                    api_name="resume_chain", **chains)
     api_only.click(mcp_tools.open_run, api_run_id, api_answer, api_name="open_run")
     api_only.click(mcp_tools.list_options, None, api_answer, api_name="list_options")
+    api_only.click(mcp_tools.check_degradation, [api_original, api_edited], api_answer,
+                   api_name="check_degradation")
     # gradio's own helpers register undocumented events that a client can call by name (the
     # share button's `/lambda`, the examples' loader): plumbing too, so private like ours.
     for event in demo.fns.values():

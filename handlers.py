@@ -34,6 +34,7 @@ from banana_space.events import Started
 from banana_space.images import BadImage, load_image
 from banana_space.magnifier import ZOOM, box_around, largest_difference_box, side_by_side
 from banana_space.markup import plain, without_paths
+from banana_space.metrics import parse_metric_names
 from banana_space.persist import restore
 from banana_space.plots import delta_figure, raw_figure
 from banana_space.quota import default_judge_at
@@ -254,7 +255,8 @@ def _run(source: str, steps: float, prompt: str, backend: str, metrics: list[str
                         "num_inference_steps": inference_steps, "profile": profile}
             options.update({k: v for k, v in advanced.items()
                             if entry and k in entry.info.options and v not in (None, "")})
-            spec = RunSpec(image, steps, backend, options, prompt, seed, metrics or [],
+            spec = RunSpec(image, steps, backend, options, prompt, seed,
+                           parse_metric_names(metrics, blank=()),
                            judges or [], {"api_key": api_key} if api_key else {}, notes,
                            judge_at or default_judge_at())
             held.enter_context(guard.admitted(request, guard.chain_cost(image, steps)))

@@ -22,11 +22,12 @@ from typing import Any
 import gradio as gr
 
 import guard
+from banana_space import gate
 from banana_space.backends import REGISTRY as BACKENDS
 from banana_space.events import Event, Started
 from banana_space.images import load_image
 from banana_space.judges import REGISTRY as JUDGES
-from banana_space.metrics import CPU_DEFAULTS, FIDELITY, POOL, PRESETS
+from banana_space.metrics import CPU_DEFAULTS, FIDELITY, POOL, PRESETS, parse_metric_names
 from banana_space.prompts import DEFAULT_PROMPT
 from banana_space.prompts import PRESETS as PROMPTS
 from banana_space.quota import per_step_note
@@ -36,12 +37,6 @@ from handlers import REFUSALS, RUNS_ROOT, completed_steps, confined, received, r
 
 DETECTS = {True: "yes", False: "no", None: "undecided"}
 NOTICES_SHOWN = 5
-
-
-def metric_names(text: str | None) -> list[str]:
-    """"brisque, niqe" -> ["brisque", "niqe"]; blank: the four CPU metrics."""
-    names = [n.strip() for n in (text or "").replace("\n", ",").split(",") if n.strip()]
-    return names or list(CPU_DEFAULTS)
 
 
 def link(request: gr.Request, run_id: str) -> str:
@@ -132,7 +127,8 @@ def run_chain(image: str | None, steps: float, generator: str, metrics: str, see
         image: the input image (PNG, JPEG or WebP; at most 64 megapixels).
         steps: how many times the output is fed back in, 1-100.
         generator: a generator name from list_options; "simulate" runs anywhere, no key.
-        metrics: comma-separated pyiqa no-reference metric names (blank: the 4 CPU classics).
+        metrics: comma-separated no-reference metric names or presets (rulers, classics,
+            banana100); blank: the 4 CPU classics.
         seed: a whole number 0 .. 4294967295; same seed, same simulated frames.
         profile: a profile name, for a generator that takes one (see list_options); blank: default.
         token: a secret of yours (16+ characters): stop_run with it stops this chain. Blank:
@@ -158,7 +154,7 @@ def run_chain(image: str | None, steps: float, generator: str, metrics: str, see
     except REFUSALS as error:
         raise refusal(error) from None
     spec = RunSpec(loaded.image, steps, generator, options, DEFAULT_PROMPT, seed,
-                   metric_names(metrics), image_notes=loaded.notes)
+                   parse_metric_names(metrics), image_notes=loaded.notes)
     return _chain(lambda stop: start_run(spec, RUNS_ROOT, stop=stop), request, token,
                   guard.chain_cost(loaded.image, steps))
 
@@ -172,7 +168,8 @@ def score_chain(frames: str | None, metrics: str, token: str = "",
 
     Args:
         frames: a zip of the chain's images (natural order: 2.png before 10.png), or a GIF/WebP.
-        metrics: comma-separated pyiqa no-reference metric names (blank: the 4 CPU classics).
+        metrics: comma-separated no-reference metric names or presets (rulers, classics,
+            banana100); blank: the 4 CPU classics.
         token: a secret of yours (16+ characters): stop_run with it stops this chain.
     Returns:
         JSON text: run id, link, status, and per metric delta_5/10/20 (negative = worse), detects.
@@ -181,7 +178,7 @@ def score_chain(frames: str | None, metrics: str, token: str = "",
         raise gr.Error("Give the chain's frames: a zip of images or an animated GIF/WebP.")
 
     spec = RunSpec(None, MAX_STEPS, "replay", {"source": received(frames)}, DEFAULT_PROMPT, 0,
-                   metric_names(metrics))
+                   parse_metric_names(metrics))
     return _chain(lambda stop: start_run(spec, RUNS_ROOT, stop=stop), request, token,
                   guard.chain_cost(None, MAX_STEPS))
 
@@ -242,3 +239,24 @@ def list_options() -> str:
                     "metric_presets": {name: list(names) for name, names in PRESETS.items()},
                     "checked_metrics": checked, "max_steps": MAX_STEPS,
                     "prompt_presets": {key: p.text for key, p in PROMPTS.items()}})
+
+
+def check_degradation(original: str | None, edited: str | None) -> str:
+    """The quality gate for editing agents: has the image degraded since the original? Call it
+    after each edit and stop before the chain collapses (Banana100: copies of copies decay).
+
+    Args:
+        original: the image before any edit (PNG, JPEG or WebP).
+        edited: the edited image, or a zip / animated GIF of several edits in order.
+    Returns:
+        JSON text: degraded (true/false, the last edit), worse (the measures past their noise
+        floor), first_degraded, look_at ([left, top, right, bottom]: where to look), and per
+        edit each measure's oriented delta (negative = worse), floor and floors_worse.
+    """
+    if not original or not edited:
+        raise gr.Error("Give the original image and the edited one (or a zip/GIF of edits).")
+    try:
+        return compact(gate.check_degradation(load_image(received(original)).image,
+                                              gate.edits_in(received(edited))))
+    except REFUSALS as error:
+        raise refusal(error) from None

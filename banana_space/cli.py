@@ -6,6 +6,8 @@
     banana-space resume DIR
     banana-space table SOURCE... --metrics LIST --out DIR [--workers N] [--ray [ADDRESS]]
     banana-space deploy OWNER/NAME [--hardware zero-a10g] [--private] [--secrets] [--dry-run]
+    banana-space leaderboard [--out DIR] [--add SOURCE]... [--workers N] [--ray [ADDRESS]]
+    banana-space check ORIGINAL EDITED...    (has an edit degraded the image? JSON)
 
 (`python -m banana_space …` is the same command from a checkout.)
 
@@ -27,7 +29,7 @@ from typing import Any
 
 from .events import Event, Finished, FrameScored, Notice, Started
 from .images import BadImage, load_image
-from .metrics import CPU_DEFAULTS, PRESET_KEYS, check_metric_names, expand_metric_names
+from .metrics import CPU_DEFAULTS, PRESET_KEYS, parse_metric_names
 from .prompts import DEFAULT_PROMPT
 
 EXIT_CODES = {"completed": 0, "failed": 1, "stopped": 130}
@@ -71,6 +73,11 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     resume = commands.add_parser("resume", help="continue a killed or stopped run")
     resume.add_argument("run_dir", type=Path)
     _deploy_parser(commands)
+    _leaderboard_parser(commands)
+    check = commands.add_parser("check", help="has an edit degraded the image? (JSON: the "
+                                "quality gate for editing agents)")
+    check.add_argument("original", type=Path)
+    check.add_argument("edited", type=Path, nargs="+", help="one edit, or a chain in order")
     return parser
 
 
@@ -83,6 +90,26 @@ def _deploy_parser(commands: Any) -> None:
                         "HF_TOKEN from this environment into the Space's secrets")
     deploy.add_argument("--dry-run", action="store_true", help="list what would be uploaded")
     deploy.add_argument("--source", type=Path, default=Path(), help="the checkout (default: .)")
+
+
+def _leaderboard_parser(commands: Any) -> None:
+    from .leaderboard import Suite
+
+    board = commands.add_parser("leaderboard", help="rank every score on the replication "
+                                "suite (regenerates docs/leaderboard)")
+    board.add_argument("--out", type=Path, default=Path("docs/leaderboard"))
+    board.add_argument("--add", action="append", default=[], metavar="SOURCE",
+                       help="real chains to add: a folder or hf://datasets/OWNER/NAME[/PATH]")
+    board.add_argument("--metrics", default="", help="default: every no-reference metric, our "
+                       "rulers and installed plug-ins")
+    board.add_argument("--starts", default=",".join(Suite.starts), help="clean starts")
+    board.add_argument("--profiles", default="", help="simulate profiles (default: all)")
+    board.add_argument("--size", type=int, default=Suite.size, help="long side, px")
+    board.add_argument("--steps", type=int, default=Suite.steps)
+    board.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    board.add_argument("--ray", nargs="?", const="local", default=None, metavar="ADDRESS")
+    board.add_argument("--retime", action="store_true", help="measure each score's "
+                       "availability and cost again (default: kept from a previous run in DIR)")
 
 
 def _split(text: str) -> list[str]:
@@ -102,7 +129,7 @@ def _events(args: argparse.Namespace, stop: threading.Event) -> Iterator[Event]:
         spec = RunSpec(loaded.image, args.steps, args.backend, options, args.prompt,
                        image_notes=loaded.notes)
     spec.seed, spec.judges = args.seed, _split(args.judges)
-    spec.metrics = expand_metric_names(args.metrics)
+    spec.metrics = parse_metric_names(args.metrics)
     out = args.out.resolve()
     return start_run(spec, out.parent, stop=stop, run_id=out.name)
 
@@ -162,6 +189,10 @@ def main(argv: list[str] | None = None, prog: str = "banana-space") -> int:
 
             return run_deploy(args.space, args.source, hardware=args.hardware,
                               private=args.private, secrets=args.secrets, dry_run=args.dry_run)
+        if args.command == "leaderboard":
+            return _leaderboard(args, stop)
+        if args.command == "check":
+            return _check(args)
         events = _events(args, stop)
         finished = _show(events)
     except (BadImage, ValueError, FileNotFoundError, FileExistsError, RuntimeError) as error:
@@ -180,8 +211,7 @@ def _table(args: argparse.Namespace, stop: threading.Event) -> int:
 
     from .table import describe, find_chains, run_table
 
-    metrics = expand_metric_names(args.metrics)
-    check_metric_names(metrics)
+    metrics = parse_metric_names(args.metrics)
     if args.workers is not None and args.workers < 1:
         raise ValueError(f"--workers must be at least 1, got {args.workers}")
     workers = args.workers or (None if args.ray else os.cpu_count() or 1)
@@ -212,3 +242,30 @@ def _table(args: argparse.Namespace, stop: threading.Event) -> int:
     print(("completed" if completed else "stopped: run the same command again to continue")
           + f"; outputs in {args.out}: scores.csv, verdicts.csv, table.csv, report.html")
     return 0 if completed else EXIT_CODES["stopped"]
+
+
+def _leaderboard(args: argparse.Namespace, stop: threading.Event) -> int:
+    from .leaderboard import Suite, run_leaderboard
+    from .metrics import no_reference_names
+
+    suite = Suite(starts=tuple(_split(args.starts)), size=args.size, steps=args.steps,
+                  **({"profiles": tuple(_split(args.profiles))} if args.profiles else {}))
+    metrics = parse_metric_names(args.metrics, blank=no_reference_names())
+    completed = run_leaderboard(args.out, suite, sources=args.add, metrics=metrics,
+                                workers=args.workers, ray=args.ray is not None,
+                                address=None if args.ray in (None, "local") else args.ray,
+                                stop=stop, retime=args.retime)
+    print(("completed" if completed else "stopped: run the same command again to continue")
+          + f"; outputs in {args.out}: leaderboard.csv, artifacts.csv, leaderboard.html")
+    return 0 if completed else EXIT_CODES["stopped"]
+
+
+def _check(args: argparse.Namespace) -> int:
+    import json
+
+    from .gate import check_degradation, edits_in
+
+    original = load_image(args.original).image
+    edited = [image for path in args.edited for image in edits_in(path)]
+    print(json.dumps(check_degradation(original, edited), indent=1))
+    return 0

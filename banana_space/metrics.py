@@ -9,16 +9,19 @@ created (weights unreachable offline, no GPU, missing package) is reported unava
 reason, once, and never stops a run.
 
 Our own rulers (`rulers.py`, family "ours") sit in the same registry, behind the same calling
-convention, oriented by their own table (`RULERS`).
+convention, oriented by their own table (`RULERS`); so do installed plug-ins (`plugins.py`,
+family "plug-in"). `parse_metric_names` is the one reader of a metric list (CLI, page, API, MCP).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import shutil
 import threading
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -114,8 +117,25 @@ _seeded = False
 
 
 def no_reference_names() -> list[str]:
-    """Every metric a run can score a frame with: pyiqa's no-reference ones, then ours."""
-    return [*_pyiqa().list_models(metric_mode="NR"), *RULERS]
+    """Every metric a run can score a frame with: pyiqa's no-reference ones, ours, plug-ins
+    (one whose name pyiqa already has is left out, with a warning, once)."""
+    builtin = [*_pyiqa().list_models(metric_mode="NR"), *RULERS]
+    return [*builtin, *(name for name in _plugins() if name not in _clashing(tuple(builtin)))]
+
+
+def _plugins() -> dict[str, Any]:
+    from .plugins import plugins
+
+    return plugins()
+
+
+@functools.cache
+def _clashing(builtin: tuple[str, ...]) -> frozenset[str]:
+    clash = frozenset(set(_plugins()) & set(builtin))
+    for name in clash:
+        warnings.warn(f"metric plug-in {name} left out: pyiqa has a metric of that name",
+                      stacklevel=2)
+    return clash
 
 
 def metric_info(name: str) -> ScoreInfo:
@@ -126,6 +146,10 @@ def metric_info(name: str) -> ScoreInfo:
         return ScoreInfo(name, "metric", ruler.lower_better, name, family="ours",
                          score_range=ruler.score_range, meaning=ruler.meaning)
     config = _pyiqa().default_model_configs.DEFAULT_CONFIGS.get(name)
+    if config is None and name in _plugins():
+        plugin = _plugins()[name]
+        return ScoreInfo(name, "metric", plugin.lower_better, plugin.label, family="plug-in",
+                         score_range=plugin.score_range, meaning=plugin.meaning)
     if config is None:
         raise ValueError(f"unknown metric {name!r}; valid no-reference metrics: "
                          f"{', '.join(no_reference_names())}")
@@ -153,6 +177,20 @@ def check_metric_names(names: list[str]) -> None:
         raise ValueError(f"unknown metric(s) {', '.join(unknown)}; valid no-reference "
                          f"metrics: {', '.join(sorted(valid))}; presets: "
                          f"{', '.join(PRESET_KEYS)}")
+
+
+def parse_metric_names(names: str | Sequence[str] | None,
+                       blank: Sequence[str] = CPU_DEFAULTS) -> list[str]:
+    """The one reader of a metric list, for the CLI, the page, the API and MCP: "rulers,
+    brisque" (or a list, or lines) -> checked metric names, presets expanded; `blank` when
+    nothing is named. Raises ValueError naming what is valid."""
+    if isinstance(names, str):
+        names = names.replace("\n", ",")
+    expanded = expand_metric_names(names or [])
+    if not expanded:
+        return list(blank)
+    check_metric_names(expanded)
+    return expanded
 
 
 def expand_metric_names(names: str | Sequence[str]) -> list[str]:
@@ -186,6 +224,10 @@ def build_metric(name: str, device: str) -> Any:
     `to_tensor` and returning a score (a number or a one-element tensor)."""
     if name in RULERS:
         return _ruler_metric(name)
+    if metric_info(name).family == "plug-in":
+        from .plugins import plugin_metric
+
+        return plugin_metric(_plugins()[name])
     metric = _pyiqa().create_metric(name, device=device)
     # pyiqa's own object; where its way is pathological at 2K, an exact equivalent inside it
     from .equivalents import with_equivalent

@@ -1,0 +1,124 @@
+"""The leaderboard's page: one self-contained HTML file (no script, no remote asset) and one
+small picture per chain (the magnifier's crop of frame 0 beside the last frame, where they
+differ most), which the page and the Space's tab link to as "fooled on" and "detects on".
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..magnifier import largest_difference_box, side_by_side
+from ..sources import HUB_PREFIX
+from ..table.discover import ChainRef
+from ..table.work import open_chain
+from .rank import LEADERBOARD_HEADER, ChainKind
+
+
+def card_name(chain: str) -> str:
+    """A chain's picture's file name: safe on every filesystem and in a URL."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "--", chain).strip("-") + ".png"
+
+
+def chain_cards(refs: Sequence[ChainRef], chains: Mapping[str, ChainKind],
+                folder: Path) -> dict[str, str]:
+    """chain name -> its picture, relative to the report ("chains/…png"); hub chains have
+    none (their frames stay on the hub)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    cards = {}
+    for ref in refs:
+        if ref.root.startswith(HUB_PREFIX) or ref.name not in chains:
+            continue
+        frames = open_chain(ref)
+        first, last = frames.frame(0).image, frames.frame(len(frames) - 1).image
+        picture = side_by_side(first, last, largest_difference_box(first, last))
+        picture.save(folder / card_name(ref.name), optimize=True)
+        cards[ref.name] = f"{folder.name}/{card_name(ref.name)}"
+    return cards
+
+
+def _cell(value: Any) -> str:
+    if value is None or value == "":
+        return ""
+    if isinstance(value, float):
+        return f"{value:.2f}"
+    return html.escape(str(value))
+
+
+def _chain_link(name: str, cards: Mapping[str, str]) -> str:
+    if not name:
+        return ""
+    text = html.escape(name.split("/", 1)[-1])
+    return f'<a href="{html.escape(cards[name])}">{text}</a>' if name in cards else text
+
+
+def board_table(board: Sequence[Sequence[Any]], cards: Mapping[str, str]) -> str:
+    shown = ["metric", "family", "detect_rate", "detect_rate_robust", "false_alarm_rate",
+             "rho_mean", "seconds_per_frame", "fooled_on", "detects_on", "unavailable"]
+    index = {name: LEADERBOARD_HEADER.index(name) for name in shown}
+    head = "".join(f"<th>{h.replace('_', ' ')}</th>" for h in shown)
+    body = ""
+    for row in board:
+        cells = [_chain_link(str(row[index[h]]), cards) if h.endswith("_on")
+                 else _cell(row[index[h]]) for h in shown]
+        body += "<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>"
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def artifact_matrix(per_artifact: Sequence[Sequence[Any]]) -> str:
+    """Artifacts down, scores across; each cell the paper's rate / the robust rate, green
+    where the score catches it (red on a nuisance chain: a false alarm)."""
+    metrics = list(dict.fromkeys(row[2] for row in per_artifact))
+    cells: dict[tuple[str, str], str] = {}
+    kinds: dict[str, str] = {}
+    for artifact, kind, metric, _family, _chains, rate, robust in per_artifact:
+        kinds[artifact] = kind
+        good = rate if kind != "nuisance" else 1 - (rate or 0)
+        colour = f"hsl({120 * (good or 0):.0f},60%,85%)"
+        text = f"{_cell(rate)} / {_cell(robust) or '–'}"
+        cells[(artifact, metric)] = f'<td style="background:{colour}">{text}</td>'
+    head = "".join(f"<th>{html.escape(m)}</th>" for m in metrics)
+    body = "".join(f"<tr><td>{html.escape(a)} <small>({html.escape(k)})</small></td>"
+                   + "".join(cells.get((a, m), "<td></td>") for m in metrics) + "</tr>"
+                   for a, k in kinds.items())
+    return (f"<table><thead><tr><th>artifact</th>{head}</tr></thead><tbody>{body}</tbody>"
+            "</table>")
+
+
+def unavailable_notes(board: Sequence[Sequence[Any]]) -> str:
+    by_reason: dict[str, list[str]] = defaultdict(list)
+    for row in board:
+        if row[-1]:
+            by_reason[str(row[-1])].append(str(row[0]))
+    return "".join(f"<li>{html.escape(', '.join(names))}: {html.escape(reason)}</li>"
+                   for reason, names in by_reason.items())
+
+
+def report_html(board: Sequence[Sequence[Any]], per_artifact: Sequence[Sequence[Any]],
+                chains: Mapping[str, ChainKind], cards: Mapping[str, str],
+                about: Mapping[str, Any]) -> str:
+    suite = about["suite"]
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>Banana Space: leaderboard</title>
+<style>body{{font-family:system-ui,sans-serif;margin:2em auto;max-width:1200px;padding:0 1em}}
+table{{border-collapse:collapse;margin:1em 0}}td,th{{border:1px solid #ccc;padding:3px 8px}}
+th{{background:#f4f4f4}}small{{color:#555}}</style></head><body>
+<h1>Which quality scores notice replication decay?</h1>
+<p>Suite v{html.escape(str(suite["version"]))}: {len(chains)} chain(s) — each simulated profile
+(<em>simulations</em>, labelled as such) on {len(suite["starts"])} clean start(s) at
+{suite["size"]} px, {suite["steps"]} steps, seed {suite["seed"]}. A score <em>detects</em> the
+damage in a chain when its oriented Δ (negative = worse) is negative at steps 5, 10 and 20
+(Banana100, arXiv 2604.03400); <em>robust</em>: worse than its noise floor at each of them.
+Detection rates are over damage chains, false alarms over nuisance chains (paper's verdict),
+ρ is Spearman's against PSNR, seconds are CPU seconds per 1024² frame on one thread.
+Made on {html.escape(about["machine"])} in {about["minutes"]} min.</p>
+{board_table(board, cards)}
+<h2>Per artifact: paper's rate / robust rate</h2>
+{artifact_matrix(per_artifact)}
+<h2>Not scored here</h2><ul>{unavailable_notes(board)}</ul>
+</body></html>
+"""

@@ -1,0 +1,54 @@
+"""The quality gate's cost: seconds per 1024 x 1024 edit checked by `gate.check_degradation`
+(our rulers and PSNR against the original, the floors, the magnifier's crop), on one CPU core
+(torch held to one thread; scipy, scikit-image and PyWavelets use one). Goal: < 0.5 s per frame.
+
+The edits are a simulated Nano Banana Pro-like chain of a photo (`--edits` steps); each call
+checks the whole chain, so the original's own scoring is shared by the edits, as it is for an
+agent that sends its chain. CPU time (this process, every thread) is printed beside wall time:
+a busy shared machine inflates it less. Median of `--repeats` calls after one warm-up.
+
+    .venv/bin/python bench/gate.py [--edits 5] [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import _setup
+
+from banana_space.backends.simulate import SimulateBackend
+from banana_space.gate import check_degradation
+
+FRAME_SIDE = 1024
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--edits", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    import torch
+
+    torch.set_num_threads(1)
+    print(_setup.describe_machine())
+    frames = [_setup.photo(FRAME_SIDE)]
+    backend = SimulateBackend()
+    for step in range(1, args.edits + 1):
+        frames.append(backend.edit(frames[-1], "", seed=0, step=step).image)
+    check_degradation(frames[0], frames[1:2])  # warm-up: imports, psnr's creation
+    cpu, wall = [], []
+    for _ in range(args.repeats):
+        began_cpu, began_wall = time.process_time(), time.perf_counter()
+        answer = check_degradation(frames[0], frames[1:])
+        cpu.append((time.process_time() - began_cpu) / args.edits)
+        wall.append((time.perf_counter() - began_wall) / args.edits)
+    _setup.print_table(f"gate: seconds per {FRAME_SIDE}² edit, a chain of {args.edits} "
+                       f"(median of {args.repeats})", ["cpu s", "wall s", "degraded at"],
+                       [[statistics.median(cpu), statistics.median(wall),
+                         answer["first_degraded"]]])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,93 @@
+"""The quality gate (issue 27, item 4): the verdict's arithmetic with known floors, the engine on
+a simulated chain, and the MCP tool through the `mcp` client: "no" for an unedited copy, "yes"
+for the chain's last frame, whose damage has passed the floors (one image per call: a zip of the
+whole 512 px chain is larger than the MCP endpoint takes). Also the metric presets through MCP
+(item 3's fold-in: `run_chain` with "rulers" scores the rulers instead of refusing)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from app_server import running_app
+from conftest import EXAMPLES
+from PIL import Image
+from test_mcp import answer, data_url, session_call
+
+from banana_space import gate
+from banana_space.backends.simulate import SimulateBackend
+from banana_space.floors import floor_of
+from banana_space.rulers import RULERS
+
+STEPS = 10
+
+
+@pytest.fixture(scope="module")
+def chain() -> list[Image.Image]:
+    """A simulated Nano Banana Pro-like chain from a clean start at 512 px, frame 0 first."""
+    with Image.open(EXAMPLES / "clean-dunes.png") as opened:
+        frames = [opened.convert("RGB").resize((512, 341))]
+    backend = SimulateBackend(profile="nano-banana-pro")
+    for step in range(1, STEPS + 1):
+        frames.append(backend.edit(frames[-1], "replica", seed=0, step=step).image)
+    return frames
+
+
+def test_a_measure_votes_only_past_its_floor(monkeypatch) -> None:
+    floors = {"psnr": 5.0, "noise_level": 0.5}
+    monkeypatch.setattr(gate, "floor_of", floors.get)
+    start = {name: 1.0 for name in gate.GATE_MEASURES}
+    # noise_level is lower-better: +0.6 is 0.6 worse, past its 0.5 floor; psnr 3 dB worse is
+    # within its 5 dB floor; grain is far worse but has no floor, so it does not vote.
+    edit = {**start, "noise_level": 1.6, "psnr": -2.0, "grain": 50.0}
+    verdict = gate._verdict(edit, start)
+    assert verdict["degraded"] is True and verdict["worse"] == ["noise_level"]
+    assert verdict["measures"]["noise_level"] == {"delta": -0.6, "floor": 0.5,
+                                                  "floors_worse": 1.2}
+    assert verdict["measures"]["grain"]["floor"] is None
+    assert gate._verdict(start, start)["degraded"] is False
+
+
+def test_the_gate_says_no_for_a_copy_and_yes_once_damage_passes_the_floor(chain) -> None:
+    assert floor_of("noise_level") is not None, "floors.csv: run scripts/measure_floors.py"
+    copy = gate.check_degradation(chain[0], [chain[0].copy()])
+    assert copy["degraded"] is False and copy["first_degraded"] is None
+    assert all(m["delta"] == 0 for m in copy["edits"][0]["measures"].values())
+
+    checked = gate.check_degradation(chain[0], chain[1:])
+    assert checked["degraded"] is True and checked["worse"]
+    first = checked["first_degraded"]
+    assert all(not edit["degraded"] for edit in checked["edits"][:first - 1])
+    for name in checked["worse"]:
+        measure = checked["edits"][-1]["measures"][name]
+        assert measure["delta"] < -measure["floor"] and measure["floors_worse"] > 1
+    left, top, right, bottom = checked["look_at"]
+    assert 0 <= left < right <= 512 and 0 <= top < bottom <= 341
+
+
+def test_too_many_or_no_edits_are_refused(chain) -> None:
+    with pytest.raises(ValueError, match="1 to 100"):
+        gate.check_degradation(chain[0], [])
+
+
+@pytest.mark.app
+def test_the_gate_and_presets_answer_through_mcp(chain, tmp_path) -> None:
+    with running_app(tmp_path / "runs") as url:
+        tools, (same, edited, missing, rulers) = asyncio.run(session_call(
+            f"{url}gradio_api/mcp/", [
+                ("check_degradation", {"original": data_url(chain[0]),
+                                       "edited": data_url(chain[0])}),
+                ("check_degradation", {"original": data_url(chain[0]),
+                                       "edited": data_url(chain[-1])}),
+                ("check_degradation", {"original": data_url(chain[0]), "edited": ""}),
+                ("run_chain", {"image": data_url(chain[0].resize((64, 43))), "steps": 2,
+                               "generator": "simulate", "metrics": "rulers", "seed": 0,
+                               "profile": ""}),
+            ]))
+    tool = next(t for t in tools if t.name == "check_degradation")
+    assert "degraded" in tool.description
+    assert answer(same)["degraded"] is False
+    verdict = answer(edited)
+    assert verdict["degraded"] is True and verdict["worse"] and len(verdict["edits"]) == 1
+    assert missing.isError  # gradio's MCP layer refuses the empty file before the tool runs
+    assert set(RULERS) <= set(answer(rulers)["verdict"])
