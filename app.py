@@ -11,6 +11,11 @@ from __future__ import annotations
 
 import disk  # first: it sets gradio's upload folder, which gradio reads when imported
 
+if __name__ == "__main__":
+    # What a killed process left behind; before the page is built, since building it puts
+    # the example pictures' thumbnails into that same folder.
+    disk.clear_stale()
+
 # isort: split
 import tempfile
 import threading
@@ -407,7 +412,6 @@ with gr.Blocks(title="Banana Space", delete_cache=DELETE_CACHE) as demo:
 
 if __name__ == "__main__":
     RUNS_ROOT.mkdir(parents=True, exist_ok=True)
-    disk.clear_stale()  # what a killed process left behind
     # No queue size: cheap events are never refused; chains are bounded by guard.py.
     demo.queue(max_size=None, default_concurrency_limit=8)
     guard.install(demo)

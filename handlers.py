@@ -158,7 +158,8 @@ def outputs_of(screen: Screen, stopping: bool = False, magnified: bool = True
             screen.model_text, download, run_dir.name if run_dir else None,
             compared((screen.first_frame, screen.frame) if screen.first_frame else None, newest),
             # Never below the slider's minimum (0), even before frame 0 exists.
-            gr.update(maximum=max(1, newest), value=max(0, newest)), screen.summary,
+            gr.update(maximum=max(1, newest, screen.offered), value=max(0, newest)),
+            screen.summary,
             share_link(run_dir, newest), zoomed)
 
 

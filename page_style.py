@@ -58,7 +58,7 @@ PAGE_CSS = """#claim h1 {margin: 0 0 4px; font-size: 1.6em}
 #compare [data-testid=block-label] {position: static; margin-bottom: 4px}
 /* Text that gradio draws at under 4.5:1 on white (WCAG AA). */
 .or, [data-testid=min-value], [data-testid=max-value], footer, footer a, footer button,
-.show-api, .built-with, .settings {color: #4b5563 !important}
+.show-api, .built-with, .settings, #leaderboard-tab-button {color: #4b5563 !important}
 @media (max-width: 640px) {
   #verdict {font-size: 13px}
   /* Δ5/Δ10/Δ20 and ρ are left out on a phone; the zip and wider screens have them. */

@@ -48,6 +48,9 @@ class Screen:
     zip_path: str | None
     run_dir: str | None
     running: bool
+    # The newest step the compare slider has offered: its maximum never shrinks below it, since
+    # the page may still send that value (a frame made, then dropped by Stop).
+    offered: int = -1
 
 
 @dataclass
@@ -62,6 +65,7 @@ class RunView:
     started: bool = False  # `Started` came: the metrics have loaded
     loading: str = ""  # which metric the run waits for before it starts; gone once it starts
     last_step: int = -1  # the newest frame made (its scores may still be coming)
+    offered: int = -1  # the newest frame ever shown (Screen.offered)
     calls: int = 0
     cost_usd: float = 0.0
     ended: Finished | None = None
@@ -76,6 +80,7 @@ class RunView:
                 self.history = History(event.infos)
         elif isinstance(event, FrameMade):
             self.last_step = event.step
+            self.offered = max(self.offered, event.step)
         elif isinstance(event, FrameScored):
             self.history.add(event.step, event.scores)
             self.calls += event.calls
@@ -145,7 +150,8 @@ class RunView:
             first_frame=self.frame_path(0) if self.last_step >= 0 else None, strip=strip,
             figure=figure, verdict=self.verdict_rows(), model_text=self.model_text(),
             zip_path=str(download) if download and download.is_file() and self.ended else None,
-            run_dir=str(self.run_dir) if self.run_dir else None, running=self.ended is None)
+            run_dir=str(self.run_dir) if self.run_dir else None, running=self.ended is None,
+            offered=max(self.offered, self.last_step))
 
     def status(self) -> str:
         made = f"step {max(self.last_step, 0)} of {self.steps}"

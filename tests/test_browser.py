@@ -56,7 +56,7 @@ LOCAL_HOSTS = {"127.0.0.1", "localhost"}
 RUN_TIMEOUT_S = 150  # a 5-step simulated run takes ~20 s on 2 cores
 STOP_WITHIN_S = 2.0
 MAX_TAB_STOPS = 15
-RECORDED_LABELS = {"dunes-simulated-30": "Dunes · simulated · 30 steps"}
+RECORDED_LABELS = {"dunes-simulated-30": "Dunes · simulated (nano-banana-pro profile) · 30 steps"}
 # Every error toast a page shows, kept from the moment the page starts (a toast fades away).
 TOASTS_JS = """window.__errorToasts = [];
 new MutationObserver(() => document.querySelectorAll('.toast-body.error').forEach(toast => {
