@@ -38,7 +38,9 @@ def runs_dir(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def app_url(runs_dir) -> str:
-    with running_app(runs_dir) as url:
+    # As on a Space: the proxy's X-Forwarded-For names each visitor (guard.py caps chains per
+    # address, so eight visitors need eight addresses).
+    with running_app(runs_dir, BANANA_TRUST_PROXY="1") as url:
         yield url
 
 
@@ -179,7 +181,7 @@ def test_eight_visitors_at_once_each_get_only_their_own_run(app_url, runs_dir, t
         rng = np.random.default_rng(index)
         image = Image.fromarray(rng.integers(0, 255, (48, 64, 3), dtype=np.uint8))
         path = _png(image, tmp_path / f"visitor-{index}.png")
-        client = Client(app_url, verbose=False)
+        client = Client(app_url, verbose=False, headers={"X-Forwarded-For": f"10.0.8.{index}"})
         job = client.submit(*run_args(path, 10, seed=index), api_name="/run")
         job.result(timeout=600)
         return index, job.outputs()
