@@ -145,7 +145,12 @@ def test_zipping_a_large_run_streams_from_disk(tmp_path) -> None:
     used to be built in a BytesIO: +1 GB of RSS for a 1 GB folder)."""
     run = tmp_path / "big"
     (run / "frames").mkdir(parents=True)
-    (run / "run.json").write_text(json.dumps({"status": "completed", "steps": 3}))
+    column = {"name": "entropy", "role": "metric", "lower_better": False}
+    (run / "run.json").write_text(json.dumps({"status": "completed", "steps": 3,
+                                              "columns": [column]}))
+    # Scored frames: the zip leaves out a frame made after the last scored step.
+    (run / "scores.csv").write_text("step,metric,score,delta\n" + "".join(
+        f"{step},entropy,7.0,0.0\n" for step in range(4)))
     for step in range(4):
         (run / "frames" / f"step_{step:03d}.png").write_bytes(os.urandom(60_000_000))
     # The child's own high-water mark (VmHWM): getrusage's ru_maxrss starts from the parent's
@@ -328,8 +333,9 @@ def test_concurrent_previews_of_one_image_are_whole(app, tmp_path) -> None:
     def look(_: int) -> tuple[int, int]:
         answer = call(url, index, [file_data])
         assert answer.success, answer.error
+        shown = answer.data[0].get("value", answer.data[0])  # an update of the hidden preview
         with httpx.Client(timeout=60) as http:
-            got = http.get(answer.data[0]["url"])
+            got = http.get(shown["url"])
         return int(got.headers["content-length"]), len(got.content)
 
     with ThreadPoolExecutor(max_workers=8) as pool:
