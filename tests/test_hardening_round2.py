@@ -238,7 +238,7 @@ def test_a_chain_whose_caller_disconnects_stops_and_says_why(app, tmp_path, name
     data = ([file_data(image), 100, "simulate", "entropy", 0, "", ""] if name == "run_chain" else
             [file_data(image), 100, "Produce an exact replica of the provided image, with no "
              "alterations.", "simulate", ["entropy"], [], 0, 1.0, "", 1.0, None, None, None,
-             False, DEFAULT_PROFILE])
+             False, DEFAULT_PROFILE, "every"])
     before, session = run_ids(app["runs"]), secrets.token_hex(6)
     assert join(app, name, data, who, session).status_code == 200
     with httpx.Client(timeout=60) as http, http.stream(
