@@ -211,7 +211,7 @@ def test_app_replay_refuses_a_zip_bomb_with_flat_memory(bomb, photo, tmp_path) -
         def replay(archive: Path) -> list:
             return client.predict(handle_file(str(archive)), 5, DEFAULT_PROMPT, "replay",
                                   ["entropy"], [], 0, 1.0, "", 1.0, None, None, None, False,
-                                  DEFAULT_PROFILE, api_name="/run")
+                                  DEFAULT_PROFILE, "every", api_name="/run")
 
         honest = tmp_path / "honest.zip"
         with zipfile.ZipFile(honest, "w") as archive:
