@@ -101,9 +101,13 @@ def test_offline_start_up_logs_one_line_and_prepares_nothing(tmp_path, caplog) -
 
 
 def _config_labels(url: str) -> dict[str, str]:
+    """The real-chain buttons' labels and the recorded-chain picker's, by "recorded-<name>"."""
     config = httpx.get(f"{url}config", timeout=30).json()
-    return {c["props"].get("elem_id"): c["props"].get("value") for c in config["components"]
-            if str(c["props"].get("elem_id", "")).startswith(("recorded-", "real-chain-"))}
+    labels = {c["props"].get("elem_id"): c["props"].get("value") for c in config["components"]
+              if str(c["props"].get("elem_id", "")).startswith("real-chain-")}
+    picker = next(c for c in config["components"] if c["props"].get("elem_id") == "recorded")
+    labels.update({f"recorded-{name}": label for label, name in picker["props"]["choices"]})
+    return labels
 
 
 @pytest.mark.app
