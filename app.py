@@ -117,6 +117,12 @@ def recorded_choices() -> list[tuple[str, str]]:
     return [(e.label, e.path.name) for e in chain_examples(RUNS_ROOT, RECORDED) if not e.real]
 
 
+def cost_note(*form: Any) -> Any:
+    """The line under Run on what the run books on ZeroGPU, shown only when there is one."""
+    text = page_note(*form)
+    return gr.update(value=text, visible=bool(text))
+
+
 def warm_up_metrics() -> None:
     """On the first visit, load torch, pyiqa and the default metrics in the background, so
     that the first run's first frame does not wait for them (bench/startup.py)."""
@@ -197,7 +203,8 @@ with gr.Blocks(title="Banana Space", delete_cache=DELETE_CACHE) as demo:
                 resume_button = gr.Button("Resume", elem_id="resume-button", min_width=80)
             gr.Markdown("Run copies the picture below (the first example until you pick "
                         "another) with the settings below.", elem_id="run-note")
-            gpu_cost = gr.Markdown(elem_id="gpu-cost")  # the run's ZeroGPU seconds (quota.py)
+            # The run's ZeroGPU seconds (quota.py); hidden while there is nothing to say.
+            gpu_cost = gr.Markdown(elem_id="gpu-cost", visible=False)
     with gr.Accordion("About this demo", open=False):
         gr.Markdown(ABOUT)
     with gr.Row():
@@ -387,8 +394,8 @@ with gr.Blocks(title="Banana Space", delete_cache=DELETE_CACHE) as demo:
     demo.load(warm_up_metrics, None, None, **plumbing)
     costed = [upload, steps, backend, judges, judge_at, prompt, inference_steps]
     for control in costed:
-        control.change(page_note, costed, gpu_cost, show_progress="hidden", **plumbing)
-    demo.load(page_note, costed, gpu_cost, **plumbing)
+        control.change(cost_note, costed, gpu_cost, show_progress="hidden", **plumbing)
+    demo.load(cost_note, costed, gpu_cost, **plumbing)
     # The documented API, which is also the MCP server's list of tools.
     chains = {"concurrency_id": guard.CHAIN_GROUP, "concurrency_limit": CHAINS_AT_ONCE,
               "show_progress": "hidden"}

@@ -274,8 +274,10 @@ def test_a_run_streams_in_frame_by_frame_and_downloads(page: Page, visitors: Vis
     # The strip grows one frame at a time, never shrinks, and ends at N + 1 frames.
     assert counts == sorted(counts), f"the strip shrank: {counts}"
     assert final.frames == steps + 1
+    # Seen between the first frame and the last: the strip grew while the run went on (the
+    # page may skip a frame between two looks; tests/test_app.py checks every update).
     intermediate = {c for c in counts if 0 < c < steps + 1}
-    assert len(intermediate) >= 3, f"frames did not stream in one by one: {sorted(set(counts))}"
+    assert len(intermediate) >= 2, f"frames did not stream in: {sorted(set(counts))}"
 
     # The curves gained points while the run went: one point per metric per frame at the end.
     assert mid_run is not None
