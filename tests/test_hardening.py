@@ -18,14 +18,13 @@ from pathlib import Path
 import httpx
 import numpy as np
 import pytest
-from app_server import RUN_DIR, STATUS, ZIP, running_app
+from app_server import RUN_DIR, STATUS, ZIP, run_inputs, running_app
 from conftest import REPO
 from gradio_client import Client, handle_file
 from PIL import Image
 from raw_api import call, dependencies
 
-from banana_space.backends.simulate import DEFAULT_PROFILE
-from banana_space.events import Finished, Started
+from banana_space.events import Finished, FrameScored, Started
 from banana_space.markup import plain
 from banana_space.rundir import RunBusy, lock_writer, write_atomic, zip_path
 from banana_space.runids import BadRunId, run_path
@@ -78,7 +77,9 @@ def test_a_run_being_written_cannot_be_resumed_in_this_process(photo, tmp_path) 
     stop = threading.Event()
     events = start_run(RunSpec(small(photo), 40, metrics=["entropy"]), tmp_path, stop=stop)
     run_dir = next(e for e in events if isinstance(e, Started)).run_dir  # after "loading…"
-    next(events)
+    # Frame 0 scored: a stop from here on leaves a frame to resume from (Stop drops a frame
+    # still being scored, and on a loaded machine frame 0 may still be).
+    next(e for e in events if isinstance(e, FrameScored) and e.step == 0)
     with pytest.raises(RunBusy, match="being written"):
         resume_run(run_dir)
     assert prune_runs(tmp_path, keep=0) == []  # nor deleted
@@ -201,8 +202,8 @@ def app(tmp_path_factory) -> dict:
 def run_args(image: Path, steps: float, seed: float = 0, prompt: str = "Produce an exact "
              "replica of the provided image, with no alterations.", backend: str = "simulate"
              ) -> list:
-    return [handle_file(str(image)), steps, prompt, backend, ["entropy"], [], seed, 1.0, "",
-            1.0, None, None, None, False, DEFAULT_PROFILE, "every"]
+    return run_inputs(handle_file(str(image)), steps, seed=seed, prompt=prompt,
+                      backend=backend, metrics=["entropy"])
 
 
 def run_dirs(runs: Path) -> set[str]:
