@@ -1,20 +1,16 @@
 """Banana Space: the Gradio app. Layout and wiring only: what each event does is in
-`handlers.py`, the documented API (which is also the MCP server's tools) in `mcp_tools.py`, and
-all the work in `banana_space/`.
+`page/handlers.py`, the documented API (which is also the MCP server's tools) in `page/api.py`,
+the Run form's fields in `page/form.py`, and all the work in `banana_space/`.
 
 Start it with `bash scripts/start.sh` (or `python app.py` inside the venv). Host and port come
 from GRADIO_SERVER_NAME / GRADIO_SERVER_PORT, as on a Space; runs are written under
-BANANA_RUNS_DIR (default ./runs) and kept within BANANA_KEEP_RUNS / BANANA_KEEP_GB.
+BANANA_RUNS_DIR (default ./runs) and kept within BANANA_KEEP_RUNS / BANANA_KEEP_GB
+(`page/settings.py`).
 """
 
 from __future__ import annotations
 
-import disk  # first: it sets gradio's upload folder, which gradio reads when imported
-
-if __name__ == "__main__":
-    # What a killed process left behind; before the page is built, since building it puts
-    # the example pictures' thumbnails into that same folder.
-    disk.clear_stale()
+from page import disk  # first: it sets gradio's upload folder, which gradio reads when imported
 
 # isort: split
 import tempfile
@@ -27,30 +23,25 @@ import gradio as gr
 from PIL import Image
 from starlette.middleware import Middleware
 
-import guard
-import leaderboard_tab
-import mcp_tools
 import zerogpu  # noqa: F401  (first: installs the spaces.GPU runner; a plain call off ZeroGPU)
+from banana_space.backends import OPTIONS
 from banana_space.backends import REGISTRY as BACKENDS
-from banana_space.backends.simulate import DEFAULT_PROFILE, PROFILES
 from banana_space.judges import REGISTRY as JUDGES
 from banana_space.metrics import CPU_DEFAULTS, FIDELITY, POOL, PRESETS
 from banana_space.plugins import plugins
 from banana_space.prompts import DEFAULT_PROMPT
 from banana_space.prompts import PRESETS as PROMPTS
-from banana_space.quota import JUDGE_AT, default_judge_at, page_note
+from banana_space.quota import JUDGE_AT, default_judge_at
 from banana_space.real_chains import examples as chain_examples
 from banana_space.real_chains import start_preparing
-from banana_space.runs import MAX_STEPS
+from banana_space.spec import MAX_STEPS
 from banana_space.view import VERDICT_HEADERS
-from handlers import (
-    HERE,
-    OUTPUT_COUNT,
+from page import api, guard, leaderboard_tab
+from page.form import FORM_OPTIONS, inputs_of, option_control
+from page.handlers import (
     REAL_SLOTS,
-    RECORDED,
-    RUNS_ROOT,
     compare,
-    compared,
+    cost_note,
     hub_credit,
     marked_plot,
     on_load,
@@ -67,29 +58,29 @@ from handlers import (
     stop_run,
     zoom_at,
 )
-from page_style import (
+from page.outputs import PageOutputs, compared
+from page.settings import RECORDED, REPO, SETTINGS
+from page.style import (
     PAGE_CSS,
     PAGE_JS,
     SCROLL_TO_RESULT_JS,
     SHARE_CSS,
     SHARE_HTML,
     SHARE_JS,
+    STRIP_CSS,
+    STRIP_JS,
     THEME,
 )
 
-# Frames are written once and never change, so gradio serves them where they lie instead of
-# hashing and copying the current frame into its cache on every streamed update (~8 ms per
-# 1024 px frame; bench/streaming.py). Like allowed_paths, this serves every file under it.
-gr.set_static_paths([RUNS_ROOT])
-INTRO, HELP = (HERE / "assets" / "copy.md").read_text().split("---HELP---")
+INTRO, HELP = (REPO / "assets" / "copy.md").read_text().split("---HELP---")
 CLAIM, ABOUT = INTRO.split("---ABOUT---")
 # The README's "Licences and terms" section, shown in the page's footer: one text, never two.
-LICENCES = (HERE / "README.md").read_text().split("## Licences and terms\n")[1].split("\n## ")[0]
+LICENCES = (REPO / "README.md").read_text().split("## Licences and terms\n")[1].split("\n## ")[0]
 # The clean renders first (the paper's kind of start; the first is the default), then photos.
-EXAMPLES = sorted((str(p) for p in (HERE / "assets" / "examples").glob("*.*") if p.suffix != ".md"),
+EXAMPLES = sorted((str(p) for p in (REPO / "assets" / "examples").glob("*.*") if p.suffix != ".md"),
                   key=lambda path: (not Path(path).name.startswith("clean-"), path))
 MAX_UPLOAD = "100mb"  # a 64-Mpx PNG, or ~70 frames of 1024 px PNGs in a zip; gradio refuses more
-DELETE_CACHE = (min(3600, disk.UPLOADS_KEEP_S), disk.UPLOADS_KEEP_S)  # see disk.py
+DELETE_CACHE = (min(3600, SETTINGS.uploads_keep_s), SETTINGS.uploads_keep_s)  # see disk.py
 # Scoring is CPU-bound and a small Space has 2 cores: 4 chains at once share them (each waits
 # mostly on its generator anyway), set on every chain event (gradio takes a group's limit from
 # the first event it sees, so one event without it once let 8 run).
@@ -114,13 +105,8 @@ def choices(registry: dict[str, Any]) -> tuple[list[tuple[str, str]], str]:
 def recorded_choices() -> list[tuple[str, str]]:
     """(label, name) of every bundled recording the picker offers, each labelled simulated
     (`real_chains.examples`: the real chains have buttons of their own, above it)."""
-    return [(e.label, e.path.name) for e in chain_examples(RUNS_ROOT, RECORDED) if not e.real]
-
-
-def cost_note(*form: Any) -> Any:
-    """The line under Run on what the run books on ZeroGPU, shown only when there is one."""
-    text = page_note(*form)
-    return gr.update(value=text, visible=bool(text))
+    return [(e.label, e.path.name)
+            for e in chain_examples(SETTINGS.runs_root, RECORDED) if not e.real]
 
 
 def warm_up_metrics() -> None:
@@ -133,296 +119,286 @@ def warm_up_metrics() -> None:
 
 
 def example_thumbnails() -> list[tuple[str, str]]:
-    """(thumbnail, caption) per example picture, made once at start-up: a 2K start is ~2 MB,
-    and a phone opening the page needs 200 px of it."""
+    """(thumbnail, caption) per example picture, made once when the page is built: a 2K start
+    is ~2 MB, and a phone opening the page needs 200 px of it."""
     folder = Path(tempfile.mkdtemp(prefix="banana-examples-"))
-    shown = []
+    made = []
     for path in map(Path, EXAMPLES):
         with Image.open(path) as image:
             thumb = image.convert("RGB")
         thumb.thumbnail((240, 240))
         thumb.save(folder / f"{path.stem}.jpg", quality=85)
-        shown.append((str(folder / f"{path.stem}.jpg"), path.stem))
-    return shown
+        made.append((str(folder / f"{path.stem}.jpg"), path.stem))
+    return made
 
 
 def pick_example(event: gr.SelectData) -> str:
     return EXAMPLES[event.index]
 
 
-BACKEND_CHOICES, BACKEND_HOWTOS = choices(BACKENDS)
-JUDGE_CHOICES, JUDGE_HOWTOS = choices(JUDGES)
-# The frame strip: fixed-size thumbnails in one row that scrolls sideways as frames arrive,
-# keeping the newest in view unless the visitor has scrolled back to look at an older one.
-STRIP_CSS = """.strip {display: flex; gap: 6px; overflow-x: auto; min-height: 92px; padding: 2px 0}
-.strip:empty::before {content: "Each frame appears here as soon as it is made."; color: #4b5563;
-                      align-self: center}
-.strip a {position: relative; flex: 0 0 auto; margin: 0}
-.strip img {width: 88px; height: 88px; margin: 0; object-fit: cover; border-radius: 6px;
-            display: block}
-.strip span {position: absolute; right: 4px; bottom: 4px; padding: 0 5px; border-radius: 4px;
-             font-size: 11px; background: rgba(255, 255, 255, .85); color: #222}"""
-STRIP_JS = """let left = null;  // where the visitor scrolled the strip to; null: follow the newest
-element.addEventListener('scroll', (event) => {
-  const s = event.target;
-  left = s.scrollLeft + s.clientWidth >= s.scrollWidth - 4 ? null : s.scrollLeft;
-}, true);
-watch('value', () => {
-  const s = element.querySelector('.strip');
-  if (s) s.scrollLeft = left ?? s.scrollWidth;
-});
-// One tab stop for the strip; the arrow keys (and Home, End) move between its frames.
-element.addEventListener('keydown', (event) => {
-  const links = [...element.querySelectorAll('.strip a')];
-  const at = links.indexOf(document.activeElement);
-  const to = {ArrowLeft: at - 1, ArrowRight: at + 1, Home: 0, End: links.length - 1}[event.key];
-  if (at < 0 || to === undefined || !links[to]) return;
-  event.preventDefault();
-  links.forEach((link, i) => link.tabIndex = i === to ? 0 : -1);
-  links[to].focus();
-});"""
-
-with gr.Blocks(title="Banana Space", delete_cache=DELETE_CACHE) as demo:
-    # The first screen, on a projector and on a phone: the claim in one line, then the actions.
-    gr.Markdown(CLAIM, elem_id="claim")
-    with gr.Row(elem_id="actions", equal_height=False):
-        with gr.Column(scale=3):
-            # Real chains first (shown once prepared, `real_chain_buttons`), then ours.
-            examples_heading = gr.Markdown(real_chain_buttons()[0], elem_id="examples-heading")
-            with gr.Row():
-                real = [gr.Button(visible=False, size="sm", elem_id=f"real-chain-{i}")
-                        for i in range(REAL_SLOTS)]
-            recorded = gr.Radio(recorded_choices(), value=None, elem_id="recorded",
-                                label="Open a recorded chain: instant, no key or GPU")
-        with gr.Column(scale=2, min_width=300):
-            with gr.Row():
-                run_button = gr.Button("Run", variant="primary", elem_id="run-button",
-                                       min_width=80)
-                stop_button = gr.Button("Stop", variant="stop", elem_id="stop-button",
-                                        min_width=80)
-                resume_button = gr.Button("Resume", elem_id="resume-button", min_width=80)
-            gr.Markdown("Run copies the picture below (the first example until you pick "
-                        "another) with the settings below.", elem_id="run-note")
-            # The run's ZeroGPU seconds (quota.py); hidden while there is nothing to say.
-            gpu_cost = gr.Markdown(elem_id="gpu-cost", visible=False)
-    with gr.Accordion("About this demo", open=False):
-        gr.Markdown(ABOUT)
-    with gr.Row():
-        # ---- The result first (in the page's order too: a keyboard reaches it at once) ----
-        with gr.Column(scale=2, elem_id="result"):
-            status = gr.Markdown("Open a recorded chain, or press **Run**.", elem_id="status")
-            summary = gr.Markdown(elem_id="summary")
-            with gr.Row(equal_height=False):
-                with gr.Column(min_width=320):
-                    # No buttons: Run, the slider and Share stay within a few tab stops.
-                    before_after = gr.ImageSlider(label=compared(None, 0)["label"],
-                                                  type="filepath", height=300,
-                                                  elem_id="compare", buttons=[])
-                    compare_step = gr.Slider(0, 1, value=1, step=1, label="Compare frame i",
-                                             elem_id="compare-step", buttons=[])
-                with gr.Column(min_width=320):
-                    plot = gr.Plot(show_label=False, elem_id="plot")
-                    raw = gr.Checkbox(False, label="Raw scores (one chart per metric)")
-            with gr.Row(equal_height=False):
-                magnifier = gr.Image(label="Magnifier", interactive=False, height=220,
-                                     elem_id="magnifier", buttons=[],
-                                     alt_text="The same crop of the input and of frame i, "
-                                              "enlarged side by side")
-                frame = gr.Image(label="Newest frame (click it to magnify that spot)",
-                                 interactive=False, height=220, elem_id="frame", buttons=[],
-                                 alt_text="The newest frame of the chain")
-            strip = gr.HTML("", label="All frames (click one for the full frame; arrow keys "
-                                      "move between them)",
-                            show_label=True, container=True, padding=True, elem_id="strip",
-                            html_template='<div class="strip">${value}</div>',
-                            css_template=STRIP_CSS, js_on_load=STRIP_JS)
-            share = gr.HTML("", elem_id="share", html_template=SHARE_HTML,
-                            css_template=SHARE_CSS, js_on_load=SHARE_JS)
-            verdict = gr.Dataframe(headers=VERDICT_HEADERS, label="Does each metric detect it?",
-                                   interactive=False, wrap=True, elem_id="verdict",
-                                   buttons=[])
-            with gr.Accordion("What the model said", open=False):
-                model_text = gr.Markdown()
-            download = gr.File(label="Download the run (frames + scores + verdict)",
-                               elem_id="download", height=60, visible=False)
-            run_dir = gr.Textbox(visible=False)
-            with gr.Accordion("Past runs", open=False):
+def build() -> gr.Blocks:
+    """The page: its layout and its wiring (nothing is built or written before this is called)."""
+    # Frames are written once and never change, so gradio serves them where they lie instead
+    # of hashing and copying the current frame into its cache on every streamed update (~8 ms
+    # per 1024 px frame; bench/streaming.py). Like allowed_paths, this serves all under it.
+    gr.set_static_paths([SETTINGS.runs_root])
+    backend_choices, backend_howtos = choices(BACKENDS)
+    judge_choices, judge_howtos = choices(JUDGES)
+    form: dict[str, Any] = {}  # RunForm field -> its control (page/form.py)
+    with gr.Blocks(title="Banana Space", delete_cache=DELETE_CACHE) as demo:
+        # The first screen, on a projector and on a phone: the claim in one line, then actions.
+        gr.Markdown(CLAIM, elem_id="claim")
+        with gr.Row(elem_id="actions", equal_height=False):
+            with gr.Column(scale=3):
+                # Real chains first (shown once prepared, `real_chain_buttons`), then ours.
+                examples_heading = gr.Markdown(real_chain_buttons()[0],
+                                               elem_id="examples-heading")
                 with gr.Row():
-                    run_picker = gr.Dropdown([], label="Run", scale=3, allow_custom_value=True)
-                    refresh = gr.Button("↻", scale=0)
-                    open_button = gr.Button("Open", scale=1)
-            with gr.Accordion("What am I looking at?", open=False, elem_id="help"):
-                gr.Markdown(HELP)
-        # ---- What Run makes: the picture, the generator, the steps, and the rest ----
-        with gr.Column(scale=1, min_width=300, elem_id="settings"):
-            gr.Markdown("**Your picture** (or, for *Replay*, a zip / animated GIF / WebP)")
-            upload = gr.File(EXAMPLES[0], label="Image", show_label=False,
-                             file_types=["image", ".zip"], type="filepath", elem_id="upload",
-                             height=130)
-            input_preview = gr.Image(label="Input", interactive=False, height=120,
-                                     show_label=False, alt_text="The picture you uploaded",
-                                     visible=False, elem_id="input-preview")
-            input_note = gr.Markdown()
-            examples = gr.Gallery(example_thumbnails(), label="Example pictures (click one)",
-                                  columns=4, height="auto", allow_preview=False,
-                                  object_fit="cover", elem_id="examples", buttons=[])
-            backend = gr.Dropdown(BACKEND_CHOICES, value="simulate", label="Generator",
-                                  info=BACKEND_HOWTOS or None, elem_id="backend")
-            profile = gr.Dropdown([(p.label, name) for name, p in PROFILES.items()],
-                                  value=DEFAULT_PROFILE, label="Simulated: profile",
-                                  info="which generator's artifact the simulation models",
-                                  elem_id="profile")
-            steps = gr.Slider(1, MAX_STEPS, value=10, step=1, label="Steps (N)", elem_id="steps",
-                              buttons=[])
-            with gr.Accordion("Replay a chain from the Hugging Face hub", open=False):
+                    real = [gr.Button(visible=False, size="sm", elem_id=f"real-chain-{i}")
+                            for i in range(REAL_SLOTS)]
+                recorded = gr.Radio(recorded_choices(), value=None, elem_id="recorded",
+                                    label="Open a recorded chain: instant, no key or GPU")
+            with gr.Column(scale=2, min_width=300):
                 with gr.Row():
-                    hub_source = gr.Textbox(label="A chain on the hub",
-                                            placeholder="hf://datasets/kenantang/Banana100/…",
-                                            elem_id="hub-source", scale=3)
-                    hub_button = gr.Button("Replay it", size="sm", scale=1,
-                                           elem_id="hub-replay")
-            with gr.Accordion("Prompt, metrics and judges", open=False):
-                prompt_preset = gr.Dropdown([(p.label, k) for k, p in PROMPTS.items()],
-                                            value="replicate", label="Prompt preset")
-                prompt = gr.Textbox(DEFAULT_PROMPT, label="Prompt", lines=2)
-                metric_preset = gr.Dropdown(list(PRESETS), value="CPU classics (4)",
-                                            label="Metric preset")
-                metrics = gr.Dropdown(sorted({m for p in PRESETS.values() for m in p}
-                                             | set(plugins())),
-                                      value=list(CPU_DEFAULTS), multiselect=True,
-                                      allow_custom_value=True,
-                                      label="Metrics (any pyiqa no-reference name)")
-                judges = gr.CheckboxGroup(
-                    JUDGE_CHOICES, label="VLM judges (reference line)", info=JUDGE_HOWTOS or None,
-                    value=[e.info.name for e in JUDGES.values() if not e.unavailable_reason()])
-                judge_at = gr.Radio([(label, key) for key, label in JUDGE_AT.items()],
-                                    value=default_judge_at(), label="Judges rate…",
-                                    elem_id="judge-at")
-            with gr.Accordion("Advanced", open=False):
-                seed = gr.Number(0, precision=0, label="Seed")
-                strength = gr.Slider(0, 3, value=1.0, step=0.1,
-                                     label="Simulated: strength per step")
-                api_key = gr.Textbox(type="password", label="Your Gemini API key",
-                                     placeholder="used for your requests only; never stored")
-                temperature = gr.Slider(0, 2, value=1.0, step=0.05, label="Gemini: temperature")
-                resolution = gr.Dropdown(["1K", "2K", "4K"], value=None,
-                                         label="Gemini: output resolution (Pro and 2 only)")
-                guidance = gr.Number(None, label="Open editors: guidance scale (blank = "
-                                     "the model's default)")
-                inference_steps = gr.Number(None, precision=0, label="Open editors: inference "
-                                            "steps (blank = the model's default)")
-        # The API's and MCP tools' own inputs and answer (mcp_tools.py): never shown.
-        with gr.Column(visible=False):
-            api_image = gr.File(label="image", type="filepath")
-            api_frames = gr.File(label="frames", type="filepath")
-            api_steps = gr.Number(10, label="steps")  # no precision: 2.5 is refused, not rounded
-            api_generator = gr.Textbox("simulate", label="generator")
-            api_metrics = gr.Textbox("", label="metrics")
-            api_seed = gr.Number(0, label="seed")
-            api_profile = gr.Textbox("", label="profile")
-            api_run_id = gr.Textbox("", label="run_id")
-            api_key_field = gr.Textbox("", label="api_key", type="password")
-            api_token = gr.Textbox("", label="token", type="password")
-            api_original = gr.File(label="original", type="filepath")
-            api_edited = gr.File(label="edited", type="filepath")
-            api_answer = gr.Textbox(label="answer (JSON)")
-            api_only = gr.Button("API")
-    leaderboard_tab.build()  # the committed results of `banana-space leaderboard`
-    with gr.Accordion("Licences and terms", open=False, elem_id="licences-and-terms"):
-        gr.Markdown(LICENCES)
-    gr.Markdown("Banana Space · code under Apache-2.0 · **for non-commercial use**, because "
-                "every metric comes from pyiqa (PolyForm Noncommercial) · "
-                "[Licences and terms](#licences-and-terms) · "
-                "[Banana100 paper](https://arxiv.org/abs/2604.03400)", elem_id="footer")
+                    run_button = gr.Button("Run", variant="primary", elem_id="run-button",
+                                           min_width=80)
+                    stop_button = gr.Button("Stop", variant="stop", elem_id="stop-button",
+                                            min_width=80)
+                    resume_button = gr.Button("Resume", elem_id="resume-button", min_width=80)
+                gr.Markdown("Run copies the picture below (the first example until you pick "
+                            "another) with the settings below.", elem_id="run-note")
+                # The run's ZeroGPU seconds (quota.py); hidden while there is nothing to say.
+                gpu_cost = gr.Markdown(elem_id="gpu-cost", visible=False)
+        with gr.Accordion("About this demo", open=False):
+            gr.Markdown(ABOUT)
+        with gr.Row():
+            # ---- The result first (in the page's order too: a keyboard reaches it at once) ----
+            with gr.Column(scale=2, elem_id="result"):
+                status = gr.Markdown("Open a recorded chain, or press **Run**.", elem_id="status")
+                summary = gr.Markdown(elem_id="summary")
+                with gr.Row(equal_height=False):
+                    with gr.Column(min_width=320):
+                        # No buttons: Run, the slider and Share stay within a few tab stops.
+                        before_after = gr.ImageSlider(label=compared(None, 0)["label"],
+                                                      type="filepath", height=300,
+                                                      elem_id="compare", buttons=[])
+                        compare_step = gr.Slider(0, 1, value=1, step=1,
+                                                 label="Compare frame i",
+                                                 elem_id="compare-step", buttons=[])
+                    with gr.Column(min_width=320):
+                        plot = gr.Plot(show_label=False, elem_id="plot")
+                        form["raw"] = gr.Checkbox(False,
+                                                  label="Raw scores (one chart per metric)")
+                with gr.Row(equal_height=False):
+                    magnifier = gr.Image(label="Magnifier", interactive=False, height=220,
+                                         elem_id="magnifier", buttons=[],
+                                         alt_text="The same crop of the input and of frame i, "
+                                                  "enlarged side by side")
+                    frame = gr.Image(label="Newest frame (click it to magnify that spot)",
+                                     interactive=False, height=220, elem_id="frame", buttons=[],
+                                     alt_text="The newest frame of the chain")
+                strip = gr.HTML("", label="All frames (click one for the full frame; arrow "
+                                          "keys move between them)",
+                                show_label=True, container=True, padding=True, elem_id="strip",
+                                html_template='<div class="strip">${value}</div>',
+                                css_template=STRIP_CSS, js_on_load=STRIP_JS)
+                share = gr.HTML("", elem_id="share", html_template=SHARE_HTML,
+                                css_template=SHARE_CSS, js_on_load=SHARE_JS)
+                verdict = gr.Dataframe(headers=VERDICT_HEADERS,
+                                       label="Does each metric detect it?", interactive=False,
+                                       wrap=True, elem_id="verdict", buttons=[])
+                with gr.Accordion("What the model said", open=False):
+                    model_text = gr.Markdown()
+                download = gr.File(label="Download the run (frames + scores + verdict)",
+                                   elem_id="download", height=60, visible=False)
+                run_id = gr.Textbox(visible=False)
+                with gr.Accordion("Past runs", open=False):
+                    with gr.Row():
+                        run_picker = gr.Dropdown([], label="Run", scale=3,
+                                                 allow_custom_value=True)
+                        refresh = gr.Button("↻", scale=0)
+                        open_button = gr.Button("Open", scale=1)
+                with gr.Accordion("What am I looking at?", open=False, elem_id="help"):
+                    gr.Markdown(HELP)
+            # ---- What Run makes: the picture, the generator, the steps, and the rest ----
+            with gr.Column(scale=1, min_width=300, elem_id="settings"):
+                gr.Markdown("**Your picture** (or, for *Replay*, a zip / animated GIF / WebP)")
+                form["upload"] = gr.File(EXAMPLES[0], label="Image", show_label=False,
+                                         file_types=["image", ".zip"], type="filepath",
+                                         elem_id="upload", height=130)
+                input_preview = gr.Image(label="Input", interactive=False, height=120,
+                                         show_label=False, alt_text="The picture you uploaded",
+                                         visible=False, elem_id="input-preview")
+                input_note = gr.Markdown()
+                examples = gr.Gallery(example_thumbnails(), label="Example pictures (click one)",
+                                      columns=4, height="auto", allow_preview=False,
+                                      object_fit="cover", elem_id="examples", buttons=[])
+                form["backend"] = gr.Dropdown(backend_choices, value="simulate",
+                                              label="Generator", info=backend_howtos or None,
+                                              elem_id="backend")
+                # The profile is the simulation's own choice, so it sits beside the generator.
+                form["profile"] = option_control(OPTIONS["profile"])
+                form["steps"] = gr.Slider(1, MAX_STEPS, value=10, step=1, label="Steps (N)",
+                                          elem_id="steps", buttons=[])
+                with gr.Accordion("Replay a chain from the Hugging Face hub", open=False):
+                    with gr.Row():
+                        hub_source = gr.Textbox(label="A chain on the hub",
+                                                placeholder="hf://datasets/kenantang/Banana100/…",
+                                                elem_id="hub-source", scale=3)
+                        hub_button = gr.Button("Replay it", size="sm", scale=1,
+                                               elem_id="hub-replay")
+                with gr.Accordion("Prompt, metrics and judges", open=False):
+                    prompt_preset = gr.Dropdown([(p.label, k) for k, p in PROMPTS.items()],
+                                                value="replicate", label="Prompt preset")
+                    form["prompt"] = gr.Textbox(DEFAULT_PROMPT, label="Prompt", lines=2)
+                    metric_preset = gr.Dropdown(list(PRESETS), value="CPU classics (4)",
+                                                label="Metric preset")
+                    form["metrics"] = gr.Dropdown(
+                        sorted({m for p in PRESETS.values() for m in p} | set(plugins())),
+                        value=list(CPU_DEFAULTS), multiselect=True, allow_custom_value=True,
+                        label="Metrics (any pyiqa no-reference name)")
+                    form["judges"] = gr.CheckboxGroup(
+                        judge_choices, label="VLM judges (reference line)",
+                        info=judge_howtos or None,
+                        value=[e.info.name for e in JUDGES.values() if not e.unavailable_reason()])
+                    form["judge_at"] = gr.Radio([(label, key) for key, label in JUDGE_AT.items()],
+                                                value=default_judge_at(), label="Judges rate…",
+                                                elem_id="judge-at")
+                with gr.Accordion("Advanced", open=False):
+                    form["seed"] = gr.Number(0, precision=0, label="Seed")
+                    # Every other backend option, each made from its `Option` (page/form.py).
+                    for option in FORM_OPTIONS:
+                        if option.name not in form:
+                            form[option.name] = option_control(option)
+            # The API's and MCP tools' own inputs and answer (page/api.py): never shown.
+            with gr.Column(visible=False):
+                api_image = gr.File(label="image", type="filepath")
+                api_frames = gr.File(label="frames", type="filepath")
+                api_steps = gr.Number(10, label="steps")  # no precision: 2.5 is refused
+                api_generator = gr.Textbox("simulate", label="generator")
+                api_metrics = gr.Textbox("", label="metrics")
+                api_seed = gr.Number(0, label="seed")
+                api_profile = gr.Textbox("", label="profile")
+                api_run_id = gr.Textbox("", label="run_id")
+                api_key_field = gr.Textbox("", label="api_key", type="password")
+                api_token = gr.Textbox("", label="token", type="password")
+                api_original = gr.File(label="original", type="filepath")
+                api_edited = gr.File(label="edited", type="filepath")
+                api_answer = gr.Textbox(label="answer (JSON)")
+                api_only = gr.Button("API")
+        leaderboard_tab.build()  # the committed results of `banana-space leaderboard`
+        with gr.Accordion("Licences and terms", open=False, elem_id="licences-and-terms"):
+            gr.Markdown(LICENCES)
+        gr.Markdown("Banana Space · code under Apache-2.0 · **for non-commercial use**, because "
+                    "every metric comes from pyiqa (PolyForm Noncommercial) · "
+                    "[Licences and terms](#licences-and-terms) · "
+                    "[Banana100 paper](https://arxiv.org/abs/2604.03400)", elem_id="footer")
 
-    OUTPUTS = [status, frame, strip, plot, verdict, model_text, download, run_dir,
-               before_after, compare_step, summary, share, magnifier]
-    assert len(OUTPUTS) == OUTPUT_COUNT
-    # The page's plumbing is private: reachable only by what the page posts (and confined
-    # there like everything else), never listed or offered to API clients or agents.
-    plumbing = {"api_visibility": "private"}
-    upload.change(preview, upload, [input_preview, input_note], show_progress="hidden",
+        outputs = list(PageOutputs(
+            status=status, frame=frame, strip=strip, plot=plot, verdict=verdict,
+            model_text=model_text, download=download, run_id=run_id,
+            before_after=before_after, compare_step=compare_step, summary=summary, share=share,
+            magnifier=magnifier))
+        run_form = inputs_of(form)
+        upload, raw = form["upload"], form["raw"]
+        # The page's plumbing is private: reachable only by what the page posts (and confined
+        # there like everything else), never listed or offered to API clients or agents.
+        plumbing = {"api_visibility": "private"}
+        upload.change(preview, upload, [input_preview, input_note], show_progress="hidden",
+                      **plumbing)
+        demo.load(preview, upload, [input_preview, input_note], show_progress="hidden",
                   **plumbing)
-    demo.load(preview, upload, [input_preview, input_note], show_progress="hidden", **plumbing)
-    examples.select(pick_example, None, upload, **plumbing)
-    prompt_preset.change(lambda key: PROMPTS[key].text, prompt_preset, prompt, **plumbing)
-    metric_preset.change(lambda name: list(PRESETS[name]), metric_preset, metrics, **plumbing)
-    # Chains share CHAINS_AT_ONCE places and one metric pool; how many one visitor may queue
-    # is guard.py's (cheap events have their own places and never wait behind chains).
-    # The page's streaming events stay callable by name (`/run`, `/resume`, `/open`) but are
-    # not documented: their answers are widgets; the documented API answers in JSON.
-    streaming = {"api_visibility": "undocumented", "concurrency_id": guard.CHAIN_GROUP,
-                 "concurrency_limit": CHAINS_AT_ONCE,
-                 "show_progress": "hidden"}  # the status line says what is happening
-    run_button.click(run, [upload, steps, prompt, backend, metrics, judges, seed, strength,
-                           api_key, temperature, resolution, guidance, inference_steps, raw,
-                           profile, judge_at],
-                     OUTPUTS, api_name="run",
-                     # A second click while a run goes on reaches the server, which says why
-                     # it starts nothing (gradio's default drops it without a word).
-                     trigger_mode="multiple", **streaming)
-    hub_button.click(hub_credit, hub_source, input_note, **plumbing)
-    hub_button.click(replay_hub, [hub_source, steps, prompt, metrics, judges, seed, raw],
-                     OUTPUTS, api_name="replay_hub", **streaming)
-    stop_button.click(stop_run, api_token, status, api_name="stop", concurrency_limit=None)
-    resume_button.click(resume, [run_dir, api_key, raw], OUTPUTS, api_name="resume",
-                        **streaming)
-    open_button.click(reopen, [run_picker, raw], OUTPUTS, api_name="open",
-                      api_visibility="undocumented")
-    recorded.select(open_recorded, [recorded, raw], OUTPUTS, api_name="open_recorded",
-                    **plumbing)
-    for index, button in enumerate(real):
-        button.click(partial(open_real_chain, index), raw, OUTPUTS,
-                     api_name=f"real_chain_{index}", **plumbing)
-    demo.load(real_chain_buttons, None, [examples_heading, *real], api_name="real_chains",
-              **plumbing)
-    # The profile is the simulation's alone.
-    backend.change(lambda name: gr.update(visible=name == "simulate"), backend, profile,
-                   **plumbing)
-    # .change, not .release: arrow keys move the slider too, and the picture must follow.
-    compare_step.change(compare, [run_dir, compare_step], [before_after, magnifier, share],
-                        show_progress="hidden", **plumbing)
-    # The visitor's own choice is marked on the curves (a streaming run marks its newest).
-    compare_step.input(marked_plot, [run_dir, compare_step, raw], plot, show_progress="hidden",
-                       **plumbing)
-    frame.select(zoom_at, [run_dir, compare_step], magnifier, **plumbing)
-    raw.change(redraw, [run_dir, raw], OUTPUTS, **plumbing)
-    refresh.click(past_runs, None, run_picker, **plumbing)
-    demo.load(past_runs, None, run_picker, **plumbing)
-    demo.load(on_load, None, OUTPUTS, **plumbing).then(None, js=SCROLL_TO_RESULT_JS,
-                                                       **plumbing)
-    demo.load(warm_up_metrics, None, None, **plumbing)
-    costed = [upload, steps, backend, judges, judge_at, prompt, inference_steps]
-    for control in costed:
-        control.change(cost_note, costed, gpu_cost, show_progress="hidden", **plumbing)
-    demo.load(cost_note, costed, gpu_cost, **plumbing)
-    # The documented API, which is also the MCP server's list of tools.
-    chains = {"concurrency_id": guard.CHAIN_GROUP, "concurrency_limit": CHAINS_AT_ONCE,
-              "show_progress": "hidden"}
-    api_only.click(mcp_tools.run_chain, [api_image, api_steps, api_generator, api_metrics,
-                                         api_seed, api_profile, api_token], api_answer,
-                   api_name="run_chain", **chains)
-    api_only.click(mcp_tools.score_chain, [api_frames, api_metrics, api_token], api_answer,
-                   api_name="score_chain", **chains)
-    api_only.click(mcp_tools.resume_chain, [api_run_id, api_key_field, api_token], api_answer,
-                   api_name="resume_chain", **chains)
-    api_only.click(mcp_tools.open_run, api_run_id, api_answer, api_name="open_run")
-    api_only.click(mcp_tools.list_options, None, api_answer, api_name="list_options")
-    api_only.click(mcp_tools.check_degradation, [api_original, api_edited], api_answer,
-                   api_name="check_degradation")
-    # gradio's own helpers register undocumented events that a client can call by name (the
-    # share button's `/lambda`, the examples' loader): plumbing too, so private like ours.
-    for event in demo.fns.values():
-        if event.api_visibility == "undocumented" and event.api_name not in STREAMING:
-            event.api_visibility = "private"
+        examples.select(pick_example, None, upload, **plumbing)
+        prompt_preset.change(lambda key: PROMPTS[key].text, prompt_preset, form["prompt"],
+                             **plumbing)
+        metric_preset.change(lambda name: list(PRESETS[name]), metric_preset, form["metrics"],
+                             **plumbing)
+        # Chains share CHAINS_AT_ONCE places and one metric pool; how many one visitor may
+        # queue is guard.py's (cheap events have their own places and never wait behind
+        # chains). The page's streaming events stay callable by name (`/run`, `/resume`,
+        # `/open`) but are not documented: their answers are widgets; the API answers in JSON.
+        streaming = {"api_visibility": "undocumented", "concurrency_id": guard.CHAIN_GROUP,
+                     "concurrency_limit": CHAINS_AT_ONCE,
+                     "show_progress": "hidden"}  # the status line says what is happening
+        run_button.click(run, run_form, outputs, api_name="run",
+                         # A second click while a run goes on reaches the server, which says
+                         # why it starts nothing (gradio's default drops it without a word).
+                         trigger_mode="multiple", **streaming)
+        hub_button.click(hub_credit, hub_source, input_note, **plumbing)
+        hub_button.click(replay_hub, [hub_source, form["steps"], form["prompt"], form["metrics"],
+                                      form["judges"], form["seed"], raw],
+                         outputs, api_name="replay_hub", **streaming)
+        stop_button.click(stop_run, api_token, status, api_name="stop", concurrency_limit=None)
+        resume_button.click(resume, [run_id, form["api_key"], raw], outputs, api_name="resume",
+                            **streaming)
+        open_button.click(reopen, [run_picker, raw], outputs, api_name="open",
+                          api_visibility="undocumented")
+        recorded.select(open_recorded, [recorded, raw], outputs, api_name="open_recorded",
+                        **plumbing)
+        for index, button in enumerate(real):
+            button.click(partial(open_real_chain, index), raw, outputs,
+                         api_name=f"real_chain_{index}", **plumbing)
+        # Loads that fill in the first screen show no progress: a pending Markdown is drawn at
+        # a fifth of its opacity, unreadable (and an axe contrast failure) on a slow machine.
+        demo.load(real_chain_buttons, None, [examples_heading, *real], api_name="real_chains",
+                  show_progress="hidden", **plumbing)
+        # The profile is the simulation's alone.
+        form["backend"].change(lambda name: gr.update(visible=name == "simulate"),
+                               form["backend"], form["profile"], **plumbing)
+        # .change, not .release: arrow keys move the slider too, and the picture must follow.
+        compare_step.change(compare, [run_id, compare_step], [before_after, magnifier, share],
+                            show_progress="hidden", **plumbing)
+        # The visitor's own choice is marked on the curves (a streaming run marks its newest).
+        compare_step.input(marked_plot, [run_id, compare_step, raw], plot,
+                           show_progress="hidden", **plumbing)
+        frame.select(zoom_at, [run_id, compare_step], magnifier, **plumbing)
+        raw.change(redraw, [run_id, raw], outputs, **plumbing)
+        refresh.click(past_runs, None, run_picker, **plumbing)
+        demo.load(past_runs, None, run_picker, **plumbing)
+        demo.load(on_load, None, outputs, **plumbing).then(None, js=SCROLL_TO_RESULT_JS,
+                                                           **plumbing)
+        demo.load(warm_up_metrics, None, None, **plumbing)
+        # The controls that change what a run books on ZeroGPU (quota.py).
+        for name in ("upload", "steps", "backend", "judges", "judge_at", "prompt",
+                     "num_inference_steps"):
+            form[name].change(cost_note, run_form, gpu_cost, show_progress="hidden", **plumbing)
+        demo.load(cost_note, run_form, gpu_cost, show_progress="hidden", **plumbing)
+        # The documented API, which is also the MCP server's list of tools.
+        chains = {"concurrency_id": guard.CHAIN_GROUP, "concurrency_limit": CHAINS_AT_ONCE,
+                  "show_progress": "hidden"}
+        api_only.click(api.run_chain, [api_image, api_steps, api_generator, api_metrics,
+                                       api_seed, api_profile, api_token], api_answer,
+                       api_name="run_chain", **chains)
+        api_only.click(api.score_chain, [api_frames, api_metrics, api_token], api_answer,
+                       api_name="score_chain", **chains)
+        api_only.click(api.resume_chain, [api_run_id, api_key_field, api_token], api_answer,
+                       api_name="resume_chain", **chains)
+        api_only.click(api.open_run, api_run_id, api_answer, api_name="open_run")
+        api_only.click(api.list_options, None, api_answer, api_name="list_options")
+        api_only.click(api.check_degradation, [api_original, api_edited], api_answer,
+                       api_name="check_degradation")
+        # gradio's own helpers register undocumented events that a client can call by name
+        # (the share button's `/lambda`, the examples' loader): plumbing too, so private.
+        for event in demo.fns.values():
+            if event.api_visibility == "undocumented" and event.api_name not in STREAMING:
+                event.api_visibility = "private"
+    return demo
 
 
-if __name__ == "__main__":
-    RUNS_ROOT.mkdir(parents=True, exist_ok=True)
+def main() -> None:
+    """Serve the page: what a killed process left behind is cleared first (before the page is
+    built, since building it puts the example pictures' thumbnails into that same folder)."""
+    disk.clear_stale()
+    SETTINGS.runs_root.mkdir(parents=True, exist_ok=True)
+    demo = build()
     # No queue size: cheap events are never refused; chains are bounded by guard.py.
     demo.queue(max_size=None, default_concurrency_limit=8)
     guard.install(demo)
-    start_preparing(RUNS_ROOT)  # Banana100's own chains, where the hub is reachable
-    demo.launch(allowed_paths=[str(RUNS_ROOT)], theme=THEME, css=PAGE_CSS, js=PAGE_JS,
+    start_preparing(SETTINGS.runs_root)  # Banana100's own chains, where the hub is reachable
+    demo.launch(allowed_paths=[str(SETTINGS.runs_root)], theme=THEME, css=PAGE_CSS, js=PAGE_JS,
                 max_file_size=MAX_UPLOAD, mcp_server=True,
                 app_kwargs={"middleware": [Middleware(guard.UploadGuard)]})
+
+
+if __name__ == "__main__":
+    main()

@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from .backends import OPTIONS as BACKEND_OPTIONS
 from .events import Event, Finished, FrameScored, Notice, Started
 from .images import BadImage, load_image
 from .metrics import CPU_DEFAULTS, PRESET_KEYS, parse_metric_names
@@ -34,9 +35,10 @@ from .prompts import DEFAULT_PROMPT
 
 EXIT_CODES = {"completed": 0, "failed": 1, "stopped": 130}
 
-# CLI flag -> backend option; only the flags a user gives are passed on.
-BACKEND_FLAGS = {"strength": float, "profile": str, "temperature": float, "resolution": str,
-                 "guidance_scale": float, "num_inference_steps": int}
+# CLI flag -> backend option, one per option a backend declares (never a secret: keys come
+# from the environment); only the flags a user gives are passed on.
+BACKEND_FLAGS = {name: option for name, option in BACKEND_OPTIONS.items()
+                 if option.flag and not option.secret}
 
 
 def _parser(prog: str) -> argparse.ArgumentParser:
@@ -48,8 +50,9 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     run.add_argument("--steps", type=int, default=10)
     run.add_argument("--backend", default="simulate")
     run.add_argument("--prompt", default=DEFAULT_PROMPT)
-    for flag, kind in BACKEND_FLAGS.items():
-        run.add_argument("--" + flag.replace("_", "-"), dest=flag, type=kind, default=None)
+    for flag, option in BACKEND_FLAGS.items():
+        run.add_argument("--" + flag.replace("_", "-"), dest=flag, type=option.kind,
+                         default=None, help=option.help or option.label or None)
     score = commands.add_parser("score", help="score a recorded chain (the replay backend)")
     score.add_argument("frames", help="a folder, zip, animated GIF/WebP, run directory, or "
                        "hf://datasets/OWNER/NAME/PATH")
@@ -117,19 +120,19 @@ def _split(text: str) -> list[str]:
 
 
 def _events(args: argparse.Namespace, stop: threading.Event) -> Iterator[Event]:
-    from .runs import RunSpec, resume_run, start_run
+    from .runs import resume_run, start_run
+    from .spec import RunSpec
 
     if args.command == "resume":
         return resume_run(args.run_dir, stop=stop)
+    chosen = {"seed": args.seed, "judges": _split(args.judges),
+              "metrics": parse_metric_names(args.metrics)}
     if args.command == "score":
-        spec = RunSpec(None, 100, "replay", {"source": str(args.frames)})
+        spec = RunSpec.replay(str(args.frames), **chosen)
     else:
-        loaded = load_image(args.image)
         options = {k: getattr(args, k) for k in BACKEND_FLAGS if getattr(args, k) is not None}
-        spec = RunSpec(loaded.image, args.steps, args.backend, options, args.prompt,
-                       image_notes=loaded.notes)
-    spec.seed, spec.judges = args.seed, _split(args.judges)
-    spec.metrics = parse_metric_names(args.metrics)
+        spec = RunSpec.of_image(load_image(args.image), args.steps, args.backend,
+                                backend_options=options, prompt=args.prompt, **chosen)
     out = args.out.resolve()
     return start_run(spec, out.parent, stop=stop, run_id=out.name)
 

@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import Any
 
 SECRETS = ("GEMINI_API_KEY", "HF_TOKEN")
-# What the Space runs and shows, relative to the checkout. A top-level module is part of the
-# page (app.py, its handlers, its style); the engine and the assets are whole folders.
+# What the Space runs and shows, relative to the checkout: the entry (app.py, zerogpu.py),
+# and whole folders for the page, the engine and the assets.
 SPACE_GLOBS = ("*.py", "README.md", "LICENSE", "requirements.txt", ".gitattributes",
-               "banana_space/**", "assets/**", "docs/**")
+               "page/**", "banana_space/**", "assets/**", "docs/**")
 NEVER = ("__pycache__", "*.pyc", "*.pyo", ".*", "*.egg-info", "runs", ".venv", "venv")
 KEPT_DOT_FILES = (".gitattributes",)
 

@@ -11,7 +11,7 @@ bring a run back when its link is opened and the run is not on disk (`restore`):
 
 What is pushed is what the page redraws a run from: run.json, the CSVs, the frames (frame 0 is
 the upload *after* `images.load_image` normalised it: RGB, downscaled, EXIF dropped; the upload
-itself never) and the strip's thumbnails. run.json never holds a secret (runs.public_options).
+itself never) and the strip's thumbnails. run.json never holds a secret (spec.public_options).
 The write needs a token that may write the repo (HF_TOKEN, a Space secret); the repo is created
 private if it does not exist. Without the variable nothing is pushed or fetched: links last
 until the next restart.

@@ -90,7 +90,7 @@ def describe(cost: GpuCost) -> str:
 
 
 def page_note(upload: str | None, steps: float, backend: str, judges: list[str] | None,
-              judge_at: str, prompt: str, inference_steps: float | None) -> str:
+              judge_at: str, prompt: str, options: dict[str, Any]) -> str:
     """The page's line under Run, from the form as it stands (an unknown image: 1 MP, the
     open editors' largest working size); "" while the form cannot be estimated."""
     size = (1024, 1024)
@@ -100,12 +100,11 @@ def page_note(upload: str | None, steps: float, backend: str, judges: list[str] 
                 size = image.size
         except (OSError, ValueError):  # a zip for replay, a broken file: refused at Run
             pass
-    options = {"num_inference_steps": int(inference_steps)} if inference_steps else {}
     if backend not in BACKENDS or not all(name in JUDGES for name in judges or []):
         return ""
-    takes = BACKENDS[backend].info.options
+    takes = BACKENDS[backend].info.takes
     try:
-        cost = estimate(backend, {k: v for k, v in options.items() if k in takes}, size,
+        cost = estimate(backend, {k: v for k, v in options.items() if takes(k)}, size,
                         max(1, int(steps)), prompt or "", list(judges or []), judge_at)
     except (ValueError, TypeError):
         return ""

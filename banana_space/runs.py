@@ -12,94 +12,37 @@ import contextlib
 import os
 import shutil
 import threading
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
-
-from PIL import Image
 
 from .backends import REGISTRY as BACKENDS
 from .backends import Backend, BackendUnavailable, create_backend
 from .budget import BUDGET, MemoryBudget
 from .chain import Chain, run_chain
 from .events import Event, Finished, Notice, Started
-from .judges import REGISTRY as JUDGES
 from .judges import create_judges
 from .markup import one_line, without_paths
-from .metrics import CPU_DEFAULTS, MAX_METRICS_PER_RUN, POOL, MetricPool, check_metric_names
+from .metrics import POOL, MetricPool
 from .persist import keep
-from .prompts import DEFAULT_PROMPT
 from .quota import judged_steps
-from .rundir import RunBusy, RunDir, load_run, lock_writer, write_atomic, write_zip
+from .rundir import (
+    RunBusy,
+    RunDir,
+    SavedRun,
+    load_run,
+    lock_writer,
+    write_atomic,
+    write_zip,
+    zip_path,
+)
 from .scoring import Scorer, unavailable_notices
 from .sources import HUB_PREFIX
+from .spec import RunSpec, check_spec, from_settings, to_settings
 
-MAX_STEPS = 100
-MAX_PROMPT_CHARS = 4000  # the paper's prompt is 72; run.json and the zip copy it
-MAX_SEED = 2**32 - 1  # numpy's and torch's generators take 0 .. 2**32 - 1
-SECRET_OPTIONS = frozenset({"api_key"})  # never written, logged or shown back
 OWNER_NAME = ".owner"  # who made a run, for retention shares (mark_owner)
 INTERRUPTED = "interrupted: the visitor disconnected"
-
-
-@dataclass
-class RunSpec:
-    image: Image.Image | None  # frame 0 (None for a backend that brings its own, e.g. replay)
-    steps: int
-    backend: str = "simulate"
-    backend_options: dict[str, Any] = field(default_factory=dict)
-    prompt: str = DEFAULT_PROMPT
-    seed: int = 0
-    metrics: Sequence[str] = CPU_DEFAULTS
-    judges: Sequence[str] = ()
-    judge_options: dict[str, Any] = field(default_factory=dict)
-    image_notes: list[str] = field(default_factory=list)
-    judge_at: str = "every"  # or "checkpoints" (quota.py: the ZeroGPU default)
-
-
-def check_spec(spec: RunSpec) -> None:
-    """Raise ValueError with a message that lists what is valid."""
-    if not _is_whole(spec.steps) or not 1 <= spec.steps <= MAX_STEPS:
-        raise ValueError(f"steps must be a whole number between 1 and {MAX_STEPS}, got "
-                         f"{spec.steps!r}")
-    if not _is_whole(spec.seed) or not 0 <= spec.seed <= MAX_SEED:
-        raise ValueError(f"the seed must be a whole number between 0 and {MAX_SEED}, got "
-                         f"{spec.seed!r}")
-    if spec.backend not in BACKENDS:
-        raise ValueError(f"unknown backend {spec.backend!r}; valid backends: "
-                         f"{', '.join(BACKENDS)}")
-    unknown = [j for j in spec.judges if j not in JUDGES]
-    if unknown:
-        raise ValueError(f"unknown judge(s) {', '.join(unknown)}; valid judges: "
-                         f"{', '.join(JUDGES) or 'none'}")
-    takes = BACKENDS[spec.backend].info.options
-    extra = sorted(set(spec.backend_options) - set(takes))
-    if extra:
-        raise ValueError(f"backend {spec.backend!r} takes no option(s) {', '.join(extra)}; it "
-                         f"takes: {', '.join(takes) or 'none'}")
-    if len(set(spec.metrics)) > MAX_METRICS_PER_RUN:
-        raise ValueError(f"{len(set(spec.metrics))} metrics asked for; one run may score with "
-                         f"at most {MAX_METRICS_PER_RUN}")
-    check_metric_names(list(spec.metrics))
-    judged_steps(spec.steps, spec.judge_at)  # a ValueError names the valid choices
-    if not spec.prompt.strip():
-        raise ValueError("the prompt is empty")
-    if len(spec.prompt) > MAX_PROMPT_CHARS:
-        raise ValueError(f"the prompt is {len(spec.prompt)} characters long; at most "
-                         f"{MAX_PROMPT_CHARS} are taken")
-
-
-def _is_whole(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def public_options(options: dict[str, Any]) -> dict[str, Any]:
-    """The options that may be recorded: plain values, never a secret, never a path on this
-    server (a replayed file is recorded by its name)."""
-    return {k: Path(v).name if isinstance(v, str) and os.path.isabs(v) else v
-            for k, v in options.items()
-            if k not in SECRET_OPTIONS and isinstance(v, (str, int, float, bool, type(None)))}
 
 
 def _ready_backend(name: str, options: dict[str, Any]) -> Backend:
@@ -130,12 +73,8 @@ def start_run(spec: RunSpec, root: Path, *, stop: threading.Event | None = None,
     scorer = Scorer(spec.metrics, judges, pool, budget)
     scorer.check_fits(image.size)
     run = RunDir.create(root, run_id)
-    settings = {
-        "backend": spec.backend, "backend_options": public_options(spec.backend_options),
-        "backend_settings": backend.settings(), "prompt": spec.prompt, "steps": steps,
-        "seed": spec.seed, "metrics": list(spec.metrics), "judges": list(spec.judges),
-        "judge_options": public_options(spec.judge_options), "input_size": list(image.size),
-        "input_notes": notes, "judge_at": spec.judge_at}
+    settings = to_settings(spec, steps=steps, backend_settings=backend.settings(),
+                           input_size=image.size, input_notes=notes)
     opening = _opening(scorer, run.path, steps, settings, 0,
                        [Notice(note, 0, "info") for note in notes])
     chain = Chain(image, backend, scorer, steps, spec.prompt, spec.seed,
@@ -156,28 +95,23 @@ def resume_run(path: Path, *, stop: threading.Event | None = None, pool: MetricP
         settings = saved.meta["settings"]
         if saved.last_step < 0:
             raise ValueError(f"{saved.path.name} has no complete frame to resume from")
-        secret = {"api_key": api_key} if api_key else {}
-        options = dict(settings.get("backend_options", {}))
-        if (BACKENDS[settings["backend"]].info.plays_recording
-                and not str(options.get("source", "")).startswith(HUB_PREFIX)):
+        spec = from_settings(settings, api_key)
+        if (BACKENDS[spec.backend].info.plays_recording
+                and not str(spec.backend_options.get("source", "")).startswith(HUB_PREFIX)):
             raise ValueError("a replayed file is recorded by its name only (never a path on "
                              "this server): replay it again to score more of it")
-        if "api_key" in BACKENDS[settings["backend"]].info.options:
-            options.update(secret)
-        backend = _ready_backend(settings["backend"], options)
-        judges = create_judges(settings["judges"],
-                               {**settings.get("judge_options", {}), **secret})
-        scorer = Scorer(settings["metrics"], judges, pool)
+        backend = _ready_backend(spec.backend, spec.backend_options)
+        judges = create_judges(list(spec.judges), spec.judge_options)
+        scorer = Scorer(spec.metrics, judges, pool)
     except BaseException:
         os.close(lock)
         raise
     run = RunDir.reopen(saved, lock)
-    opening = _opening(scorer, run.path, settings["steps"], settings, saved.last_step + 1,
+    opening = _opening(scorer, run.path, spec.steps, settings, saved.last_step + 1,
                        [Notice(f"resumed after step {saved.last_step}", saved.last_step, "info")])
-    chain = Chain(saved.frame(saved.last_step), backend, scorer, settings["steps"],
-                  settings["prompt"], settings["seed"], start=saved.last_step,
-                  reference=saved.frame(0),
-                  judged=judged_steps(settings["steps"], settings.get("judge_at", "every")))
+    chain = Chain(saved.frame(saved.last_step), backend, scorer, spec.steps, spec.prompt,
+                  spec.seed, start=saved.last_step, reference=saved.frame(0),
+                  judged=judged_steps(spec.steps, spec.judge_at))
     return _recorded(run, opening, run_chain(chain, stop))
 
 
@@ -315,3 +249,45 @@ def _delete_unless_busy(directory: Path) -> bool:
     return True
 
 
+
+
+def completed_steps(path: Path) -> int | None:
+    """How many steps a run made, if it made every step it was asked for (nothing to resume);
+    None for a run that can go on (or is not there: `resume_run` says why)."""
+    try:
+        saved = load_run(path)
+    except FileNotFoundError:
+        return None
+    done = saved.meta.get("status") == "completed" and saved.last_step >= saved.meta.get(
+        "steps", 0)
+    return saved.last_step if done else None
+
+
+def open_saved(path: Path) -> tuple[SavedRun, bool]:
+    """A saved run to show, and whether it is being made right now (live). A finished or
+    killed run without a zip is zipped on first sight; a run being written is never zipped
+    half-made nor called interrupted. The writer lock is tried only then, so many visitors
+    opening one finished run at once never get in each other's way.
+
+    Args:
+        path: a run directory (already confined to the runs folder).
+    Returns:
+        (the run as saved, live).
+    Raises:
+        FileNotFoundError: no run there (deleted to make room, or never made).
+    """
+    saved = load_run(path)
+    live = False
+    if saved.meta.get("status") == "running" or not zip_path(path).is_file():
+        try:
+            lock = lock_writer(path)
+        except RunBusy:  # its writer (or someone zipping it) is at work
+            live = saved.meta.get("status") == "running"
+        else:
+            try:
+                if not zip_path(path).is_file():
+                    write_zip(path)
+                saved = load_run(path)
+            finally:
+                os.close(lock)
+    return saved, live

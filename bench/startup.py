@@ -58,16 +58,17 @@ def first_frame(url: str, image: Path) -> float:
     update holds frame 0."""
     from gradio_client import Client, handle_file
 
-    from banana_space.backends.simulate import DEFAULT_PROFILE
     from banana_space.prompts import DEFAULT_PROMPT
+    from page.form import FORM_OPTIONS, field_names
 
     client = Client(url, verbose=False)
-    # /run is undocumented (view_api does not list it): its inputs in app.py's order, i.e.
-    # upload, steps, prompt, backend, metrics, judges, seed, strength, api_key, temperature,
-    # resolution, guidance, inference_steps, raw, profile, judge_at
-    job = client.submit(handle_file(str(image)), 1, DEFAULT_PROMPT, "simulate", METRICS, [], 0,
-                        1.0, "", 1.0, None, None, None, False, DEFAULT_PROFILE, "every",
-                        api_name="/run")
+    # /run is undocumented (view_api does not list it): its inputs in the Run form's order
+    # (page/form.py), each option at its page default.
+    given = {"upload": handle_file(str(image)), "steps": 1, "prompt": DEFAULT_PROMPT,
+             "backend": "simulate", "metrics": METRICS, "judges": [], "seed": 0, "raw": False,
+             "judge_at": "every",
+             **{o.name: "" if o.secret else o.default for o in FORM_OPTIONS}}
+    job = client.submit(*(given[name] for name in field_names()), api_name="/run")
     for update in job:
         if update[2]:  # the strip holds frame 0
             job.cancel()
@@ -101,7 +102,7 @@ def serve_times(root: Path) -> dict[str, float]:
 
 
 def heavy_modules_after_import() -> dict[str, bool]:
-    code = ("import json, sys; import app; "
+    code = ("import json, sys; import app; app.build(); "
             f"print(json.dumps({{m: m in sys.modules for m in {HEAVY!r}}}))")
     child = subprocess.run([sys.executable, "-c", code], cwd=_setup.REPO, capture_output=True,
                            text=True, check=True)

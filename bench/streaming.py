@@ -3,7 +3,7 @@
 Everything the app does between "frame i is scored" and "the update is on the wire", in the
 order it happens: `RunDir.record` (the scores' CSVs and run.json; the frame's PNG was written
 when it was made, while it was being scored), `RunView.apply` (plot, table, strip),
-`handlers.outputs_of` (the strip's HTML), gradio's `Blocks.postprocess_data` for the run endpoint's
+`page.outputs.shown` (the strip's HTML), gradio's `Blocks.postprocess_data` for the run endpoint's
 outputs (gr.Plot serialises the figure to JSON, gr.Image and gr.ImageSlider hash the current
 frames into gradio's cache), the streaming diff against the previous update, and the JSON of
 the message. It is measured at steps 10, 50 and 100 with 25 score columns, on a run directory
@@ -77,12 +77,12 @@ def _recorder(root: Path, history, step: int):
     return run
 
 
-async def _postprocess(app, block_fn, outputs: list) -> list:
+async def _postprocess(demo, block_fn, outputs: list) -> list:
     """gradio's postprocessing of one update, inside the app's context like a live request."""
     from gradio.context import LocalContext
 
-    LocalContext.blocks.set(app.demo)
-    return await app.demo.postprocess_data(block_fn, outputs, None)
+    LocalContext.blocks.set(demo)
+    return await demo.postprocess_data(block_fn, outputs, None)
 
 
 def _timed(times: dict[str, float], name: str, work):
@@ -92,34 +92,34 @@ def _timed(times: dict[str, float], name: str, work):
     return result
 
 
-def _one_update(app, block_fn, view, run, made, scored, session: str) -> dict[str, float]:
+def _one_update(demo, block_fn, view, run, made, scored, session: str) -> dict[str, float]:
     """Time each stage of the update that shows frame i's scores, once they are ready. Frame i
     itself was written and shown while it was being scored (the `FrameMade` update, whose
     screen primes gradio's diff state here)."""
-    from handlers import outputs_of  # app.py's handlers (imported with it)
+    from page.outputs import shown
 
     times: dict[str, float] = {}
     _timed(times, "(write frame)", lambda: run.record(made))
-    previous = asyncio.run(_postprocess(app, block_fn, list(outputs_of(view.apply(made)))))
+    previous = asyncio.run(_postprocess(demo, block_fn, list(shown(view.apply(made)))))
     _timed(times, "record", lambda: run.record(scored))
     screen = _timed(times, "apply", lambda: view.apply(scored))
-    outputs = _timed(times, "outputs_of", lambda: list(outputs_of(screen)))
-    data = _timed(times, "postprocess", lambda: asyncio.run(_postprocess(app, block_fn, outputs)))
-    app.demo.handle_streaming_diffs(block_fn, previous, session, "run", final=False)
+    outputs = _timed(times, "shown", lambda: list(shown(screen)))
+    data = _timed(times, "postprocess", lambda: asyncio.run(_postprocess(demo, block_fn, outputs)))
+    demo.handle_streaming_diffs(block_fn, previous, session, "run", final=False)
     message = _timed(times, "diff+json", lambda: orjson.dumps({"output": {
-        "data": app.demo.handle_streaming_diffs(block_fn, data, session, "run", final=False)}}))
-    app.demo.handle_streaming_diffs(block_fn, data, session, "run", final=True)
+        "data": demo.handle_streaming_diffs(block_fn, data, session, "run", final=False)}}))
+    demo.handle_streaming_diffs(block_fn, data, session, "run", final=True)
     times["update"] = sum(t for stage, t in times.items() if stage != "(write frame)")
     times["kB sent"] = len(message) / 1024
     return times
 
 
-def measure(app, root: Path, frame, step: int) -> dict[str, float]:
+def measure(demo, root: Path, frame, step: int) -> dict[str, float]:
     """Median over REPEATS of the update for frame `step`, everything holding 0..step-1."""
     from banana_space.events import FrameMade, FrameScored
     from banana_space.view import RunView
 
-    block_fn = next(fn for fn in app.demo.fns.values() if fn.api_name == "run")
+    block_fn = next(fn for fn in demo.fns.values() if fn.api_name == "run")
     full = _history(step)
     before = copy.deepcopy(full)
     for series in before.scores.values():
@@ -131,7 +131,7 @@ def measure(app, root: Path, frame, step: int) -> dict[str, float]:
     for repeat in range(REPEATS):
         view = RunView(run_dir=run_dir, steps=100, history=copy.deepcopy(before),
                        last_step=step - 1)
-        samples.append(_one_update(app, block_fn, view, _recorder(root, before, step), made,
+        samples.append(_one_update(demo, block_fn, view, _recorder(root, before, step), made,
                                    scored, f"s{step}-{repeat}"))
     return {key: statistics.median(s[key] for s in samples) for key in samples[0]}
 
@@ -148,10 +148,11 @@ def main() -> None:
         frame = SimulateBackend().edit(_setup.photo(FRAME_SIDE), "", seed=0, step=1).image
         _run_dir(root, frame, max(STEPS) + 1)
         # Launched as app.py launches it, so gradio checks each file's path as it does live.
-        app.demo.launch(prevent_thread_lock=True, quiet=True, server_name="127.0.0.1",
-                        server_port=_free_port(), allowed_paths=[str(app.RUNS_ROOT)])
-        results = {step: measure(app, root, frame, step) for step in STEPS}
-        app.demo.close()
+        demo = app.build()
+        demo.launch(prevent_thread_lock=True, quiet=True, server_name="127.0.0.1",
+                    server_port=_free_port(), allowed_paths=[str(app.SETTINGS.runs_root)])
+        results = {step: measure(demo, root, frame, step) for step in STEPS}
+        demo.close()
     finally:
         shutil.rmtree(root, ignore_errors=True)
     print(_setup.describe_machine())

@@ -17,13 +17,13 @@ from app_server import (
     STRIP,
     TABLE,
     ZIP,
+    run_inputs,
     running_app,
     strip_frames,
 )
 from gradio_client import Client, handle_file
 
 from banana_space.backends.simulate import DEFAULT_PROFILE
-from banana_space.prompts import DEFAULT_PROMPT
 from banana_space.rundir import load_run
 from banana_space.view import VERDICT_COLUMN
 
@@ -55,9 +55,8 @@ def psnr_points(update: list) -> int:
 
 def run_args(image: Path, steps: int, seed: int = 0, backend: str = "simulate",
              profile: str = DEFAULT_PROFILE) -> list:
-    return [handle_file(str(image)), steps, DEFAULT_PROMPT, backend,
-            ["brisque", "niqe", "piqe", "entropy"], [], seed, 1.0, "", 1.0, None, None, None,
-            False, profile, "every"]
+    return run_inputs(handle_file(str(image)), steps, seed=seed, backend=backend,
+                      profile=profile)
 
 
 def test_frames_stream_in_one_by_one_with_plot_and_table(app_url, runs_dir, photo_path) -> None:

@@ -16,6 +16,7 @@ from app_server import (
     STATUS,
     TABLE,
     TEXT,
+    run_inputs,
     running_app,
     strip_frames,
 )
@@ -23,7 +24,6 @@ from conftest import REPO
 from fake_gemini import FakeGemini, error
 from gradio_client import Client, handle_file
 
-from banana_space.backends.simulate import DEFAULT_PROFILE
 from banana_space.prompts import DEFAULT_PROMPT
 
 pytestmark = pytest.mark.app
@@ -40,9 +40,9 @@ def gemini(tmp_path_factory):
 
 
 def nano_banana_args(image: Path, steps: int) -> list:
-    return [handle_file(str(image)), steps, DEFAULT_PROMPT, "nano-banana-pro", ["piqe"],
-            ["judge_gemini"], 0, 1.0, KEY, 0.7, "1K", None, None, False, DEFAULT_PROFILE,
-            "every"]
+    return run_inputs(handle_file(str(image)), steps, backend="nano-banana-pro",
+                      metrics=["piqe"], judges=["judge_gemini"], api_key=KEY, temperature=0.7,
+                      resolution="1K")
 
 
 def image_requests(server: FakeGemini) -> int:

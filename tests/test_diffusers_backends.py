@@ -121,7 +121,7 @@ def test_registered_as_gpu_backends() -> None:
     for name in BUILDERS:
         info = REGISTRY[name].info
         assert info.needs_gpu and not info.needs_key
-        assert {"guidance_scale", "num_inference_steps"} <= set(info.options)
+        assert {"guidance_scale", "num_inference_steps"} <= set(info.option_names)
 
 
 @pytest.mark.skipif(gpu.cuda_available(), reason="this machine has CUDA")

@@ -21,7 +21,7 @@ from conftest import REPO
 from PIL import Image
 
 from banana_space import backends
-from banana_space.backends.base import BackendInfo, Edit, Entry
+from banana_space.backends.base import BackendInfo, Edit, Entry, Option
 from banana_space.backends.simulate import SimulateBackend
 from banana_space.events import Finished, FrameScored, Notice, Started
 from banana_space.metrics import POOL, MetricPool
@@ -32,7 +32,8 @@ from banana_space.runs import RunSpec, prune_runs, resume_run, start_run
 class BreaksAtStep(SimulateBackend):
     """The offline simulation, until the network 'drops' at one step."""
 
-    info = BackendInfo("breaks", "Breaks at a step", "test backend", options=("fail_at",))
+    info = BackendInfo("breaks", "Breaks at a step", "test backend",
+                       options=(Option("fail_at", int),))
 
     def __init__(self, fail_at: int) -> None:
         super().__init__(strength=1.0)

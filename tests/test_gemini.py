@@ -77,8 +77,8 @@ def test_registry_lists_the_models_after_the_offline_backends():
     assert {"nano-banana-pro", "nano-banana", "nano-banana-2"} <= set(names)
     assert REGISTRY["nano-banana-pro"].info.needs_key
     assert "gemini-3-pro-image-preview" in REGISTRY["nano-banana-pro"].info.label
-    assert "resolution" in REGISTRY["nano-banana-pro"].info.options
-    assert "resolution" not in REGISTRY["nano-banana"].info.options
+    assert REGISTRY["nano-banana-pro"].info.takes("resolution")
+    assert not REGISTRY["nano-banana"].info.takes("resolution")
 
 
 def test_importing_the_registries_does_not_load_the_sdk():

@@ -23,7 +23,7 @@ from pathlib import Path
 import httpx
 import numpy as np
 import pytest
-from app_server import RUN_DIR, STATUS, running_app
+from app_server import RUN_DIR, STATUS, run_inputs, running_app
 from conftest import REPO
 from gradio_client import Client, handle_file
 from markdown_it import MarkdownIt
@@ -31,7 +31,6 @@ from PIL import Image
 from raw_api import call, dependencies
 from test_mcp import answer, data_url, session_call
 
-from banana_space.backends.simulate import DEFAULT_PROFILE
 from banana_space.events import Started
 from banana_space.rundir import RunBusy, lock_writer
 
@@ -236,9 +235,7 @@ def test_a_chain_whose_caller_disconnects_stops_and_says_why(app, tmp_path, name
     who = f"10.0.3.{30 if name == 'run' else 31}"
     image = upload(app, noise(tmp_path / "d.png", 512, 384), who).json()[0]
     data = ([file_data(image), 100, "simulate", "entropy", 0, "", ""] if name == "run_chain" else
-            [file_data(image), 100, "Produce an exact replica of the provided image, with no "
-             "alterations.", "simulate", ["entropy"], [], 0, 1.0, "", 1.0, None, None, None,
-             False, DEFAULT_PROFILE, "every"])
+            run_inputs(file_data(image), 100, metrics=["entropy"]))
     before, session = run_ids(app["runs"]), secrets.token_hex(6)
     assert join(app, name, data, who, session).status_code == 200
     with httpx.Client(timeout=60) as http, http.stream(
@@ -387,8 +384,8 @@ def test_a_member_name_with_newlines_makes_no_markup_in_a_shared_link(app, photo
             payload = data.getvalue()[:200] if index == 2 else data.getvalue()
             zipped.writestr(f"{index}{hostile if index == 2 else ''}.png", payload)
     final = client(app, "10.0.7.1").predict(
-        handle_file(str(archive)), 10, "replica", "replay", ["entropy"], [], 0, 1.0, "", 1.0,
-        None, None, None, False, DEFAULT_PROFILE, "every", api_name="/run")
+        *run_inputs(handle_file(str(archive)), 10, prompt="replica", backend="replay",
+                    metrics=["entropy"]), api_name="/run")
     assert "Failed" in final[STATUS]
     stored = json.loads((app["runs"] / final[RUN_DIR] / "run.json").read_text())["reason"]
     assert "\n" not in stored

@@ -84,7 +84,7 @@ def test_the_suite_is_every_profile_by_kind_and_refuses_unknown_names() -> None:
 
 
 def test_the_tab_filters_by_family_and_artifact(verdicts, tmp_path: Path, monkeypatch) -> None:
-    import leaderboard_tab
+    from page import leaderboard_tab
 
     chains = chain_kinds(CHAINS, "suite", KINDS)
     entries = [Entry("dull", "pyiqa", "dull"), Entry("sharp", "ours", "sharp"),

@@ -66,14 +66,14 @@ def test_the_estimate_is_what_zerogpu_books(monkeypatch) -> None:
 
 
 def test_the_page_and_the_api_docs_state_the_cost() -> None:
-    note = quota.page_note(None, 20, "flux2", ["judge_vqr1"], "checkpoints", "x", None)
+    note = quota.page_note(None, 20, "flux2", ["judge_vqr1"], "checkpoints", "x", {})
     assert "Estimated GPU time" in note and "20 edits" in note and "5 judged frames" in note
-    assert "none" in quota.page_note(None, 20, "simulate", [], "every", "x", None)
-    assert quota.page_note(None, 20, "no-such", [], "every", "x", None) == ""
-    import mcp_tools
+    assert "none" in quota.page_note(None, 20, "simulate", [], "every", "x", {})
+    assert quota.page_note(None, 20, "no-such", [], "every", "x", {}) == ""
+    from page import api
 
-    assert "GPU cost on ZeroGPU" in mcp_tools.run_chain.__doc__
-    assert quota.per_step_note() in mcp_tools.run_chain.__doc__
+    assert "GPU cost on ZeroGPU" in api.run_chain.__doc__
+    assert quota.per_step_note() in api.run_chain.__doc__
 
 
 class CountingJudge:

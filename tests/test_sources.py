@@ -19,7 +19,6 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from banana_space.backends.simulate import DEFAULT_PROFILE
 from banana_space.images import MAX_DECLARED_PIXELS, BadImage
 from banana_space.sources import (
     MAX_MEMBER_BYTES,
@@ -198,10 +197,9 @@ def test_app_replay_refuses_a_zip_bomb_with_flat_memory(bomb, photo, tmp_path) -
     """Through gradio_client against the real app: a clear error, and the app's own peak RSS
     (VmHWM), measured after an honest replay has loaded torch and the metric, barely moves."""
     import psutil
-    from app_server import running_app
+    from app_server import run_inputs, running_app
     from gradio_client import Client, handle_file
 
-    from banana_space.prompts import DEFAULT_PROMPT
 
     with running_app(tmp_path / "runs") as url:
         app = next(p for p in psutil.Process().children(recursive=True)
@@ -209,9 +207,8 @@ def test_app_replay_refuses_a_zip_bomb_with_flat_memory(bomb, photo, tmp_path) -
         client = Client(url, verbose=False)
 
         def replay(archive: Path) -> list:
-            return client.predict(handle_file(str(archive)), 5, DEFAULT_PROMPT, "replay",
-                                  ["entropy"], [], 0, 1.0, "", 1.0, None, None, None, False,
-                                  DEFAULT_PROFILE, "every", api_name="/run")
+            return client.predict(*run_inputs(handle_file(str(archive)), 5, backend="replay",
+                                              metrics=["entropy"]), api_name="/run")
 
         honest = tmp_path / "honest.zip"
         with zipfile.ZipFile(honest, "w") as archive:

@@ -71,7 +71,7 @@ def test_every_tracked_binary_travels_through_lfs() -> None:
 
 
 def test_space_files_take_the_app_and_leave_venv_runs_caches_and_secrets(tmp_path: Path) -> None:
-    for name in ("app.py", "handlers.py", "README.md", "LICENSE", "requirements.txt",
+    for name in ("app.py", "page/handlers.py", "README.md", "LICENSE", "requirements.txt",
                  ".gitattributes", "banana_space/chain.py", "banana_space/judges/base.py",
                  "assets/recorded/dunes/run.json", "docs/screenshots/wide.png",
                  ".env", ".venv/lib/x.py", "runs/abc/run.json", "tests/test_x.py",
@@ -82,7 +82,7 @@ def test_space_files_take_the_app_and_leave_venv_runs_caches_and_secrets(tmp_pat
     assert [f.path for f in space_files(tmp_path)] == [
         ".gitattributes", "LICENSE", "README.md", "app.py", "assets/recorded/dunes/run.json",
         "banana_space/chain.py", "banana_space/judges/base.py", "docs/screenshots/wide.png",
-        "handlers.py", "requirements.txt"]
+        "page/handlers.py", "requirements.txt"]
 
 
 def _deploy(hub_url: str, *args: str, **env: str) -> subprocess.CompletedProcess:

@@ -9,13 +9,15 @@ from __future__ import annotations
 from typing import Any
 
 from . import diffusers_edit, gemini, replay, simulate
-from .base import Backend, BackendInfo, BackendUnavailable, Entry
+from .base import Backend, BackendInfo, BackendUnavailable, Entry, Option, options_of
 
 # Order is the UI's order: offline first, so the default works on any laptop.
 _MODULES = [simulate, replay, gemini, diffusers_edit]
 
 REGISTRY: dict[str, Entry] = {
     entry.info.name: entry for module in _MODULES for entry in module.ENTRIES}
+# Every backend option by name: the CLI's flags and the page's controls are made from these.
+OPTIONS: dict[str, Option] = options_of([entry.info for entry in REGISTRY.values()])
 
 
 def backend_names() -> list[str]:
@@ -29,5 +31,5 @@ def create_backend(name: str, **options: Any) -> Backend:
     return REGISTRY[name].create(**options)
 
 
-__all__ = ["REGISTRY", "Entry", "Backend", "BackendInfo", "BackendUnavailable",
+__all__ = ["OPTIONS", "REGISTRY", "Entry", "Backend", "BackendInfo", "BackendUnavailable", "Option",
            "backend_names", "create_backend"]

@@ -38,17 +38,50 @@ class GenerationFailed(RuntimeError):
 
 
 @dataclass(frozen=True)
+class Option:
+    """One keyword option a backend (or judge) takes: the constructor's keyword, the CLI's
+    `--flag` and the page's control are all made from this one row (`cli.backend_flags`,
+    `page/form.py`).
+
+    A `label` puts a control on the page (a slider with `low`/`high`/`step`, a dropdown with
+    `choices`, else a number or text box); without one the option is set some other way (a
+    replayed `source` is the upload). A `secret` (an API key) is never a flag, never recorded
+    and never shown back; `flag=False` keeps an option off the command line.
+    """
+
+    name: str
+    kind: type = str  # float, int or str: what a flag or a form value is turned into
+    label: str = ""
+    help: str = ""
+    default: Any = None  # the page control's starting value (None: blank, the model's default)
+    choices: tuple[tuple[str, str], ...] = ()  # (label, value)
+    low: float | None = None
+    high: float | None = None
+    step: float | None = None
+    secret: bool = False
+    flag: bool = True
+
+
+@dataclass(frozen=True)
 class BackendInfo:
     name: str  # registry and CLI name, e.g. "simulate"
     label: str  # what the UI shows, e.g. "Simulated (offline)"
     description: str  # one line for the UI's help text
     needs_key: bool = False
     needs_gpu: bool = False
-    # The keyword options the UI and CLI may pass to the constructor (e.g. "strength").
-    options: tuple[str, ...] = ()
+    # The keyword options the page and the CLI may pass to the constructor (e.g. "strength").
+    options: tuple[Option, ...] = ()
     # True for a backend that plays back a recording: its input is a `source` (folder, zip,
     # animated image), not an image, and it brings frame 0 itself (`first_frame()`).
     plays_recording: bool = False
+
+    @property
+    def option_names(self) -> tuple[str, ...]:
+        return tuple(option.name for option in self.options)
+
+    def takes(self, name: str) -> bool:
+        """Does the constructor take the keyword option `name`?"""
+        return name in self.option_names
 
 
 @dataclass(frozen=True)
@@ -88,3 +121,15 @@ class Entry:
     # Can it run on this machine before the user types anything? None = yes, else a one-line
     # how-to ("needs a key: set GEMINI_API_KEY or paste one under Advanced"). Cheap: loads nothing.
     unavailable_reason: Callable[[], str | None] = lambda: None
+
+
+def options_of(infos: list[BackendInfo]) -> dict[str, Option]:
+    """Every option the backends take, by name, in the registry's order: one CLI flag and one
+    page control each. Two backends may share an option only by sharing its one definition."""
+    found: dict[str, Option] = {}
+    for info in infos:
+        for option in info.options:
+            if found.setdefault(option.name, option) != option:
+                raise ValueError(f"option {option.name!r} of backend {info.name!r} differs "
+                                 "from another backend's option of that name")
+    return found

@@ -37,7 +37,7 @@ from ..gpu import (
     gpu_task,
     run_on_gpu,
 )
-from .base import BackendInfo, BackendUnavailable, Edit, Entry, Report, report_nothing
+from .base import BackendInfo, BackendUnavailable, Edit, Entry, Option, Report, report_nothing
 
 NEEDS_GPU = ("needs a GPU: this backend runs on CUDA / ZeroGPU; "
              "on this machine use simulate or replay")
@@ -93,7 +93,10 @@ VARIANTS: dict[str, dict[str, str]] = {
 }
 
 _SIZE = "works at the input size rounded to 16 px, at most ~1 MP."
-_OPTIONS = ("guidance_scale", "num_inference_steps")
+_OPTIONS = (Option("guidance_scale", float, "Open editors: guidance scale (blank = the model's "
+                   "default)"),
+            Option("num_inference_steps", int, "Open editors: inference steps (blank = the "
+                   "model's default)"))
 INFOS = {
     "qwen-image-edit": BackendInfo(
         "qwen-image-edit", "Qwen-Image-Edit-2509 (GPU)",
@@ -107,7 +110,7 @@ INFOS = {
         "flux2", "FLUX.2 (GPU)",
         "black-forest-labs/FLUX.2-klein-4B via diffusers, 4 steps, ~16 GB (variant='dev': "
         f"FLUX.2 [dev], ~112 GB); {_SIZE}",
-        needs_gpu=True, options=("variant", *_OPTIONS)),
+        needs_gpu=True, options=(Option("variant", flag=False), *_OPTIONS)),
 }
 
 # One editor per process at a time: two do not fit one GPU slice.

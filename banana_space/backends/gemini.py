@@ -29,6 +29,7 @@ from .base import (
     Edit,
     Entry,
     GenerationFailed,
+    Option,
     Report,
     report_nothing,
 )
@@ -136,10 +137,18 @@ class GeminiBackend:
                            "thought_images": answer.thought_images, "notes": loaded.notes})
 
 
+API_KEY = Option("api_key", label="Your Gemini API key", secret=True, flag=False,
+                 help="used for your requests only; never stored")
+TEMPERATURE = Option("temperature", float, "Gemini: temperature", default=1.0, low=0, high=2,
+                     step=0.05)
+RESOLUTION = Option("resolution", str, "Gemini: output resolution (Pro and 2 only)",
+                    choices=(("1K", "1K"), ("2K", "2K"), ("4K", "4K")))
+
+
 def _info(model: GeminiModel) -> BackendInfo:
     price = f"about {model.usd_per_image['1K']:.3f} USD per image at 1K" \
         if "1K" in model.usd_per_image else "price unknown"
-    options = ("api_key", "temperature", *(("resolution",) if model.sizes else ()))
+    options = (API_KEY, TEMPERATURE, *((RESOLUTION,) if model.sizes else ()))
     return BackendInfo(name=model.name, label=f"{model.label} ({model.model_id})",
                        description=f"Google's {model.label} through the Gemini API; {price}.",
                        needs_key=True, options=options)

@@ -14,14 +14,14 @@ from PIL import Image
 
 from ..images import BadImage, LoadedImage
 from ..sources import HUB_PREFIX, open_frames
-from .base import BackendInfo, Edit, Entry, GenerationFailed, Report, report_nothing
+from .base import BackendInfo, Edit, Entry, GenerationFailed, Option, Report, report_nothing
 
 INFO = BackendInfo(
     name="replay",
     label="Replay a recorded chain (offline)",
     description="Plays back frames recorded elsewhere: a folder, a zip, an animated GIF/WebP, "
                 "or a chain on the Hugging Face hub (hf://datasets/…).",
-    options=("source",),
+    options=(Option("source", flag=False),),  # the upload, or `banana-space score FRAMES`
     plays_recording=True,
 )
 

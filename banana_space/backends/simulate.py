@@ -20,7 +20,7 @@ import numpy as np
 from PIL import Image
 
 from . import artifacts, controls
-from .base import BackendInfo, Edit, Entry, Report, report_nothing
+from .base import BackendInfo, Edit, Entry, Option, Report, report_nothing
 
 # (last frame, rng, strength) -> next frame: damage fed back, as a generator's round trip.
 StepFunction = Callable[[np.ndarray, np.random.Generator, float], np.ndarray]
@@ -87,7 +87,13 @@ INFO = BackendInfo(
     label="Simulated (offline)",
     description="Seeded models of a generator's round trip, one profile per described "
                 "artifact (default: Nano Banana Pro-like). No key, no GPU.",
-    options=("strength", "profile"),
+    options=(
+        Option("strength", float, "Simulated: strength per step", default=1.0, low=0, high=3,
+               step=0.1),
+        Option("profile", str, "Simulated: profile", "which generator's artifact the simulation "
+               "models", default=DEFAULT_PROFILE,
+               choices=tuple((profile.label, name) for name, profile in PROFILES.items())),
+    ),
 )
 
 

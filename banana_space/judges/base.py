@@ -25,6 +25,10 @@ class JudgeInfo:
     # options are shared by its judges, and each takes only the ones it names here.
     options: tuple[str, ...] = ()
 
+    @property
+    def option_names(self) -> tuple[str, ...]:  # as `BackendInfo.option_names`
+        return self.options
+
 
 @dataclass(frozen=True)
 class Verdict:

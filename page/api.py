@@ -21,19 +21,20 @@ from typing import Any
 
 import gradio as gr
 
-import guard
 from banana_space import gate
 from banana_space.backends import REGISTRY as BACKENDS
 from banana_space.events import Event, Started
 from banana_space.images import load_image
 from banana_space.judges import REGISTRY as JUDGES
 from banana_space.metrics import CPU_DEFAULTS, FIDELITY, POOL, PRESETS, parse_metric_names
-from banana_space.prompts import DEFAULT_PROMPT
 from banana_space.prompts import PRESETS as PROMPTS
 from banana_space.quota import per_step_note
 from banana_space.rundir import live_status, load_run
-from banana_space.runs import MAX_STEPS, RunSpec, resume_run, start_run
-from handlers import REFUSALS, RUNS_ROOT, completed_steps, confined, received, refusal, whole
+from banana_space.runs import completed_steps, resume_run, start_run
+from banana_space.spec import MAX_STEPS, RunSpec
+from page import guard
+from page.access import REFUSALS, confined, owned, received, refusal, whole
+from page.settings import SETTINGS
 
 DETECTS = {True: "yes", False: "no", None: "undecided"}
 NOTICES_SHOWN = 5
@@ -77,13 +78,13 @@ def summary(path: Path, request: gr.Request) -> dict[str, Any]:
 
 
 def _until_end(events: Iterator[Event], request: gr.Request) -> Path:
-    """Consume a run's events; the run's directory (`started` once it exists). A caller that
-    disconnects stops the run within a step: closing its events records it as interrupted."""
+    """Consume a run's events; the run's directory. A caller that disconnects stops the run
+    within a step: closing its events records it as interrupted."""
     run_dir = None
+    events = owned(events, request)
     for event in events:
         if isinstance(event, Started) and run_dir is None:
             run_dir = event.run_dir
-            guard.started(run_dir, request)
         if not guard.alive(request):
             events.close()
             break
@@ -145,7 +146,7 @@ def run_chain(image: str | None, steps: float, generator: str, metrics: str, see
         raise gr.Error("To score a recorded chain, use score_chain.")
     options: dict[str, Any] = {}
     if profile:
-        if "profile" not in entry.info.options:
+        if not entry.info.takes("profile"):
             raise gr.Error(f"The {generator} generator takes no profile.")
         options["profile"] = profile
     steps, seed = whole(steps, "Steps"), whole(seed, "The seed")
@@ -153,9 +154,9 @@ def run_chain(image: str | None, steps: float, generator: str, metrics: str, see
         loaded = load_image(received(image))
     except REFUSALS as error:
         raise refusal(error) from None
-    spec = RunSpec(loaded.image, steps, generator, options, DEFAULT_PROMPT, seed,
-                   parse_metric_names(metrics), image_notes=loaded.notes)
-    return _chain(lambda stop: start_run(spec, RUNS_ROOT, stop=stop), request, token,
+    spec = RunSpec.of_image(loaded, steps, generator, backend_options=options, seed=seed,
+                            metrics=parse_metric_names(metrics))
+    return _chain(lambda stop: start_run(spec, SETTINGS.runs_root, stop=stop), request, token,
                   guard.chain_cost(loaded.image, steps))
 
 
@@ -177,9 +178,8 @@ def score_chain(frames: str | None, metrics: str, token: str = "",
     if not frames:
         raise gr.Error("Give the chain's frames: a zip of images or an animated GIF/WebP.")
 
-    spec = RunSpec(None, MAX_STEPS, "replay", {"source": received(frames)}, DEFAULT_PROMPT, 0,
-                   parse_metric_names(metrics))
-    return _chain(lambda stop: start_run(spec, RUNS_ROOT, stop=stop), request, token,
+    spec = RunSpec.replay(received(frames), metrics=parse_metric_names(metrics))
+    return _chain(lambda stop: start_run(spec, SETTINGS.runs_root, stop=stop), request, token,
                   guard.chain_cost(None, MAX_STEPS))
 
 
@@ -227,8 +227,8 @@ def list_options() -> str:
             why = entry.unavailable_reason()
             found.append({"name": name, "label": entry.info.label, "runs_here": why is None,
                           **({"why_not": why} if why else {}),
-                          **({"options": list(entry.info.options)} if entry.info.options
-                             else {})})
+                          **({"options": list(entry.info.option_names)}
+                             if entry.info.options else {})})
         return found
 
     # Loading a metric may download weights, so only those loaded at start-up are checked;

@@ -1,5 +1,5 @@
 """The visitor guard: who a request comes from, and how much of what everyone shares one visitor
-may hold (issue 22). App-side, beside `handlers.py`; the engine never sees a request.
+may hold (issue 22). The page's, beside `page/handlers.py`; the engine never sees a request.
 
 A visitor, for fairness, is a client address: on a Space the proxy's `X-Forwarded-For` (its
 last entry: the address the proxy itself saw; earlier entries are whatever the client wrote),
@@ -8,15 +8,17 @@ have no session slot at all (gradio's MCP server is stateless: every MCP call re
 through one loopback client and one session hash).
 
 What one address may hold:
-- at most `CHAINS_PER_VISITOR` chains queued or running, counted from gradio's own queue when a
-  chain joins it, and at most `CHAINS_WAITING` chains wait in all. Cheap events (page load,
+- at most `chains_per_visitor` chains queued or running, counted from gradio's own queue when a
+  chain joins it, and at most `chains_waiting` chains wait in all. Cheap events (page load,
   Stop, opening a run, list_options) are never refused: the queue itself has no size limit,
   only chains do;
-- chains in flight worth at most `COST_PER_VISITOR` megapixel-steps (pixels x steps) together
+- chains in flight worth at most `cost_per_visitor` megapixel-steps (pixels x steps) together
   (`admitted`); one chain alone is always admitted, so nothing a single visitor may ask for is
   refused for its size;
-- uploads of at most `UPLOAD_BYTES_PER_VISITOR` within `UPLOAD_WINDOW_S` (`UploadGuard`);
-- its share of the runs kept (`started`: disk.RUNS_PER_VISITOR, disk.RUN_BYTES_PER_VISITOR).
+- uploads of at most `upload_bytes_per_visitor` within `uploads_keep_s` (`UploadGuard`);
+- its share of the runs kept (`started`: `runs_per_visitor`, `run_bytes_per_visitor`).
+
+Each limit is a field of `page.settings.SETTINGS` (its `BANANA_*` variable).
 
 An API or MCP chain is stopped only by the token its caller gave it (`claim_token`); a chain
 whose caller disconnected is stopped by its handler (`alive`).
@@ -52,19 +54,12 @@ from PIL import Image
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 
-import disk
 from banana_space.images import MAX_SIDE
 from banana_space.runs import OWNER_NAME, mark_owner, prune_runs
+from page import disk
+from page.settings import SETTINGS
 
 CHAIN_GROUP = "runs"  # the concurrency id every chain event shares (app.py)
-TRUST_PROXY = os.environ.get("BANANA_TRUST_PROXY", "1" if os.environ.get("SPACE_ID") else "0"
-                             ) == "1"
-CHAINS_PER_VISITOR = int(os.environ.get("BANANA_CHAINS_PER_VISITOR", "2"))
-CHAINS_WAITING = int(os.environ.get("BANANA_CHAINS_WAITING", "64"))
-# One maximal run (a 2048 x 2048 input, 100 steps) is 419 megapixel-steps.
-COST_PER_VISITOR = float(os.environ.get("BANANA_COST_PER_VISITOR", "420")) * 1e6
-UPLOAD_BYTES_PER_VISITOR = int(float(os.environ.get("BANANA_UPLOAD_MB_PER_VISITOR", "500")) * 1e6)
-UPLOAD_WINDOW_S = disk.UPLOADS_KEEP_S
 MIN_TOKEN = 16  # an API caller's stop token is a secret: a short one would be guessable
 _SALT = secrets.token_bytes(16)  # owners are unknowable from a run's files, even offline
 
@@ -84,7 +79,7 @@ class Refused(Exception):
 def address(request: Any) -> str:
     """The client address of a starlette request or a `gr.Request` (see the module's docstring
     for when X-Forwarded-For is trusted)."""
-    forwarded = request.headers.get("x-forwarded-for", "") if TRUST_PROXY else ""
+    forwarded = request.headers.get("x-forwarded-for", "") if SETTINGS.trust_proxy else ""
     hops = [hop.strip() for hop in forwarded.split(",") if hop.strip()]
     if hops:
         return hops[-1]
@@ -162,10 +157,11 @@ def _chain_events(queue: Any) -> tuple[list[Any], list[Any]]:
 def _check_chain_room(queue: Any, who: str) -> None:
     waiting, running = _chain_events(queue)
     mine = sum(address(event.request) == who for event in waiting + running)
-    if mine >= CHAINS_PER_VISITOR:
+    if mine >= SETTINGS.chains_per_visitor:
         raise Refused(f"You have {mine} chains queued or running; at most "
-                      f"{CHAINS_PER_VISITOR} per visitor. Wait for one to end, or stop one.")
-    if len(waiting) >= CHAINS_WAITING:
+                      f"{SETTINGS.chains_per_visitor} per visitor. Wait for one to end, or "
+                      "stop one.")
+    if len(waiting) >= SETTINGS.chains_waiting:
         raise Refused(f"{len(waiting)} chains are waiting already; try again in a few minutes.")
 
 
@@ -227,8 +223,9 @@ def started(run_dir: Path, request: gr.Request) -> None:
     owner = owner_key(request)
     if not (run_dir / OWNER_NAME).is_file():  # a resumed run keeps its owner
         mark_owner(run_dir, owner)
-    prune_runs(disk.RUNS_ROOT, disk.KEEP_RUNS, keep_bytes=disk.RUNS_BYTES, owner=owner,
-               owner_keep=disk.RUNS_PER_VISITOR, owner_bytes=disk.RUN_BYTES_PER_VISITOR)
+    prune_runs(SETTINGS.runs_root, SETTINGS.keep_runs, keep_bytes=SETTINGS.runs_bytes,
+               owner=owner, owner_keep=SETTINGS.runs_per_visitor,
+               owner_bytes=SETTINGS.run_bytes_per_visitor)
 
 
 @contextlib.contextmanager
@@ -237,11 +234,11 @@ def admitted(request: gr.Request, cost: float) -> Iterator[None]:
     who = address(request)
     with _cost_lock:
         held = _costs[who]
-        if held and sum(held) + cost > COST_PER_VISITOR:
-            raise Refused(f"Your chains in flight come to {sum(held) / 1e6:,.0f} megapixel-steps "
-                          f"and this one to {cost / 1e6:,.0f}; at most "
-                          f"{COST_PER_VISITOR / 1e6:,.0f} per visitor at once. Wait for one to "
-                          "end, or use fewer steps or a smaller picture.")
+        if held and sum(held) + cost > SETTINGS.cost_per_visitor:
+            raise Refused(f"Your chains in flight come to {sum(held) / 1e6:,.0f} megapixel-"
+                          f"steps and this one to {cost / 1e6:,.0f}; at most "
+                          f"{SETTINGS.cost_per_visitor / 1e6:,.0f} per visitor at once. Wait "
+                          "for one to end, or use fewer steps or a smaller picture.")
         held.append(cost)
     try:
         yield
@@ -299,9 +296,9 @@ def _admit_upload(request: Request) -> None:
         raise Refused("An upload must say its length (Content-Length).")
     # Behind the proxy, only the app's own MCP client uploads without the proxy's header: MCP
     # callers' files are bounded by the upload folder's share alone.
-    if not (TRUST_PROXY and "x-forwarded-for" not in request.headers):
+    if not (SETTINGS.trust_proxy and "x-forwarded-for" not in request.headers):
         _count_upload(address(request), int(length))
-    disk.make_room(Path(disk.UPLOADS), int(length), disk.UPLOADS_BYTES)
+    disk.make_room(Path(disk.UPLOADS), int(length), SETTINGS.uploads_bytes)
 
 
 def _count_upload(who: str, size: int) -> None:
@@ -309,11 +306,11 @@ def _count_upload(who: str, size: int) -> None:
     now = time.monotonic()
     with _upload_lock:
         recent = _uploads[who]
-        while recent and now - recent[0][0] > UPLOAD_WINDOW_S:
+        while recent and now - recent[0][0] > SETTINGS.uploads_keep_s:
             recent.popleft()
         sent = sum(nbytes for _, nbytes in recent)
-        if sent + size > UPLOAD_BYTES_PER_VISITOR:
+        if sent + size > SETTINGS.upload_bytes_per_visitor:
             raise Refused(f"You uploaded {sent / 1e6:,.0f} MB recently; at most "
-                          f"{UPLOAD_BYTES_PER_VISITOR / 1e6:,.0f} MB per visitor within "
-                          f"{UPLOAD_WINDOW_S / 3600:g} h.")
+                          f"{SETTINGS.upload_bytes_per_visitor / 1e6:,.0f} MB per visitor within "
+                          f"{SETTINGS.uploads_keep_s / 3600:g} h.")
         recent.append((now, size))

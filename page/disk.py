@@ -7,34 +7,20 @@ within it, and each visitor within a tenth of it). The upload folder belongs to 
 (named after it), so the files a killed process left there are removed when the next one starts.
 
 Imported by app.py before gradio: gradio reads its upload folder (`GRADIO_TEMP_DIR`) at import.
-No gradio here.
+No gradio here. The sizes and lifetimes are `page.settings.SETTINGS`'s.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import shutil
-import tempfile
 from pathlib import Path
 
-HERE = Path(__file__).parent
-RUNS_ROOT = Path(os.environ.get("BANANA_RUNS_DIR", HERE / "runs")).resolve()
-KEEP_RUNS = int(os.environ.get("BANANA_KEEP_RUNS", "200"))  # older run directories are deleted
-KEEP_BYTES = int(float(os.environ.get("BANANA_KEEP_GB", "20")) * 1e9)  # everything below
-UPLOADS_BYTES = KEEP_BYTES // 4
-PREVIEWS_BYTES = KEEP_BYTES // 100
-RUNS_BYTES = KEEP_BYTES - UPLOADS_BYTES - PREVIEWS_BYTES
-# One visitor (client address) keeps at most this share of the runs; beyond it their own oldest
-# runs go first, so no flood of runs from one address evicts anybody else's.
-RUNS_PER_VISITOR = int(os.environ.get("BANANA_RUNS_PER_VISITOR", str(max(1, KEEP_RUNS // 10))))
-RUN_BYTES_PER_VISITOR = RUNS_BYTES // 10
-# Uploads stay only as long as a visitor needs them (a replayed recording is read while its run
-# goes on): checked hourly, deleted after a day, all of them on a restart.
-UPLOADS_KEEP_S = int(os.environ.get("BANANA_UPLOADS_KEEP_S", "86400"))
-UPLOADS = Path(os.environ.get("BANANA_UPLOADS_DIR") or Path(tempfile.gettempdir()) / (
-    "banana-uploads-" + hashlib.sha256(str(RUNS_ROOT).encode()).hexdigest()[:12]))
+from page.settings import SETTINGS
+
+RUNS_ROOT = SETTINGS.runs_root
+UPLOADS = SETTINGS.uploads
 os.environ["GRADIO_TEMP_DIR"] = str(UPLOADS)
 PREVIEWS = RUNS_ROOT / ".previews"  # a dot-name: never a run id, never pruned as a run
 

@@ -1,6 +1,7 @@
 """The page's own CSS, browser scripts and theme, as strings for app.py: layout only.
 
-The share control (copies `?run=<id>&frame=<i>`; whoever opens it is scrolled to the result),
+The frame strip (a row of thumbnails that follows the newest frame), the share control (copies
+`?run=<id>&frame=<i>`; whoever opens it is scrolled to the result),
 the compare slider's alt text (gr.ImageSlider has none of its own), the summary
 line's type, the scroll to the result, and a theme in the system's font whose help, label and
 button text read at >= 4.5:1 (WCAG AA).
@@ -109,3 +110,33 @@ THEME = gr.themes.Soft(font=SYSTEM_FONTS,
     button_primary_background_fill="*primary_700",
     checkbox_label_background_fill_selected="*primary_700",
     button_primary_background_fill_hover="*primary_800")
+
+# The frame strip: fixed-size thumbnails in one row that scrolls sideways as frames arrive,
+# keeping the newest in view unless the visitor has scrolled back to look at an older one.
+STRIP_CSS = """.strip {display: flex; gap: 6px; overflow-x: auto; min-height: 92px; padding: 2px 0}
+.strip:empty::before {content: "Each frame appears here as soon as it is made."; color: #4b5563;
+                      align-self: center}
+.strip a {position: relative; flex: 0 0 auto; margin: 0}
+.strip img {width: 88px; height: 88px; margin: 0; object-fit: cover; border-radius: 6px;
+            display: block}
+.strip span {position: absolute; right: 4px; bottom: 4px; padding: 0 5px; border-radius: 4px;
+             font-size: 11px; background: rgba(255, 255, 255, .85); color: #222}"""
+STRIP_JS = """let left = null;  // where the visitor scrolled the strip to; null: follow the newest
+element.addEventListener('scroll', (event) => {
+  const s = event.target;
+  left = s.scrollLeft + s.clientWidth >= s.scrollWidth - 4 ? null : s.scrollLeft;
+}, true);
+watch('value', () => {
+  const s = element.querySelector('.strip');
+  if (s) s.scrollLeft = left ?? s.scrollWidth;
+});
+// One tab stop for the strip; the arrow keys (and Home, End) move between its frames.
+element.addEventListener('keydown', (event) => {
+  const links = [...element.querySelectorAll('.strip a')];
+  const at = links.indexOf(document.activeElement);
+  const to = {ArrowLeft: at - 1, ArrowRight: at + 1, Home: 0, End: links.length - 1}[event.key];
+  if (at < 0 || to === undefined || !links[to]) return;
+  event.preventDefault();
+  links.forEach((link, i) => link.tabIndex = i === to ? 0 : -1);
+  links[to].focus();
+});"""

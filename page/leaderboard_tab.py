@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import csv
 import json
-from pathlib import Path
 from urllib.parse import quote
 
 import gradio as gr
 
 from banana_space.leaderboard.report import card_name
+from page.settings import REPO
 
-RESULTS = Path(__file__).resolve().parent / "docs" / "leaderboard"
+RESULTS = REPO / "docs" / "leaderboard"
 CARDS = RESULTS / "chains"
 FAMILIES = ["pyiqa", "ours", "judge", "plug-in"]
 ALL = "all damage"

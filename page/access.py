@@ -1,0 +1,129 @@
+"""Who may do what, for the page's handlers and the API's tools alike: every refusal as a
+`gr.Error` a visitor may read, a run id confined to the runs folder, a file argument that
+gradio itself received, one chain per browser tab, and a new run marked with its owner.
+
+Everything a visitor sends is untrusted: a run is named only by a run id, resolved inside the
+runs folder (`banana_space.runids`); a file argument is a file gradio received (`guard.py`);
+each browser tab has at most one chain in flight, with a stop flag that exists from the moment
+the request arrives; an API or MCP chain is stopped by the token its caller gave it; every
+refusal is a `gr.Error` whose text is escaped (toasts render HTML) and holds no server path.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import re
+import tempfile
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+
+from banana_space.backends import BackendUnavailable
+from banana_space.events import Event, Started
+from banana_space.images import BadImage
+from banana_space.markup import without_paths
+from banana_space.persist import restore
+from banana_space.rundir import RunBusy
+from banana_space.runids import BadRunId, run_path
+from page import guard
+from page.settings import RECORDED, REPO, SETTINGS
+
+ALREADY_RUNNING = ("A chain is already running for you: press Stop (or wait for it to end) "
+                   "before starting another.")
+# Errors the engine raises for bad input or a run that cannot go ahead: shown, never a crash.
+REFUSALS = (BadImage, BadRunId, ValueError, BackendUnavailable, FileExistsError,
+            FileNotFoundError, RunBusy, guard.Refused)
+
+_ACTIVE: dict[str, threading.Event] = {}  # browser tab -> the stop flag of its chain in flight
+_ACTIVE_LOCK = threading.Lock()
+
+
+def public_text(text: str) -> str:
+    """`text` without this server's paths: a file under the upload cache, the runs folder or
+    the app keeps only its name (a toast is no place for /tmp/gradio/<hash>/…)."""
+    roots = {str(SETTINGS.runs_root), str(REPO), tempfile.gettempdir(),
+             os.environ.get("GRADIO_TEMP_DIR", "")} - {""}
+    for root in sorted(roots, key=len, reverse=True):
+        text = re.sub(re.escape(root) + r"(?:/[^/\s'\"]+)*/([^/\s'\"]+)", r"\1", text)
+    return text
+
+
+def refusal(error: Exception) -> gr.Error:
+    """The error a visitor sees: no server path, no markup."""
+    return gr.Error(html.escape(without_paths(public_text(str(error))), quote=False))
+
+
+def visitor(request: gr.Request) -> str:
+    """Which browser tab is asking (gradio's session), for the page's one chain per tab. API
+    and MCP chains have no such slot (`guard.claim_token`): gradio's MCP server sends every
+    MCP call through one client, so a session would be every MCP client's at once."""
+    return request.session_hash or "anonymous"
+
+
+def received(path: Any) -> str:
+    """A file argument as a path gradio received, or a clear `gr.Error` (`guard.received_file`)."""
+    try:
+        return guard.received_file(path)
+    except guard.Refused as error:
+        raise refusal(error) from None
+
+
+def claim(who: str) -> threading.Event:
+    """The stop flag of `who`'s new chain; a second chain while one is in flight is refused."""
+    with _ACTIVE_LOCK:
+        if who in _ACTIVE:
+            raise gr.Error(ALREADY_RUNNING)
+        flag = _ACTIVE[who] = threading.Event()
+    return flag
+
+
+def release(who: str, flag: threading.Event) -> None:
+    with _ACTIVE_LOCK:
+        if _ACTIVE.get(who) is flag:
+            del _ACTIVE[who]
+
+
+def running_for(who: str) -> threading.Event | None:
+    """The stop flag of `who`'s chain in flight, if any."""
+    with _ACTIVE_LOCK:
+        return _ACTIVE.get(who)
+
+
+def confined(run_id: Any) -> Path:
+    """A visitor's run id as a directory inside the runs folder, or a clear `gr.Error`. A run
+    that is not on disk (a restart wiped it) is brought back first, where it can be."""
+    try:
+        restore(SETTINGS.runs_root, run_id, RECORDED)
+        return run_path(SETTINGS.runs_root, run_id)
+    except BadRunId as error:
+        raise refusal(error) from None
+
+
+def whole(value: Any, what: str) -> int:
+    """A whole number from a form field (which sends 2.5 as readily as 2), or a `gr.Error`."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise gr.Error(f"{what} must be a whole number.") from None
+    if not number.is_integer():
+        raise gr.Error(f"{what} must be a whole number, not {number:g}.")
+    return int(number)
+
+
+def owned(events: Iterator[Event], request: gr.Request) -> Iterator[Event]:
+    """A new run's events, its owner recorded (and old runs pruned, `guard.started`) once its
+    first event is on disk: the one place the page and the API do this. Closing this closes
+    the run's events at once (a visitor who goes away stops the chain)."""
+    try:
+        for event in events:
+            if isinstance(event, Started):
+                guard.started(Path(event.run_dir), request)
+            yield event
+    finally:
+        close = getattr(events, "close", None)
+        if close is not None:
+            close()

@@ -1,0 +1,347 @@
+"""The page's event handlers: what each button, toggle and page load does (app.py wires them).
+
+Each answers with the page's one output contract (`page.outputs.PageOutputs`); who may do what
+is `page.access`'s, the Run form's fields `page.form`'s, and every run-state question (is it
+live, complete, zipped?) the engine's (`banana_space.runs`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+import secrets
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+from PIL import Image
+
+from banana_space.events import Event
+from banana_space.images import BadImage, load_image
+from banana_space.markup import plain
+from banana_space.plots import delta_figure, raw_figure
+from banana_space.quota import page_note
+from banana_space.real_chains import LABEL, PLAN, examples, plan_from_env
+from banana_space.remake import full_frame, remake_all
+from banana_space.rundir import load_run, write_atomic
+from banana_space.runids import copy_in
+from banana_space.runs import completed_steps, open_saved, resume_run, start_run
+from banana_space.view import RunView, shown_frame
+from page import guard
+from page.access import (
+    REFUSALS,
+    claim,
+    confined,
+    owned,
+    public_text,
+    received,
+    refusal,
+    release,
+    running_for,
+    visitor,
+    whole,
+)
+from page.disk import PREVIEWS, make_room
+from page.form import RunForm, chosen_options, form_event, spec_of
+from page.outputs import STOPPING, PageOutputs, compared, magnify, plot_data, share_link, shown
+from page.settings import RECORDED, SETTINGS
+
+# Buttons for real chains, shown once they are prepared (banana_space/real_chains.py).
+REAL_SLOTS = max(PLAN.count, len(plan_from_env().chains))
+PREVIEW_SIDE = 512  # the page shows it 120 px tall
+PREVIEW_LIFETIME_S = 3600
+FRAME_QUERY = re.compile(r"[0-9]{1,4}")  # `?frame=`: a step, 0-100 (a few digits to spare)
+
+
+def stream(view: RunView, events: Iterator[Event], stop: threading.Event,
+           request: gr.Request) -> Iterator[PageOutputs]:
+    """Fold engine events into the view and send each screen as it changes. When the visitor
+    disconnects, gradio closes this generator: the run is recorded as interrupted
+    (`banana_space.runs`) and its chain stops. The zip is made after the end is shown: one
+    more screen offers it, with the magnifier (which a stopped run's first screen leaves out,
+    to say "Stopped" at once)."""
+    for event in owned(events, request):
+        yield shown(view.apply(event), stop.is_set(), magnified=False)
+    yield shown(view.screen(), stop.is_set())
+
+
+def _run(form: RunForm, request: gr.Request) -> Iterator[PageOutputs]:
+    """Run a replication chain and stream the page's view of it, frame by frame: a new set of
+    outputs after each frame and each score (the fields are `page.form.RunForm`'s)."""
+    if not form.upload:
+        raise gr.Error("Upload an image first (or click an example).")
+    yield from _chain(form, received(form.upload), request)
+
+
+run = form_event(_run)
+
+
+def _chain(form: RunForm, source: str, request: gr.Request) -> Iterator[PageOutputs]:
+    """The form's run from a checked `source`: an upload gradio received, or an hf:// path."""
+    who = visitor(request)
+    stop = claim(who)  # first: Stop works while the metrics and the generator load
+    with contextlib.ExitStack() as held:
+        held.callback(release, who, stop)
+        try:
+            spec = spec_of(form, source)
+            held.enter_context(guard.admitted(request, guard.chain_cost(spec.image,
+                                                                        spec.steps)))
+            events = start_run(spec, SETTINGS.runs_root, stop=stop)
+        except REFUSALS as error:
+            raise refusal(error) from None
+        yield from stream(RunView(raw=form.raw), events, stop, request)
+
+
+def _cost_note(form: RunForm, request: gr.Request) -> Any:
+    """The line under Run on what the run books on ZeroGPU, shown only when there is one."""
+    try:
+        options = chosen_options(form, form.backend)
+    except gr.Error:  # a half-typed number: Run says what is wrong with it
+        options = {}
+    text = page_note(form.upload, form.steps, form.backend, list(form.judges or []),
+                     form.judge_at, form.prompt, options)
+    return gr.update(value=text, visible=bool(text))
+
+
+cost_note = form_event(_cost_note)
+
+
+def stop_run(token: str = "", request: gr.Request = None) -> Any:
+    """Stop a chain; the frames made so far are kept. A chain started through the API or MCP
+    stops by the token its caller gave it; without one, this stops the chain of the browser tab
+    (or gradio_client session) that asks.
+
+    Args:
+        token: the secret given to run_chain, score_chain or resume_chain (blank: your page's).
+    Returns:
+        A line saying the chain is stopping.
+    """
+    mine = running_for(visitor(request))
+    flags = guard.token_flags(token) if token else [mine] if mine is not None else []
+    if not flags:
+        gr.Info("Nothing is running.")
+        return gr.skip()  # the status of a finished run stays on screen
+    for flag in flags:
+        flag.set()
+    return STOPPING
+
+
+def resume(run_id: str | None, api_key: str, raw: bool, request: gr.Request
+           ) -> Iterator[PageOutputs]:
+    """Continue a stopped or interrupted run from its last complete frame, with its settings.
+
+    Args:
+        run_id: the run's id (the `run=` part of its link).
+        api_key: a Gemini key, where the run's generator or judge needs one; never stored.
+        raw: one chart of raw scores per metric instead of the shared delta axis.
+    Returns:
+        The same streamed outputs as /run.
+    """
+    if not run_id:
+        raise gr.Error("Open or start a run first.")
+    path = confined(run_id)
+    made = completed_steps(path)
+    if made is not None:
+        gr.Info(f"This run is complete: all {made} steps are made. Resume goes on with a "
+                "stopped or interrupted run; press Run for a longer chain.")
+        yield PageOutputs.unchanged()  # the run stays on screen as it is
+        return
+    who = visitor(request)
+    stop = claim(who)
+    try:
+        try:
+            events = resume_run(path, stop=stop, api_key=api_key or None)
+            view = RunView.from_saved(load_run(path))  # read under our writer lock
+        except REFUSALS as error:
+            raise refusal(error) from None
+        # Running again: no old ending, no old zip offered; its metrics load first.
+        view.raw, view.ended, view.started = raw, None, False
+        yield from stream(view, events, stop, request)
+    finally:
+        release(who, stop)
+
+
+def replay_hub(source: str, steps: float, prompt: str, metrics: list[str], judges: list[str],
+               seed: float, raw: bool, request: gr.Request) -> Iterator[PageOutputs]:
+    """Replay a chain on the Hugging Face hub. Only an hf://datasets/… path is taken here,
+    never a path on this server."""
+    source = (source or "").strip()
+    if not source.startswith("hf://datasets/"):
+        raise gr.Error("Write a chain on the hub as hf://datasets/OWNER/NAME/PATH.")
+    form = RunForm(steps=steps, prompt=prompt, backend="replay", metrics=metrics,
+                   judges=judges, seed=seed, raw=raw)
+    yield from _chain(form, source, request)
+
+
+def hub_credit(source: str) -> str:
+    """The dataset's licence line and credit, shown while one of its chains is open."""
+    from banana_space.hub import credit, parse_hub
+
+    try:
+        return credit(parse_hub(source or "").repo_id)
+    except BadImage as error:
+        return f"⚠️ {plain(public_text(str(error)))}"
+
+
+def show_saved(path: Path, raw: bool) -> PageOutputs:
+    """A saved run as the page shows it; one being made right now is shown as running
+    (`banana_space.runs.open_saved`)."""
+    try:
+        saved, live = open_saved(path)
+    except FileNotFoundError:
+        raise gr.Error("That run was deleted (old runs are removed to make room).") from None
+    view = RunView.from_saved(saved)
+    if live:
+        view.ended = None
+        view.notices.append(("info", "this run is being made right now: open it again to see "
+                                     "its newest frames"))
+    view.raw = raw
+    return shown(view.screen())
+
+
+def reopen(run_id: str | None, raw: bool) -> PageOutputs:
+    """Open a past run by its id, as the page showed it.
+
+    Args:
+        run_id: the run's id (the `run=` part of its link).
+        raw: one chart of raw scores per metric instead of the shared delta axis.
+    Returns:
+        The same outputs as /run, once.
+    """
+    if not run_id:
+        raise gr.Error("Pick a run.")
+    return show_saved(confined(run_id), raw)
+
+
+def open_recorded(name: str, raw: bool) -> PageOutputs:
+    """Copy a bundled recorded run into the runs folder (once), then show it; the full frames
+    it dropped are re-made in the background (and at once for a frame being compared)."""
+    if name not in {p.name for p in RECORDED.iterdir() if p.is_dir()}:
+        raise gr.Error("Pick one of the recorded chains.")  # never a path of the visitor's
+    path = copy_in(RECORDED / name, SETTINGS.runs_root)
+    threading.Thread(target=remake_all, args=(path,), name="remake", daemon=True).start()
+    return show_saved(path, raw)
+
+
+def real_chain_buttons() -> list[Any]:
+    """The examples' heading and the real-chain buttons (`REAL_SLOTS` of them), for the real
+    chains prepared so far (`banana_space.real_chains`): they come first, with their licence;
+    the bundled recordings after them are our simulations, and say so."""
+    real = [e for e in examples(SETTINGS.runs_root, RECORDED) if e.real]
+    credits = sorted({e.credit for e in real if e.credit})
+    heading = (f"**Real chains first** — open instantly: {LABEL}, "
+               + "; ".join(plain(c) for c in credits)
+               + ". **Below them, our simulations** (a model of the damage, not a real "
+               "editor's output)." if real else
+               "**Recorded chains** — open instantly, no key or GPU. These are **simulated** "
+               "(a model of the damage, not a real editor's output).")
+    return [heading, *(gr.update(value=real[i].label, visible=True) if i < len(real)
+                       else gr.update(visible=False) for i in range(REAL_SLOTS))]
+
+
+def open_real_chain(index: int, raw: bool) -> PageOutputs:
+    """Copy the `index`-th prepared real chain into the runs folder (once), then show it."""
+    real = [e for e in examples(SETTINGS.runs_root, RECORDED) if e.real]
+    if index >= len(real):
+        raise gr.Error("That real chain is not ready (the hub is not reachable from here).")
+    return show_saved(copy_in(real[index].path, SETTINGS.runs_root), raw)
+
+
+def redraw(run_id: str | None, raw: bool) -> Any:
+    return show_saved(confined(run_id), raw) if run_id else PageOutputs.unchanged()
+
+
+def past_runs() -> Any:
+    runs = sorted((p.parent.name for p in SETTINGS.runs_root.glob("*/run.json")), reverse=True)
+    return gr.update(choices=runs, value=runs[0] if runs else None)
+
+
+def on_load(request: gr.Request) -> PageOutputs:
+    """`?run=<id>&frame=<i>` reopens that run, comparing frame i: the link a user shares."""
+    run_id = request.query_params.get("run")
+    if not run_id:
+        return PageOutputs.unchanged()
+    opened = reopen(run_id, False)
+    frame = request.query_params.get("frame", "")
+    if not FRAME_QUERY.fullmatch(frame):  # digits only: `²` is a digit to str.isdigit
+        return opened
+    step = min(int(frame), opened.compare_step["value"])
+    before_after, magnifier, share = compare(opened.run_id, step)
+    return opened._replace(before_after=before_after, magnifier=magnifier, share=share,
+                           plot=marked_plot(opened.run_id, step, False),
+                           compare_step={**opened.compare_step, "value": step})
+
+
+def preview(upload: str | None) -> tuple[Any, str]:
+    """The upload's preview (hidden while there is none) and its size and notes."""
+    nothing = gr.update(value=None, visible=False)
+    if not upload or Path(upload).suffix.lower() == ".zip":
+        return nothing, ""
+    try:
+        loaded = load_image(guard.received_file(upload))
+    except (BadImage, guard.Refused) as error:
+        return nothing, f"⚠️ {plain(public_text(str(error)))}"
+    w, h = loaded.image.size
+    small = loaded.image.copy()
+    small.thumbnail((PREVIEW_SIDE, PREVIEW_SIDE))
+    return (gr.update(value=write_preview(small), visible=True),
+            f"{w} × {h}" + "".join(f" · {plain(n)}" for n in loaded.notes))
+
+
+def write_preview(image: Image.Image) -> str:
+    """The preview as a file of its own under the served runs folder, written atomically.
+    Returned as a PIL image, gradio would write it to a path named by its content, in place:
+    eight visitors previewing one photo rewrote the file while it was being served to the
+    others, who got a truncated image. Previews older than an hour are deleted, and the oldest
+    beyond their share of the disk (`SETTINGS.previews_bytes`)."""
+    PREVIEWS.mkdir(parents=True, exist_ok=True)
+    for old in PREVIEWS.glob("*.png"):
+        with contextlib.suppress(FileNotFoundError):
+            if time.time() - old.stat().st_mtime > PREVIEW_LIFETIME_S:
+                old.unlink()
+    path = PREVIEWS / f"{secrets.token_hex(8)}.png"
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    make_room(PREVIEWS, len(buffer.getvalue()), SETTINGS.previews_bytes)
+    write_atomic(path, buffer.getvalue())
+    return str(path)
+
+
+def compare(run_id: str | None, step: float) -> tuple[Any, Any, Any]:
+    """Input vs frame `step`: the slider, the magnifier and the share link follow the choice."""
+    if not run_id:
+        return None, gr.skip(), gr.skip()
+    path, step = confined(run_id), whole(step, "The step")
+    full_frame(path, step)  # a recording's dropped frame, re-made (or its thumbnail, said so)
+    chosen = shown_frame(path, step)
+    if not chosen.is_file():
+        return gr.skip(), gr.skip(), gr.skip()
+    return (compared((str(shown_frame(path, 0)), str(chosen)), step),
+            magnify(path, step), share_link(path, step))
+
+
+def marked_plot(run_id: str | None, step: float, raw: bool) -> Any:
+    """The curves with the frame the visitor compares marked (the stream marks the newest)."""
+    if not run_id:
+        return gr.skip()
+    history = load_run(confined(run_id)).history
+    step = whole(step, "The step")
+    figure = raw_figure(history, step) if raw else delta_figure(history, marked=step)
+    return plot_data(figure)
+
+
+def zoom_at(run_id: str | None, step: float, event: gr.SelectData) -> Any:
+    """A click on the newest frame moves the magnifier there (in the input's pixels)."""
+    if not run_id or not event.index:
+        return gr.skip()
+    path = confined(run_id)
+    newest = load_run(path).last_step
+    with Image.open(shown_frame(path, 0)) as first, \
+            Image.open(shown_frame(path, newest)) as clicked:
+        scale = (first.width / clicked.width, first.height / clicked.height)
+    x, y = event.index[0] * scale[0], event.index[1] * scale[1]
+    return magnify(path, max(whole(step, "The step"), 1), (x, y))

@@ -1,0 +1,91 @@
+"""The page's settings: every `BANANA_*` variable the page reads, read once, into one frozen value.
+
+`SETTINGS` is made when this module is first imported (app.py imports `page.disk` first, which
+reads it); nothing else in `page/` reads the environment for a setting. The engine's own
+variables (`BANANA_MEMORY_GB`, `BANANA_SCORING_THREADS`, `BANANA_REAL_CHAINS`, …) stay with the
+engine module they shape; the README's table lists them all. No gradio here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+RECORDED = REPO / "assets" / "recorded"  # finished runs that open instantly (no key, no GPU)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What this server keeps, for how long, and how much one visitor may ask of it."""
+
+    runs_root: Path  # BANANA_RUNS_DIR: where runs are written (and served from)
+    keep_runs: int  # BANANA_KEEP_RUNS: older run directories are deleted
+    keep_bytes: int  # BANANA_KEEP_GB: everything a visitor can put on disk (page/disk.py)
+    runs_per_visitor: int  # BANANA_RUNS_PER_VISITOR: one address's share of the runs
+    uploads: Path  # BANANA_UPLOADS_DIR: gradio's upload folder (default: named after the runs)
+    uploads_keep_s: int  # BANANA_UPLOADS_KEEP_S: an upload is deleted after this long
+    trust_proxy: bool  # BANANA_TRUST_PROXY: read the client from X-Forwarded-For (on a Space)
+    chains_per_visitor: int  # BANANA_CHAINS_PER_VISITOR: queued or running, per address
+    chains_waiting: int  # BANANA_CHAINS_WAITING: queued chains, all visitors together
+    cost_per_visitor: float  # BANANA_COST_PER_VISITOR: pixel-steps in flight per address
+    upload_bytes_per_visitor: int  # BANANA_UPLOAD_MB_PER_VISITOR: per address per upload window
+
+    # Shares of `keep_bytes`: uploads a quarter, previews a hundredth, runs the rest, and one
+    # visitor a tenth of the runs' share.
+    @property
+    def uploads_bytes(self) -> int:
+        return self.keep_bytes // 4
+
+    @property
+    def previews_bytes(self) -> int:
+        return self.keep_bytes // 100
+
+    @property
+    def runs_bytes(self) -> int:
+        return self.keep_bytes - self.uploads_bytes - self.previews_bytes
+
+    @property
+    def run_bytes_per_visitor(self) -> int:
+        return self.runs_bytes // 10
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] = os.environ) -> Settings:
+        """The settings from `env` (the process's environment by default), with the defaults
+        a free CPU Space wants; a malformed number raises ValueError naming the variable."""
+        runs_root = Path(env.get("BANANA_RUNS_DIR", REPO / "runs")).resolve()
+        keep_runs = _number(env, "BANANA_KEEP_RUNS", "200", int)
+        uploads = env.get("BANANA_UPLOADS_DIR") or Path(tempfile.gettempdir()) / (
+            "banana-uploads-" + hashlib.sha256(str(runs_root).encode()).hexdigest()[:12])
+        return cls(
+            runs_root=runs_root,
+            keep_runs=keep_runs,
+            keep_bytes=int(_number(env, "BANANA_KEEP_GB", "20", float) * 1e9),
+            runs_per_visitor=_number(env, "BANANA_RUNS_PER_VISITOR", str(max(1, keep_runs // 10)),
+                                     int),
+            uploads=Path(uploads),
+            uploads_keep_s=_number(env, "BANANA_UPLOADS_KEEP_S", "86400", int),
+            trust_proxy=env.get("BANANA_TRUST_PROXY", "1" if env.get("SPACE_ID") else "0") == "1",
+            chains_per_visitor=_number(env, "BANANA_CHAINS_PER_VISITOR", "2", int),
+            chains_waiting=_number(env, "BANANA_CHAINS_WAITING", "64", int),
+            # One maximal run (a 2048 x 2048 input, 100 steps) is 419 megapixel-steps.
+            cost_per_visitor=_number(env, "BANANA_COST_PER_VISITOR", "420", float) * 1e6,
+            upload_bytes_per_visitor=int(
+                _number(env, "BANANA_UPLOAD_MB_PER_VISITOR", "500", float) * 1e6),
+        )
+
+
+def _number(env: Mapping[str, str], name: str, default: str, kind: type) -> int | float:
+    text = env.get(name, default)
+    try:
+        return kind(text)
+    except ValueError:
+        raise ValueError(f"{name} must be a {'whole ' if kind is int else ''}number, "
+                         f"not {text!r}") from None
+
+
+SETTINGS = Settings.from_env()
