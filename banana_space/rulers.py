@@ -14,6 +14,7 @@ scikit-image are imported inside the functions, on first use: the page must not 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -150,22 +151,44 @@ def _lattice_spectrum(image: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nda
     """Welch's averaged periodogram of the grey frame (Hann-windowed tiles, half overlapping),
     scaled so that its sum is the mean square of the signal in grey levels^2; its local-median
     baseline; and the frequencies (cycles/px) of each bin along y and x."""
-    from scipy import fft, ndimage
-    from skimage import color, filters, util
+    from scipy import fft
+    from skimage import color, util
 
     grey = color.rgb2gray(image) * GREY_LEVELS
     if min(grey.shape) < MIN_LATTICE_SIDE:
         raise ValueError(f"lattice needs a frame of at least {MIN_LATTICE_SIDE} px a side")
     tile = min(LATTICE_TILE, 2 ** int(np.log2(min(grey.shape) / 2)))
     tiles = util.view_as_windows(grey, (tile, tile), step=tile // 2).reshape(-1, tile, tile)
-    window = filters.window("hann", (tile, tile))
+    window = _hann_window(tile)
     tiles = (tiles - tiles.mean(axis=(1, 2), keepdims=True)) * window
     power = np.mean(np.abs(fft.rfft2(tiles)) ** 2, axis=0) / (tile * tile * np.sum(window**2))
     # rfft2 keeps half the plane: double the bins whose mirror image was dropped.
     power[:, 1:-1] *= 2
     power = fft.fftshift(power, axes=0)
-    baseline = ndimage.median_filter(power, size=BASELINE_WINDOW, mode="nearest")
-    return power, baseline, fft.fftshift(fft.fftfreq(tile)), fft.rfftfreq(tile)
+    return power, _local_median(power), fft.fftshift(fft.fftfreq(tile)), fft.rfftfreq(tile)
+
+
+@functools.cache
+def _hann_window(tile: int) -> np.ndarray:
+    """scikit-image's 2-D Hann window of tile x tile px (made once per size: it costs as much
+    as the tiles' FFT's tenth), read-only since it is shared."""
+    from skimage import filters
+
+    window = filters.window("hann", (tile, tile))
+    window.flags.writeable = False
+    return window
+
+
+def _local_median(power: np.ndarray) -> np.ndarray:
+    """`scipy.ndimage.median_filter(power, BASELINE_WINDOW, mode="nearest")`: each bin's
+    window, edges repeated, with its middle value picked by `np.partition` (the same value,
+    three times faster than scipy's rank filter on this small 2-D array)."""
+    half = BASELINE_WINDOW // 2
+    windows = np.lib.stride_tricks.sliding_window_view(
+        np.pad(power, half, mode="edge"), (BASELINE_WINDOW, BASELINE_WINDOW))
+    windows = windows.reshape(*power.shape, BASELINE_WINDOW**2)
+    middle = BASELINE_WINDOW**2 // 2
+    return np.partition(windows, middle, axis=-1)[..., middle]
 
 
 def _lattice_band(freq_y: np.ndarray, freq_x: np.ndarray) -> np.ndarray:
