@@ -257,7 +257,10 @@ def neutral_ab(image: np.ndarray) -> tuple[float, float]:
     in 2 x 2 blocks first (a cast is a property of regions, and it halves the cost)."""
     rows, cols = (side // 2 * 2 for side in image.shape[:2])
     if rows and cols:
-        image = image[:rows, :cols].reshape(rows // 2, 2, cols // 2, 2, 3).mean(axis=(1, 3))
+        # The mean of each 2 x 2 block, summed in the order numpy's `mean` over the block's
+        # axes sums it (the same numbers), without its strided reduction (six times slower).
+        image = (image[0:rows:2, 0:cols:2] + image[0:rows:2, 1:cols:2]
+                 + image[1:rows:2, 0:cols:2] + image[1:rows:2, 1:cols:2]) / 4
     from skimage import color
 
     lab = color.rgb2lab(image)
