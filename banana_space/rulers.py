@@ -15,6 +15,7 @@ scikit-image are imported inside the functions, on first use: the page must not 
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -282,8 +283,11 @@ def colour_cast(image: np.ndarray) -> float:
     It is a distance, so a frame whose own balance is warm first reads *less* cast while a
     green drift passes through neutral; `green_tint` reads that direction alone.
     """
-    a, b = neutral_ab(image)
-    return float(np.hypot(a, b))
+    return _chroma(neutral_ab(image))
+
+
+def _chroma(ab: tuple[float, float]) -> float:
+    return float(np.hypot(*ab))
 
 
 def green_tint(image: np.ndarray) -> float:
@@ -294,7 +298,11 @@ def green_tint(image: np.ndarray) -> float:
     balance. A drift towards magenta reads as *less* green (better): it measures one
     direction, the one the paper saw.
     """
-    return -neutral_ab(image)[0]
+    return _greenness(neutral_ab(image))
+
+
+def _greenness(ab: tuple[float, float]) -> float:
+    return -ab[0]
 
 
 @dataclass(frozen=True)
@@ -319,3 +327,24 @@ RULERS: dict[str, Ruler] = {
     "green_tint": Ruler(green_tint, True,
                         "minus the mean a* of near-neutral regions: the green drift"),
 }
+
+
+def measure_all(image: np.ndarray) -> dict[str, float]:
+    """Every ruler of one frame, in the table's order, with the values each
+    `RULERS[name].measure(image)` gives, but the near-neutral mean that `colour_cast` and
+    `green_tint` share is computed once (the gate reads every ruler of every edit). A ruler that
+    cannot read the frame (lattice on one under 32 px a side) is NaN; the others still read."""
+    try:
+        ab = neutral_ab(image)
+    except Exception:  # the colour rulers cannot read this frame; the others may
+        ab = (math.nan, math.nan)
+    from_neutral_ab = {"colour_cast": _chroma(ab), "green_tint": _greenness(ab)}
+    return {name: from_neutral_ab[name] if name in from_neutral_ab
+            else _or_nan(ruler.measure, image) for name, ruler in RULERS.items()}
+
+
+def _or_nan(measure: Callable[[np.ndarray], float], image: np.ndarray) -> float:
+    try:
+        return float(measure(image))
+    except Exception:  # one ruler that cannot read this frame, not a failed measurement
+        return math.nan

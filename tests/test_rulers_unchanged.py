@@ -105,6 +105,16 @@ def test_each_ruler_reads_what_it_read_before_the_speed_ups(name) -> None:
         assert all(_same(v, p) for v, p in zip(peak, pinned_peak, strict=True))
 
 
+@pytest.mark.parametrize("name", list(INPUTS))
+def test_measure_all_equals_each_ruler_on_its_own(name) -> None:
+    """The gate reads every ruler at once, sharing the near-neutral mean: the same values."""
+    image = INPUTS[name]()
+    together = rulers.measure_all(image)
+    assert list(together) == list(rulers.RULERS)
+    for ruler, value in together.items():
+        assert _same(value, _pinned()[name][ruler]), (name, ruler)
+
+
 def test_noise_level_is_scikit_images_estimate_sigma() -> None:
     """The docstring's claim, against the library itself."""
     from skimage import restoration
@@ -113,6 +123,15 @@ def test_noise_level_is_scikit_images_estimate_sigma() -> None:
                   INPUTS["coffee.png float64 noise 5"]()):
         expected = restoration.estimate_sigma(image, channel_axis=-1, average_sigmas=True)
         assert rulers.noise_level(image) == float(expected) * rulers.GREY_LEVELS
+
+
+def test_a_ruler_that_cannot_read_the_frame_is_nan_in_measure_all() -> None:
+    tiny = _photo("astronaut.png")[:24, :24]
+    with pytest.raises(ValueError, match="at least 32 px"):
+        rulers.lattice(tiny)
+    together = rulers.measure_all(tiny)
+    assert math.isnan(together["lattice"])
+    assert together["noise_level"] == rulers.noise_level(tiny)
 
 
 def _write_pinned() -> None:
