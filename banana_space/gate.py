@@ -29,7 +29,7 @@ from .floors import floor_of
 from .images import BadImage, load_image
 from .magnifier import largest_difference_box
 from .metrics import POOL, MetricPool, metric_info, to_tensor
-from .rulers import RULERS
+from .rulers import RULERS, measure_all
 from .scoring import at_input_size
 from .sources import ANIMATION_SUFFIXES, frames_in_animation, frames_in_zip
 
@@ -42,8 +42,8 @@ def _measure(pool: MetricPool, image: Image.Image, original: Image.Image,
              reference: Any) -> dict[str, float]:
     """The gate's measures of one image, within the memory budget that every scoring in this
     process shares: the rulers on its pixels (pure functions, called directly: no tensor round
-    trip), PSNR against `reference` (the original as a tensor, made once). A failing measure
-    is NaN."""
+    trip, what two rulers share computed once), PSNR against `reference` (the original as a
+    tensor, made once). A failing measure is NaN."""
     needed = scoring_bytes(GATE_MEASURES, max(image.width * image.height,
                                               original.width * original.height))
     if not BUDGET.fits(needed):
@@ -51,7 +51,7 @@ def _measure(pool: MetricPool, image: Image.Image, original: Image.Image,
                          "server's scoring budget (BANANA_MEMORY_GB)")
     with BUDGET.request(needed):
         pixels = np.asarray(image, dtype=np.float32) / 255.0
-        scores = {name: _safely(ruler.measure, pixels) for name, ruler in RULERS.items()}
+        scores = measure_all(pixels)
         fidelity = (to_tensor(at_input_size(image, original)), reference)
         scores[FIDELITY_MEASURE] = _safely(pool.score, FIDELITY_MEASURE, *fidelity)
     return scores

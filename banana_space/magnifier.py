@@ -24,7 +24,10 @@ def largest_difference_box(input_image: Image.Image, frame: Image.Image,
     b = _pixels(_at_size(frame, input_image.size))
     height, width = a.shape[:2]
     size = min(crop, width, height)
-    difference = np.abs(a - b).sum(axis=2)  # every channel: a colour cast counts too
+    # Every channel: a colour cast counts too. Summed as numpy's `sum(axis=2)` sums them, in
+    # order, without its reduction over a 3-long axis (three times slower).
+    channels = np.abs(a - b)
+    difference = channels[..., 0] + channels[..., 1] + channels[..., 2]
     # Sums over every size x size window at once, from the summed-area table.
     table = np.pad(difference.cumsum(0).cumsum(1), ((1, 0), (1, 0)))
     windows = (table[size:, size:] - table[:-size, size:] - table[size:, :-size]

@@ -5,7 +5,8 @@
 The edits are a simulated Nano Banana Pro-like chain of a photo (`--edits` steps); each call
 checks the whole chain, so the original's own scoring is shared by the edits, as it is for an
 agent that sends its chain. CPU time (this process, every thread) is printed beside wall time:
-a busy shared machine inflates it less. Median of `--repeats` calls after one warm-up.
+a busy shared machine inflates it less. Median of `--repeats` calls after one warm-up. Below it,
+what the rulers cost on one frame: all at once as the gate reads them, and each on its own.
 
     .venv/bin/python bench/gate.py [--edits 5] [--repeats 3]
 """
@@ -15,11 +16,15 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from collections.abc import Callable
+from typing import Any
 
 import _setup
+import numpy as np
 
 from banana_space.backends.simulate import SimulateBackend
 from banana_space.gate import check_degradation
+from banana_space.rulers import RULERS, measure_all
 
 FRAME_SIDE = 1024
 
@@ -48,6 +53,23 @@ def main() -> None:
                        f"(median of {args.repeats})", ["cpu s", "wall s", "degraded at"],
                        [[statistics.median(cpu), statistics.median(wall),
                          answer["first_degraded"]]])
+    pixels = np.asarray(frames[-1], dtype=np.float32) / 255.0
+    _setup.print_table(f"of which the rulers: CPU s per {FRAME_SIDE}² frame, the last edit "
+                       f"(median of {args.repeats}; each frame, the original too, is read once)",
+                       ["rulers", "cpu s"],
+                       [[name, _cpu_seconds(read, pixels, args.repeats)]
+                        for name, read in [("all (measure_all)", measure_all),
+                                           *((n, r.measure) for n, r in RULERS.items())]])
+
+
+def _cpu_seconds(measure: Callable[[np.ndarray], Any], pixels: np.ndarray,
+                 repeats: int) -> float:
+    cpu = []
+    for _ in range(repeats):
+        began = time.process_time()
+        measure(pixels)
+        cpu.append(time.process_time() - began)
+    return statistics.median(cpu)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 
+import numpy as np
 import pytest
 from app_server import running_app
 from conftest import EXAMPLES
@@ -17,6 +18,7 @@ from test_mcp import answer, data_url, session_call
 from banana_space import gate
 from banana_space.backends.simulate import SimulateBackend
 from banana_space.floors import floor_of
+from banana_space.magnifier import largest_difference_box
 from banana_space.rulers import RULERS
 
 STEPS = 10
@@ -31,6 +33,33 @@ def chain() -> list[Image.Image]:
     for step in range(1, STEPS + 1):
         frames.append(backend.edit(frames[-1], "replica", seed=0, step=step).image)
     return frames
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_look_at_is_the_window_a_brute_force_search_finds(seed) -> None:
+    """The magnifier's crop (the gate's `look_at`) against every window summed directly, in
+    integers: the largest summed |difference| over every channel, the first on ties. Scattered
+    changed pixels, a patch changed by 20 in red alone, and one changed by 8 in every channel
+    (a grey shift: it wins only if every channel counts). Small images and a small crop keep
+    the summed-area table's float32 sums exact."""
+    rng = np.random.default_rng(seed)
+    height, width, crop = 37, 53, 9
+    before = rng.integers(20, 236, size=(height, width, 3), dtype=np.uint8)
+    after = before.astype(int)
+    after[rng.integers(0, height, 30), rng.integers(0, width, 30)] += rng.integers(
+        -15, 16, size=(30, 3))
+    red_top, red_left = rng.integers(0, 14, size=2)  # rows 0-21: above the grey patch
+    grey_top, grey_left = 23 + rng.integers(0, 5), 30 + rng.integers(0, 14)
+    after[red_top:red_top + crop, red_left:red_left + crop, 0] += 20
+    after[grey_top:grey_top + crop, grey_left:grey_left + crop] -= 8
+    after = np.clip(after, 0, 255).astype(np.uint8)
+    difference = np.abs(before.astype(np.int64) - after).sum(axis=2)
+    sums = [[difference[top:top + crop, left:left + crop].sum()
+             for left in range(width - crop + 1)] for top in range(height - crop + 1)]
+    top, left = np.unravel_index(int(np.argmax(sums)), np.shape(sums))
+    assert top >= 23  # the grey patch, not the red one
+    assert largest_difference_box(Image.fromarray(before), Image.fromarray(after), crop) == (
+        left, top, left + crop, top + crop)
 
 
 def test_a_measure_votes_only_past_its_floor(monkeypatch) -> None:

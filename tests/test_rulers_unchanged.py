@@ -1,0 +1,151 @@
+"""The rulers' values are pinned: a speed-up must not change what a ruler measures.
+
+`floors.csv` and every committed result were measured with the rulers' definitions as they were
+at commit d5849ac, before the gate's speed-ups (issue 27). `rulers_pinned.json` holds what those
+definitions gave on the inputs below (the example photos at their own size, as float32 the way
+the gate reads them and float64 the way the tests do; planted noise, ripple and cast; an odd-sized
+crop). It was written by running this file at that commit:
+
+    PYTHONPATH=. .venv/bin/python tests/test_rulers_unchanged.py
+
+Do not rewrite it to make a test pass: a ruler whose value moves has a new definition, and its
+floors must be measured again.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from banana_space import rulers
+
+PINNED = Path(__file__).parent / "rulers_pinned.json"
+EXAMPLES = Path(__file__).parent.parent / "assets" / "examples"
+RNG_SEED = 27
+# Float round-off at most; the values were bit-identical when the speed-ups were made.
+RELATIVE = 1e-9
+
+
+def _photo(name: str, dtype: type = np.float32) -> np.ndarray:
+    with Image.open(EXAMPLES / name) as image:
+        return np.asarray(image.convert("RGB"), dtype=dtype) / 255
+
+
+def _with_noise(image: np.ndarray, sigma_grey: float) -> np.ndarray:
+    noise = np.random.default_rng(RNG_SEED).normal(0, sigma_grey / 255, size=image.shape)
+    return (image + noise).astype(image.dtype)
+
+
+def _with_ripple(image: np.ndarray, period_x: float, amplitude_grey: float) -> np.ndarray:
+    x = np.arange(image.shape[1])
+    return image + (amplitude_grey / 255 * np.sin(2 * np.pi * x / period_x))[None, :, None]
+
+
+def _with_green_cast(image: np.ndarray) -> np.ndarray:
+    cast = image * np.array([0.96, 1.0, 0.97], dtype=image.dtype)
+    return cast.astype(image.dtype)
+
+
+def _saturated_red() -> np.ndarray:
+    red = np.zeros((64, 64, 3))
+    red[..., 0] = 1.0
+    return red
+
+
+INPUTS: dict[str, Callable[[], np.ndarray]] = {
+    **{name: (lambda name=name: _photo(name)) for name in sorted(
+        p.name for p in EXAMPLES.iterdir() if p.suffix in (".png", ".jpg"))},
+    "astronaut.png float64": lambda: _photo("astronaut.png", np.float64),
+    "coffee.png float64 noise 5": lambda: _with_noise(_photo("coffee.png", np.float64), 5.0),
+    "astronaut.png noise 3": lambda: _with_noise(_photo("astronaut.png"), 3.0),
+    "chelsea.png ripple 8 px": lambda: _with_ripple(_photo("chelsea.png", np.float64), 8.0, 3.0),
+    "astronaut.png ripple 4 px": lambda: _with_ripple(_photo("astronaut.png"), 4.0, 2.0),
+    "coffee.png green cast": lambda: _with_green_cast(_photo("coffee.png")),
+    "clean-dunes.png odd crop": lambda: _photo("clean-dunes.png")[101:618, 7:340],
+    "saturated red": _saturated_red,
+}
+
+
+def _values(image: np.ndarray) -> dict[str, object]:
+    """Every ruler on one frame, called one by one, plus the parts the page shows."""
+    values: dict[str, object] = {name: ruler.measure(image)
+                                 for name, ruler in rulers.RULERS.items()}
+    values["neutral_ab"] = list(rulers.neutral_ab(image))
+    values["lattice_peaks"] = [[p.period_x, p.period_y, p.ratio]
+                               for p in rulers.lattice_peaks(image)]
+    return values
+
+
+def _same(value: float, pinned: float | None) -> bool:
+    if pinned is None:  # JSON has no NaN: the fixture writes null
+        return math.isnan(value)
+    return value == pytest.approx(pinned, rel=RELATIVE, abs=1e-12)
+
+
+def _pinned() -> dict[str, dict[str, object]]:
+    return json.loads(PINNED.read_text())
+
+
+@pytest.mark.parametrize("name", list(INPUTS))
+def test_each_ruler_reads_what_it_read_before_the_speed_ups(name) -> None:
+    pinned, image = _pinned()[name], INPUTS[name]()
+    values = _values(image)
+    for ruler in rulers.RULERS:
+        assert _same(values[ruler], pinned[ruler]), (name, ruler, values[ruler], pinned[ruler])
+    assert all(_same(v, p) for v, p in zip(values["neutral_ab"], pinned["neutral_ab"],
+                                           strict=True))
+    assert len(values["lattice_peaks"]) == len(pinned["lattice_peaks"])
+    for peak, pinned_peak in zip(values["lattice_peaks"], pinned["lattice_peaks"], strict=True):
+        assert all(_same(v, p) for v, p in zip(peak, pinned_peak, strict=True))
+
+
+@pytest.mark.parametrize("name", list(INPUTS))
+def test_measure_all_equals_each_ruler_on_its_own(name) -> None:
+    """The gate reads every ruler at once, sharing the near-neutral mean: the same values."""
+    image = INPUTS[name]()
+    together = rulers.measure_all(image)
+    assert list(together) == list(rulers.RULERS)
+    for ruler, value in together.items():
+        assert _same(value, _pinned()[name][ruler]), (name, ruler)
+
+
+def test_noise_level_is_scikit_images_estimate_sigma() -> None:
+    """The docstring's claim, against the library itself."""
+    from skimage import restoration
+
+    for image in (INPUTS["astronaut.png noise 3"](), INPUTS["clean-dunes.png odd crop"](),
+                  INPUTS["coffee.png float64 noise 5"]()):
+        expected = restoration.estimate_sigma(image, channel_axis=-1, average_sigmas=True)
+        assert rulers.noise_level(image) == float(expected) * rulers.GREY_LEVELS
+
+
+def test_a_ruler_that_cannot_read_the_frame_is_nan_in_measure_all() -> None:
+    tiny = _photo("astronaut.png")[:24, :24]
+    with pytest.raises(ValueError, match="at least 32 px"):
+        rulers.lattice(tiny)
+    together = rulers.measure_all(tiny)
+    assert math.isnan(together["lattice"])
+    assert together["noise_level"] == rulers.noise_level(tiny)
+
+
+def _write_pinned() -> None:
+    def plain(value: object) -> object:
+        if isinstance(value, list):
+            return [plain(v) for v in value]
+        value = float(value)
+        return None if math.isnan(value) else value
+
+    table = {name: {key: plain(value) for key, value in _values(make()).items()}
+             for name, make in INPUTS.items()}
+    PINNED.write_text(json.dumps(table, indent=1) + "\n")
+    print(f"wrote {PINNED}")
+
+
+if __name__ == "__main__":
+    _write_pinned()
