@@ -9,13 +9,20 @@ is degraded when any measure is worse than the original's by more than its noise
 (`floors.py`: how far it moves on chains with no damage a person would name); a measure with
 no measured floor is reported but does not vote. Where to look is the magnifier's crop: the
 window where the original and the last edit differ most.
+
+An agent checks each edit as it makes it, sending the same original every time: the original's
+measures are kept (by the SHA-256 of its pixels, `ORIGINALS`), so a call after the first scores
+only the edit.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
+import threading
 import time
 import zipfile
+from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -36,6 +43,43 @@ from .sources import ANIMATION_SUFFIXES, frames_in_animation, frames_in_zip
 FIDELITY_MEASURE = "psnr"
 GATE_MEASURES = (FIDELITY_MEASURE, *RULERS)
 MAX_EDITS = 100
+
+
+class OriginalScores:
+    """The measures of the last `kept` originals, by the SHA-256 of their size and pixels (a
+    few floats each). The measures are pure functions of the pixels, so a kept one is exactly
+    what scoring again would give; one with a failed (NaN) measure is not kept."""
+
+    def __init__(self, kept: int = 64) -> None:
+        self.kept = kept
+        self._scores: OrderedDict[str, dict[str, float]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def key(image: Image.Image) -> str:
+        return hashlib.sha256(f"{image.mode} {image.size}".encode() + image.tobytes()).hexdigest()
+
+    def get(self, key: str) -> dict[str, float] | None:
+        with self._lock:
+            if key not in self._scores:
+                return None
+            self._scores.move_to_end(key)
+            return dict(self._scores[key])
+
+    def keep(self, key: str, scores: dict[str, float]) -> None:
+        if any(math.isnan(value) for value in scores.values()):
+            return
+        with self._lock:
+            self._scores[key] = dict(scores)
+            while len(self._scores) > self.kept:
+                self._scores.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._scores.clear()
+
+
+ORIGINALS = OriginalScores()
 
 
 def _measure(pool: MetricPool, image: Image.Image, original: Image.Image,
@@ -100,7 +144,11 @@ def check_degradation(original: Image.Image, edited: Sequence[Image.Image], *,
     began = time.perf_counter()
     original, edited = original.convert("RGB"), [image.convert("RGB") for image in edited]
     reference = to_tensor(original)
-    start = _measure(pool, original, original, reference)
+    key = ORIGINALS.key(original)
+    start = ORIGINALS.get(key)
+    if start is None:
+        start = _measure(pool, original, original, reference)
+        ORIGINALS.keep(key, start)
     edits = [{"edit": index, **_verdict(_measure(pool, image, original, reference), start)}
              for index, image in enumerate(edited, 1)]
     last = edits[-1]

@@ -94,6 +94,26 @@ def test_the_gate_says_no_for_a_copy_and_yes_once_damage_passes_the_floor(chain)
     assert 0 <= left < right <= 512 and 0 <= top < bottom <= 341
 
 
+def test_an_original_seen_before_is_not_scored_again(chain, monkeypatch) -> None:
+    scored = []
+
+    def counted(pixels: np.ndarray) -> dict[str, float]:
+        scored.append(pixels.shape)
+        return measured(pixels)
+
+    measured = gate.measure_all
+    monkeypatch.setattr(gate, "measure_all", counted)
+    monkeypatch.setattr(gate, "ORIGINALS", gate.OriginalScores(kept=1))
+    first = gate.check_degradation(chain[0], chain[3:4])
+    assert len(scored) == 2  # the original, then the edit
+    again = gate.check_degradation(chain[0].copy(), chain[3:4])
+    assert len(scored) == 3  # the edit only: the same pixels' measures were kept
+    assert again["edits"] == first["edits"]
+    gate.check_degradation(chain[1], chain[3:4])  # another original: scored, and kept instead
+    gate.check_degradation(chain[0], chain[3:4])
+    assert len(scored) == 7
+
+
 def test_too_many_or_no_edits_are_refused(chain) -> None:
     with pytest.raises(ValueError, match="1 to 100"):
         gate.check_degradation(chain[0], [])
