@@ -157,17 +157,17 @@ def _show(events: Iterator[Event]) -> Finished:
 
 
 def _summary(run_dir: Path) -> str:
+    from .analysis import CHECKPOINT_HEADERS, Verdict
     from .rundir import load_run
 
     rows = load_run(run_dir).history.verdict()
-    words = {True: "yes", False: "no", None: "?"}
-    lines = [f"{'metric':<14}{'Δ5':>10}{'Δ10':>10}{'Δ20':>10}  detects  beyond floor  "
-             "ρ vs PSNR  ρ from 1st"]
+    headers = "".join(f"{header:>10}" for header in CHECKPOINT_HEADERS)
+    lines = [f"{'metric':<14}{headers}  detects  beyond floor  ρ vs PSNR  ρ from 1st"]
     for r in rows:
         cells = "".join(f"{v:>10.3g}" if not math.isnan(v) else f"{'-':>10}"
-                        for v in (r.delta_5, r.delta_10, r.delta_20))
-        lines.append(f"{r.metric:<14}{cells}  {words[r.detects]:<7}  "
-                     f"{words[r.detects_robust]:<12} {r.spearman_vs_psnr:>9.2f}  "
+                        for v in r.at_checkpoints)
+        lines.append(f"{r.metric:<14}{cells}  {Verdict(r.detects).words.terse:<7}  "
+                     f"{Verdict(r.detects_robust).words.terse:<12} {r.spearman_vs_psnr:>9.2f}  "
                      f"{r.spearman_from_first:>10.2f}"
                      + ("  fooled by step 1 only: worse since" if r.fooled_by_first_step
                         else ""))

@@ -75,7 +75,7 @@ def test_the_table_says_what_its_numbers_are_and_early_verdicts_say_so_far() -> 
 def test_the_fidelity_anchor_is_the_same_in_the_csv_as_on_the_page() -> None:
     made = history(6)
     psnr = next(row for row in made.verdict() if row.metric == "psnr")
-    assert psnr.delta_5 == 37.0 - 40.0 and made.deltas("psnr")[0] == 0.0
+    assert psnr.delta_at(5) == 37.0 - 40.0 and made.deltas("psnr")[0] == 0.0
 
 
 def test_a_notice_replaces_its_earlier_versions_and_loading_ends_with_the_start() -> None:
