@@ -66,11 +66,17 @@ def _read(entry: EntryPoint) -> Plugin:
 @cache
 def plugins() -> dict[str, Plugin]:
     """Every plug-in installed in this environment, by metric name (read once per process,
-    without importing pyiqa: the page lists them at start-up). A name a ruler or another
-    plug-in has is refused with a warning; one pyiqa has, by `metrics.no_reference_names`."""
+    without importing pyiqa: the page lists them at start-up). A name a ruler, a judge's column
+    or another plug-in has is refused with one warning, never an overwrite; one pyiqa has, by
+    `metrics.no_reference_names`.
+
+    Returns:
+        metric name -> `Plugin`, in the entry points' order.
+    """
+    from .judges import REGISTRY as JUDGES
     from .rulers import RULERS
 
-    taken = set(RULERS)
+    taken = {*RULERS, *JUDGES}
     found: dict[str, Plugin] = {}
     for entry in entry_points(group=GROUP):
         try:

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .registry import unique_table
+
 GREY_LEVELS = 255.0
 
 # Grain: the band of wavelengths the "granular texture" lives in, and the blocks it is read in.
@@ -242,15 +244,15 @@ class Ruler:
     score_range: tuple[float, float] | None = None
 
 
-RULERS: dict[str, Ruler] = {
-    "noise_level": Ruler(noise_level, True,
-                         "white-noise sigma in grey levels (wavelet MAD): static piling up"),
-    "grain": Ruler(grain, True,
-                   "3-8 px band-pass RMS in the flattest quarter, grey levels: granular texture"),
-    "lattice": Ruler(lattice, True,
-                     "RMS of isolated 2-32 px spectral peaks, grey levels: periodic ripple"),
-    "colour_cast": Ruler(colour_cast, True,
-                         "CIELAB chroma of the mean near-neutral colour: a cast of any hue"),
-    "green_tint": Ruler(green_tint, True,
-                        "minus the mean a* of near-neutral regions: the green drift"),
-}
+RULERS: dict[str, Ruler] = unique_table("ruler", [
+    ("noise_level", Ruler(noise_level, True,
+                          "white-noise sigma in grey levels (wavelet MAD): static piling up")),
+    ("grain", Ruler(grain, True,
+                    "3-8 px band-pass RMS in the flattest quarter, grey levels: granular texture")),
+    ("lattice", Ruler(lattice, True,
+                      "RMS of isolated 2-32 px spectral peaks, grey levels: periodic ripple")),
+    ("colour_cast", Ruler(colour_cast, True,
+                          "CIELAB chroma of the mean near-neutral colour: a cast of any hue")),
+    ("green_tint", Ruler(green_tint, True,
+                         "minus the mean a* of near-neutral regions: the green drift")),
+])
