@@ -88,7 +88,7 @@ def run_id(ref: ChainRef, plan: Plan) -> str:
 def sampled_frames(ref: ChainRef, steps: Sequence[int]) -> list[tuple[int, Image.Image]]:
     """(step, frame) at each of `steps` the chain has; only those frames are fetched where
     the layout allows (loose files, shard rows), a whole archive where it does not."""
-    from .table.work import open_chain
+    from .sources import open_chain
 
     if ref.frames_known is not None:
         wanted = [s for s in steps if s < ref.frames_known]

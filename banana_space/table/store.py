@@ -27,9 +27,9 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ..analysis import VERDICT_FIELDS, History, Verdict, VerdictRow
+from ..frames import natural_key
 from ..metrics import ScoreInfo
 from ..rundir import _csv_bytes, _score_info, write_atomic
-from ..sources import natural_key
 from .work import ChainResult
 
 VERDICT_HEADER = ["chain", *VERDICT_FIELDS]
