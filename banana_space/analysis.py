@@ -20,8 +20,8 @@ from enum import Enum
 
 import numpy as np
 
+from .catalog import ScoreInfo
 from .floors import floor_of
-from .metrics import ScoreInfo
 
 CHECKPOINTS = (5, 10, 20)
 # Each checkpoint's column, generated from the table above: the field name in the CSVs and in

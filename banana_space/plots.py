@@ -27,7 +27,7 @@ from functools import lru_cache
 from typing import Any
 
 from .analysis import History, Verdict, detects_degradation, normalised, range_scaled
-from .metrics import ScoreInfo
+from .catalog import ScoreInfo
 
 Figure = dict[str, Any]  # {"data": [trace, ...], "layout": {...}}, as plotly.js takes it
 

@@ -8,7 +8,7 @@ artifacts, built from library parts (scikit-image, PyWavelets, scipy's FFT and f
 
 A frame is an RGB array (H, W, 3) of floats in [0, 1]. Scores in grey levels are on the 0-255
 scale of an 8-bit image, so "2.0" reads as "two grey levels". `RULERS` is the table the metric
-registry (`metrics.py`) reads: name -> function, orientation, one-line meaning. scipy and
+registry (`catalog.py`) reads: name -> function, orientation, one-line meaning. scipy and
 scikit-image are imported inside the functions, on first use: the page must not wait for them.
 """
 
@@ -236,7 +236,7 @@ def green_tint(image: np.ndarray) -> float:
 
 @dataclass(frozen=True)
 class Ruler:
-    """One row of the rulers' table: what `metrics.py` needs to treat it like a pyiqa metric."""
+    """One row of the rulers' table: what `catalog.py` needs to treat it like a pyiqa metric."""
 
     measure: Callable[[np.ndarray], float]
     lower_better: bool

@@ -38,8 +38,8 @@ from typing import Any
 from PIL import Image
 
 from .analysis import VERDICT_FIELDS, History
+from .catalog import ScoreInfo
 from .events import Event, Finished, FrameMade, FrameScored, Notice, Started
-from .metrics import ScoreInfo
 
 FORMAT_VERSION = 1
 LOCK_NAME = ".writer.lock"

@@ -29,7 +29,7 @@ import suite_runs
 
 from banana_space.analysis import VERDICT_FIELDS, VerdictRow, plain_verdict
 from banana_space.backends.simulate import PROFILES, profiles_of_kind
-from banana_space.metrics import expand_metric_names
+from banana_space.catalog import expand_metric_names
 
 MARK = {True: "✅", False: "❌", None: "…"}
 KIND_ORDER = ("damage", "control", "nuisance")

@@ -27,8 +27,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ..analysis import VERDICT_FIELDS, History, Verdict, VerdictRow
+from ..catalog import ScoreInfo
 from ..frames import natural_key
-from ..metrics import ScoreInfo
 from ..rundir import _csv_bytes, _score_info, write_atomic
 from .work import ChainResult
 
