@@ -27,9 +27,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .catalog import CPU_DEFAULTS, PRESET_KEYS, parse_metric_names
 from .events import Event, Finished, FrameScored, Notice, Started
 from .images import BadImage, load_image
+from .metrics import CPU_DEFAULTS, PRESET_KEYS, parse_metric_names
 from .prompts import DEFAULT_PROMPT
 
 EXIT_CODES = {"completed": 0, "failed": 1, "stopped": 130}
@@ -245,8 +245,8 @@ def _table(args: argparse.Namespace, stop: threading.Event) -> int:
 
 
 def _leaderboard(args: argparse.Namespace, stop: threading.Event) -> int:
-    from .catalog import no_reference_names
     from .leaderboard import Suite, run_leaderboard
+    from .metrics import no_reference_names
 
     suite = Suite(starts=tuple(_split(args.starts)), size=args.size, steps=args.steps,
                   **({"profiles": tuple(_split(args.profiles))} if args.profiles else {}))

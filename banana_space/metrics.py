@@ -1,7 +1,7 @@
 """The old single home of the metric names and the metric pool, kept as one import for the
-page files (app.py, handlers.py, mcp_tools.py) and runs.py while they move: the names live in
-`catalog.py` (what every score name is and how to make it) and the pool in `pool.py`. Engine
-modules import from those two; nothing here is new.
+files another change is moving (app.py, handlers.py, mcp_tools.py, runs.py; cli.py's imports
+too): the names live in `catalog.py` (what every score name is and how to make it) and the
+pool in `pool.py`. Other engine modules import from those two; nothing here is new.
 """
 
 from __future__ import annotations
