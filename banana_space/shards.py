@@ -280,8 +280,20 @@ def read_rows(refs: Sequence[str], shards: ShardSource) -> dict[str, Path]:
 
 def chain_rows(listing: Sequence[tuple[str, int]], shards: ShardSource, source: str,
                names: Sequence[str] = ()) -> list[str]:
-    """The rows (in order) of the one chain among the shards in `listing`, or of the chain
-    whose path is one of `names`; a clear refusal where there is none, or several."""
+    """The rows of one chain among shards, found by the same rule as among loose files.
+
+    Args:
+        listing: (path, size) of files; the shards among them are read.
+        shards: where the shards are read from (local or the hub).
+        source: what the chain is called in messages.
+        names: the chain's possible paths in the rows; empty: the shards hold one chain.
+
+    Returns:
+        The chain's rows (SHARD#ROW), frame 0 first.
+
+    Raises:
+        BadImage: no such chain, or several where one was expected.
+    """
     rows, refs = expand_shards([(n, s) for n, s in listing if is_shard_name(n)], shards)
     chains = [c for c in chains_in(rows)
               if c.kind == ChainFormat.FOLDER and (not names or c.path in names)]

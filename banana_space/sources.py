@@ -88,7 +88,14 @@ def open_chain(ref: ChainRef) -> Frames:
 
 
 def shards_at(root: str) -> ShardSource:
-    """Where the shards of a chain's root are read from: the hub, or a local folder."""
+    """Where the shards of a chain's root are read from.
+
+    Args:
+        root: a `ChainRef.root`: a local folder, or "hf://datasets/OWNER/NAME".
+
+    Returns:
+        The hub's shards (read by range) or the local folder's.
+    """
     if root.startswith(HUB_PREFIX):
         from .hub import HubShards, parse_hub
 
@@ -99,8 +106,18 @@ def shards_at(root: str) -> ShardSource:
 
 
 def open_local(path: Path) -> Frames:
-    """The frames of one local chain: shard rows, a run directory, a folder, a zip or an
-    animation (the first that fits)."""
+    """The frames of one local chain.
+
+    Args:
+        path: shard(s) or a chain in their rows (`DATASET/chain_07`), a run directory, a
+            folder of frames, a zip or an animation; the first that fits is read.
+
+    Returns:
+        Its frames, in order (`open_frames` checks there are at least 2).
+
+    Raises:
+        BadImage: nothing there can be read as a chain.
+    """
     shards = path if path.exists() else _dataset_above(path)
     if shards and _holds_shards(shards):  # a shard, a folder of them, or a chain in their rows
         from .shards import frames_in_local_shards  # pyarrow only for shards

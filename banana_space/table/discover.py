@@ -24,7 +24,14 @@ from ..sources import shards_at
 __all__ = ["ChainRef", "describe", "find_all", "find_chains", "local_listing"]
 
 def local_listing(root: Path) -> Listing:
-    """(path, size) of every file under `root`, dot-folders left out."""
+    """Every file under a local folder, for `listing.chains_in`.
+
+    Args:
+        root: the folder; dot-folders below it are not walked.
+
+    Returns:
+        (path relative to `root`, size in bytes) per file.
+    """
     found = []
     for directory, folders, files in os.walk(root):
         folders[:] = [f for f in folders if not f.startswith(".")]
