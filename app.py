@@ -26,9 +26,10 @@ from starlette.middleware import Middleware
 import zerogpu  # noqa: F401  (first: installs the spaces.GPU runner; a plain call off ZeroGPU)
 from banana_space.backends import OPTIONS
 from banana_space.backends import REGISTRY as BACKENDS
+from banana_space.catalog import CPU_DEFAULTS, FIDELITY, PRESETS
 from banana_space.judges import REGISTRY as JUDGES
-from banana_space.metrics import CPU_DEFAULTS, FIDELITY, POOL, PRESETS
 from banana_space.plugins import plugins
+from banana_space.pool import POOL
 from banana_space.prompts import DEFAULT_PROMPT
 from banana_space.prompts import PRESETS as PROMPTS
 from banana_space.quota import JUDGE_AT, default_judge_at

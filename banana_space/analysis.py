@@ -16,14 +16,81 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from enum import Enum
 
 import numpy as np
 
+from .catalog import ScoreInfo
 from .floors import floor_of
-from .metrics import ScoreInfo
 
 CHECKPOINTS = (5, 10, 20)
+# Each checkpoint's column, generated from the table above: the field name in the CSVs and in
+# JSON ("delta_5"), and the header a person reads ("Δ5").
+CHECKPOINT_FIELDS = tuple(f"delta_{step}" for step in CHECKPOINTS)
+CHECKPOINT_HEADERS = tuple(f"Δ{step}" for step in CHECKPOINTS)
 REFERENCE_METRIC = "psnr"  # the fidelity line every metric is rank-correlated with
+PROVISIONAL = " so far"  # after a verdict word while the paper's last checkpoint is ahead
+# One metric's verdict as verdict.csv (and the table's verdicts.csv, after its chain) writes it.
+VERDICT_FIELDS = ("metric", *CHECKPOINT_FIELDS, "detects", "detects_robust", "spearman_vs_psnr",
+                  "spearman_from_first", "worse_after_first")
+
+
+@dataclass(frozen=True)
+class _Words:
+    plain: str  # the files (verdict.csv, verdicts.csv) and the API: "yes"
+    terse: str  # the CLI's fixed-width summary: "?" for undecided
+    word: str  # a legend or a report: "detects"
+    page: str  # the page's verdict column: "✅ detects"
+    page_robust: str  # the page's "beyond floor" column: "❌ no"
+    code: int  # the heat map's cell: 1 detects, -1 fooled, 0 undecided
+
+
+class Verdict(Enum):
+    """The paper's three outcomes for one metric (Banana100, Sec. 4) and the words every
+    surface writes for them; `Verdict(value)` reads the True/False/None that
+    `detects_degradation`, `detects_robust` and `worse_after_first` return."""
+
+    DETECTS = True
+    FOOLED = False
+    UNDECIDED = None
+
+    @property
+    def words(self) -> _Words:
+        return _VERDICT_WORDS[self]
+
+    def on_page(self, provisional: bool = False, robust: bool = False) -> str:
+        """The page's words for this verdict.
+
+        Args:
+            provisional: the run has not reached the paper's last checkpoint yet: a decided
+                verdict says " so far" (an undecided one says nothing more).
+            robust: the "beyond floor" column's words ("❌ no", "…") instead of the paper's
+                ("❌ fooled", "… undecided").
+
+        Returns:
+            e.g. "✅ detects", "❌ fooled so far", "… undecided".
+        """
+        word = self.words.page_robust if robust else self.words.page
+        return word + (PROVISIONAL if provisional and self is not Verdict.UNDECIDED else "")
+
+
+_VERDICT_WORDS = {
+    Verdict.DETECTS: _Words("yes", "yes", "detects", "✅ detects", "✅ detects", 1),
+    Verdict.FOOLED: _Words("no", "no", "fooled", "❌ fooled", "❌ no", -1),
+    Verdict.UNDECIDED: _Words("undecided", "?", "undecided", "… undecided", "…", 0),
+}
+
+
+def plain_verdict(value: bool | None) -> str:
+    """The word the files and the API write for a verdict.
+
+    Args:
+        value: True (detects), False (fooled) or None (undecided).
+
+    Returns:
+        "yes", "no" or "undecided".
+    """
+    return Verdict(value).words.plain
 
 
 def oriented_deltas(scores: Sequence[float], lower_better: bool) -> list[float]:
@@ -138,14 +205,27 @@ def spearman(a: Sequence[float], b: Sequence[float]) -> float:
 class VerdictRow:
     metric: str
     role: str
-    delta_5: float
-    delta_10: float
-    delta_20: float
+    at_checkpoints: tuple[float, ...]  # the oriented delta at each of CHECKPOINTS, in order
     detects: bool | None
     spearman_vs_psnr: float
     detects_robust: bool | None = None
     spearman_from_first: float = math.nan  # against PSNR over steps 1..N: the trend
     worse_after_first: bool | None = None  # every checkpoint worse than the first copy
+
+    def delta_at(self, step: int) -> float:
+        """The oriented delta at one of CHECKPOINTS (NaN where the run stops short of it)."""
+        return self.at_checkpoints[CHECKPOINTS.index(step)]
+
+    def checkpoint_fields(self) -> dict[str, float]:
+        """{"delta_5": …, "delta_10": …, "delta_20": …}: the checkpoints as the files and the
+        API name them."""
+        return dict(zip(CHECKPOINT_FIELDS, self.at_checkpoints, strict=True))
+
+    def record(self) -> list[object]:
+        """The row's cells in VERDICT_FIELDS order, verdicts in their plain words."""
+        return [self.metric, *self.at_checkpoints, plain_verdict(self.detects),
+                plain_verdict(self.detects_robust), self.spearman_vs_psnr,
+                self.spearman_from_first, plain_verdict(self.worse_after_first)]
 
     @property
     def fooled_by_first_step(self) -> bool:
@@ -181,8 +261,8 @@ class History:
         rows = []
         for name, info in self.infos.items():
             deltas = self.deltas(name)
-            at = {s: deltas[s] if s < len(deltas) else math.nan for s in CHECKPOINTS}
-            rows.append(VerdictRow(name, info.role, at[5], at[10], at[20],
+            at = tuple(deltas[s] if s < len(deltas) else math.nan for s in CHECKPOINTS)
+            rows.append(VerdictRow(name, info.role, at,
                                    detects_degradation(deltas), spearman(deltas, reference),
                                    detects_robust(deltas, floor_of(name)),
                                    spearman(deltas[1:], reference[1:]),

@@ -28,9 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from .backends import OPTIONS as BACKEND_OPTIONS
+from .catalog import CPU_DEFAULTS, PRESET_KEYS, parse_metric_names
 from .events import Event, Finished, FrameScored, Notice, Started
 from .images import BadImage, load_image
-from .metrics import CPU_DEFAULTS, PRESET_KEYS, parse_metric_names
 from .prompts import DEFAULT_PROMPT
 
 EXIT_CODES = {"completed": 0, "failed": 1, "stopped": 130}
@@ -160,17 +160,17 @@ def _show(events: Iterator[Event]) -> Finished:
 
 
 def _summary(run_dir: Path) -> str:
+    from .analysis import CHECKPOINT_HEADERS, Verdict
     from .rundir import load_run
 
     rows = load_run(run_dir).history.verdict()
-    words = {True: "yes", False: "no", None: "?"}
-    lines = [f"{'metric':<14}{'Δ5':>10}{'Δ10':>10}{'Δ20':>10}  detects  beyond floor  "
-             "ρ vs PSNR  ρ from 1st"]
+    headers = "".join(f"{header:>10}" for header in CHECKPOINT_HEADERS)
+    lines = [f"{'metric':<14}{headers}  detects  beyond floor  ρ vs PSNR  ρ from 1st"]
     for r in rows:
         cells = "".join(f"{v:>10.3g}" if not math.isnan(v) else f"{'-':>10}"
-                        for v in (r.delta_5, r.delta_10, r.delta_20))
-        lines.append(f"{r.metric:<14}{cells}  {words[r.detects]:<7}  "
-                     f"{words[r.detects_robust]:<12} {r.spearman_vs_psnr:>9.2f}  "
+                        for v in r.at_checkpoints)
+        lines.append(f"{r.metric:<14}{cells}  {Verdict(r.detects).words.terse:<7}  "
+                     f"{Verdict(r.detects_robust).words.terse:<12} {r.spearman_vs_psnr:>9.2f}  "
                      f"{r.spearman_from_first:>10.2f}"
                      + ("  fooled by step 1 only: worse since" if r.fooled_by_first_step
                         else ""))
@@ -248,8 +248,8 @@ def _table(args: argparse.Namespace, stop: threading.Event) -> int:
 
 
 def _leaderboard(args: argparse.Namespace, stop: threading.Event) -> int:
+    from .catalog import no_reference_names
     from .leaderboard import Suite, run_leaderboard
-    from .metrics import no_reference_names
 
     suite = Suite(starts=tuple(_split(args.starts)), size=args.size, steps=args.steps,
                   **({"profiles": tuple(_split(args.profiles))} if args.profiles else {}))

@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from PIL import Image
 
-from .metrics import ScoreInfo
+from .catalog import ScoreInfo
 
 Status = Literal["completed", "stopped", "failed"]
 

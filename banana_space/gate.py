@@ -32,13 +32,14 @@ from PIL import Image
 
 from .analysis import oriented_deltas
 from .budget import BUDGET, scoring_bytes
+from .catalog import metric_info, to_tensor
 from .floors import floor_of
+from .frames import ANIMATION_SUFFIXES, frames_in_animation, frames_in_zip
 from .images import BadImage, load_image
 from .magnifier import largest_difference_box
-from .metrics import POOL, MetricPool, metric_info, to_tensor
+from .pool import POOL, MetricPool
 from .rulers import RULERS, measure_all
 from .scoring import at_input_size
-from .sources import ANIMATION_SUFFIXES, frames_in_animation, frames_in_zip
 
 FIDELITY_MEASURE = "psnr"
 GATE_MEASURES = (FIDELITY_MEASURE, *RULERS)

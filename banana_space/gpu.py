@@ -124,6 +124,22 @@ def cuda_available() -> bool:
         return False
     return torch.cuda.is_available()
 
+def cuda_missing(needs_gpu: str) -> Callable[[], str | None]:
+    """A registry's cheap check for a model that runs on CUDA only (an editor, a judge).
+
+    Args:
+        needs_gpu: the one-line how-to a visitor reads where there is no GPU.
+
+    Returns:
+        A function of no arguments answering None where torch sees CUDA, else `needs_gpu`. It
+        loads no weights, and imports torch only where an NVIDIA driver is (`cuda_available`).
+    """
+
+    def check() -> str | None:
+        return None if cuda_available() else needs_gpu
+
+    return check
+
 
 def device_refusal(device: str, handed_in: bool, needs_gpu: str) -> str | None:
     """Why a model cannot run on `device` here, or None. Weights read from the hub run on CUDA

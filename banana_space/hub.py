@@ -23,18 +23,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .images import BadImage
-from .shards import chain_rows, frames_in_rows, is_shard_name
-from .sources import (
+from .frames import (
     ANIMATION_SUFFIXES,
     ARCHIVE_SUFFIXES,
     MAX_MEMBER_BYTES,
     Frames,
     frames_from_files,
+    frames_in_file,
     is_image_name,
     natural_key,
-    open_local,
 )
+from .images import BadImage
+from .shards import chain_rows, frames_in_rows, is_shard_name
 
 HUB_PATTERN = re.compile(r"hf://datasets/([A-Za-z0-9][\w.-]*/[\w.-]+)(?:/(.*))?")
 # A replayed chain (app, `score`) uses at most MAX_STEPS + 1 = 101 frames: fetch no more.
@@ -214,7 +214,7 @@ def open_hub_frames(source: str) -> Frames:
         if not listing:
             raise BadImage(f"{source} was not found on the hub")
         check_sizes(listing)
-        frames = open_local(fetch(hub.repo_id, [hub.path]) / hub.path)
+        frames = frames_in_file(fetch(hub.repo_id, [hub.path]) / hub.path)
     elif is_shard_name(hub.path):  # the chain(s) in one shard
         frames = _chain_in_shards(hub, source, [(hub.path, 0)])
     else:

@@ -26,8 +26,8 @@ import math
 from functools import lru_cache
 from typing import Any
 
-from .analysis import History, detects_degradation, normalised, range_scaled
-from .metrics import ScoreInfo
+from .analysis import History, Verdict, detects_degradation, normalised, range_scaled
+from .catalog import ScoreInfo
 
 Figure = dict[str, Any]  # {"data": [trace, ...], "layout": {...}}, as plotly.js takes it
 
@@ -65,10 +65,6 @@ def scaled_curve(history: History, name: str) -> tuple[list[float], bool]:
     """(the plotted curve, whether it is on the score's range); False: its own scale."""
     on_range = range_scaled(history.scores[name], history.infos[name])
     return (on_range, True) if on_range is not None else (normalised(history.deltas(name)), False)
-
-
-def _verdict_word(detects: bool | None) -> str:
-    return {True: "detects", False: "fooled", None: "undecided"}[detects]
 
 
 def _style(role: str, detects: bool | None, index: int) -> dict:
@@ -124,7 +120,7 @@ def delta_figure(history: History, title: str = DELTA_TITLE,
         deltas = history.deltas(name)
         detects = detects_degradation(deltas)
         index = counters[info.role] = counters.get(info.role, -1) + 1
-        kind = "reference" if info.role != "metric" else _verdict_word(detects)
+        kind = "reference" if info.role != "metric" else Verdict(detects).words.word
         curve, on_range = scaled_curve(history, name)
         extent = max([extent, *(abs(v) for v in curve if math.isfinite(v))])
         scale = "" if on_range else " · own scale"

@@ -5,7 +5,7 @@ with `name`, `lower_better`, `meaning`, an optional `score_range` (low, high) an
 which returns a function from a PIL RGB image to a float. The metric then appears wherever a
 metric name is taken (`--metrics`, the page, `table`, the leaderboard), in the family
 "plug-in", labelled with its distribution's name and version. The protocol is the one pyiqa's
-own table answers (orientation, range, how to make it), so `metrics.py` treats it alike.
+own table answers (orientation, range, how to make it), so `catalog.resolve` treats it alike.
 
 A plug-in that fails to load is one warning and is left out; one that fails to create or to
 score is an unavailable metric or a missing cell, like any other metric: never a crash.
@@ -66,11 +66,17 @@ def _read(entry: EntryPoint) -> Plugin:
 @cache
 def plugins() -> dict[str, Plugin]:
     """Every plug-in installed in this environment, by metric name (read once per process,
-    without importing pyiqa: the page lists them at start-up). A name a ruler or another
-    plug-in has is refused with a warning; one pyiqa has, by `metrics.no_reference_names`."""
+    without importing pyiqa: the page lists them at start-up). A name a ruler, a judge's column
+    or another plug-in has is refused with one warning, never an overwrite; one pyiqa has, by
+    `catalog.no_reference_names`.
+
+    Returns:
+        metric name -> `Plugin`, in the entry points' order.
+    """
+    from .judges import REGISTRY as JUDGES
     from .rulers import RULERS
 
-    taken = set(RULERS)
+    taken = {*RULERS, *JUDGES}
     found: dict[str, Plugin] = {}
     for entry in entry_points(group=GROUP):
         try:

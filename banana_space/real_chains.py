@@ -31,8 +31,8 @@ from pathlib import Path
 
 from PIL import Image
 
+from .catalog import CPU_DEFAULTS
 from .events import Finished, FrameMade, FrameScored, Notice, Started
-from .metrics import CPU_DEFAULTS
 from .prompts import DEFAULT_PROMPT
 from .rundir import RunDir, load_run, write_atomic, write_zip
 from .scoring import Scorer, unavailable_notices
@@ -42,7 +42,7 @@ LOG = logging.getLogger(__name__)
 FOLDER = ".real-chains"  # under the runs folder
 INDEX = "chains.json"  # the prepared runs, in the order the page lists them
 LABEL = "Banana100 (real, Nano Banana Pro)"
-# A visitor's run waits 30 s for a metric to load (metrics.LOAD_SECONDS); this job is scored
+# A visitor's run waits 30 s for a metric to load (pool.LOAD_SECONDS); this job is scored
 # once and kept, so it waits as long as a cold Space may take rather than keep a blank column.
 METRIC_PATIENCE_S = 600
 
@@ -88,7 +88,7 @@ def run_id(ref: ChainRef, plan: Plan) -> str:
 def sampled_frames(ref: ChainRef, steps: Sequence[int]) -> list[tuple[int, Image.Image]]:
     """(step, frame) at each of `steps` the chain has; only those frames are fetched where
     the layout allows (loose files, shard rows), a whole archive where it does not."""
-    from .table.work import open_chain
+    from .sources import open_chain
 
     if ref.frames_known is not None:
         wanted = [s for s in steps if s < ref.frames_known]

@@ -8,7 +8,7 @@ artifacts, built from library parts (scikit-image, PyWavelets, scipy's FFT and f
 
 A frame is an RGB array (H, W, 3) of floats in [0, 1]. Scores in grey levels are on the 0-255
 scale of an 8-bit image, so "2.0" reads as "two grey levels". `RULERS` is the table the metric
-registry (`metrics.py`) reads: name -> function, orientation, one-line meaning. scipy and
+registry (`catalog.py`) reads: name -> function, orientation, one-line meaning. scipy and
 scikit-image are imported inside the functions, on first use: the page must not wait for them.
 """
 
@@ -20,6 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+
+from .registry import unique_table
 
 GREY_LEVELS = 255.0
 TRANSPOSE_BAND = 64  # rows copied at a time by `_transposed`: a band fits in the CPU's cache
@@ -307,7 +309,7 @@ def _greenness(ab: tuple[float, float]) -> float:
 
 @dataclass(frozen=True)
 class Ruler:
-    """One row of the rulers' table: what `metrics.py` needs to treat it like a pyiqa metric."""
+    """One row of the rulers' table: what `catalog.py` needs to treat it like a pyiqa metric."""
 
     measure: Callable[[np.ndarray], float]
     lower_better: bool
@@ -315,18 +317,18 @@ class Ruler:
     score_range: tuple[float, float] | None = None
 
 
-RULERS: dict[str, Ruler] = {
-    "noise_level": Ruler(noise_level, True,
-                         "white-noise sigma in grey levels (wavelet MAD): static piling up"),
-    "grain": Ruler(grain, True,
-                   "3-8 px band-pass RMS in the flattest quarter, grey levels: granular texture"),
-    "lattice": Ruler(lattice, True,
-                     "RMS of isolated 2-32 px spectral peaks, grey levels: periodic ripple"),
-    "colour_cast": Ruler(colour_cast, True,
-                         "CIELAB chroma of the mean near-neutral colour: a cast of any hue"),
-    "green_tint": Ruler(green_tint, True,
-                        "minus the mean a* of near-neutral regions: the green drift"),
-}
+RULERS: dict[str, Ruler] = unique_table("ruler", [
+    ("noise_level", Ruler(noise_level, True,
+                          "white-noise sigma in grey levels (wavelet MAD): static piling up")),
+    ("grain", Ruler(grain, True,
+                    "3-8 px band-pass RMS in the flattest quarter, grey levels: granular texture")),
+    ("lattice", Ruler(lattice, True,
+                      "RMS of isolated 2-32 px spectral peaks, grey levels: periodic ripple")),
+    ("colour_cast", Ruler(colour_cast, True,
+                          "CIELAB chroma of the mean near-neutral colour: a cast of any hue")),
+    ("green_tint", Ruler(green_tint, True,
+                         "minus the mean a* of near-neutral regions: the green drift")),
+])
 
 
 def measure_all(image: np.ndarray) -> dict[str, float]:

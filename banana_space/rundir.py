@@ -37,9 +37,9 @@ from typing import Any
 
 from PIL import Image
 
-from .analysis import History
+from .analysis import VERDICT_FIELDS, History
+from .catalog import ScoreInfo
 from .events import Event, Finished, FrameMade, FrameScored, Notice, Started
-from .metrics import ScoreInfo
 
 FORMAT_VERSION = 1
 LOCK_NAME = ".writer.lock"
@@ -233,12 +233,8 @@ class RunDir:
         rows.sort(key=lambda row: row[0])  # by step, metrics in column order within a step
         write_atomic(self.path / "scores.csv",
                      _csv_bytes(["step", "metric", "score", "delta"], rows))
-        verdict = [[r.metric, r.delta_5, r.delta_10, r.delta_20, _detects(r.detects),
-                    _detects(r.detects_robust), r.spearman_vs_psnr, r.spearman_from_first,
-                    _detects(r.worse_after_first)] for r in self.history.verdict()]
         write_atomic(self.path / "verdict.csv", _csv_bytes(
-            ["metric", "delta_5", "delta_10", "delta_20", "detects", "detects_robust",
-             "spearman_vs_psnr", "spearman_from_first", "worse_after_first"], verdict))
+            list(VERDICT_FIELDS), [r.record() for r in self.history.verdict()]))
         write_atomic(self.path / "steps.csv", _csv_bytes(
             ["step", "seconds_generate", "seconds_score", "calls", "cost_usd", "model_text",
              "judge_text"], [self.steps[s] for s in sorted(self.steps)]))
@@ -321,10 +317,6 @@ def write_zip(run: Path) -> Path:
                               if file.suffix == ".png" else zipfile.ZIP_DEFLATED)
     os.replace(temporary, target)
     return target
-
-
-def _detects(value: bool | None) -> str:
-    return {True: "yes", False: "no", None: "undecided"}[value]
 
 
 def _now() -> str:

@@ -24,8 +24,8 @@ from .chain import Chain, run_chain
 from .events import Event, Finished, Notice, Started
 from .judges import create_judges
 from .markup import one_line, without_paths
-from .metrics import POOL, MetricPool
 from .persist import keep
+from .pool import POOL, MetricPool
 from .quota import judged_steps
 from .rundir import (
     RunBusy,

@@ -23,17 +23,10 @@ from typing import Any
 from PIL import Image
 
 from .budget import BUDGET, MemoryBudget, describe, scoring_bytes
+from .catalog import FIDELITY, ScoreInfo, metric_info, to_tensor
 from .events import Notice
 from .judges import Judge
-from .metrics import (
-    FIDELITY,
-    POOL,
-    MetricPool,
-    MetricUnavailable,
-    ScoreInfo,
-    metric_info,
-    to_tensor,
-)
+from .pool import POOL, MetricPool, MetricUnavailable
 
 # One frame's metrics run side by side, one per core (bench/scoring.py measured the gain);
 # BANANA_SCORING_THREADS=1 scores them one after another.
@@ -125,11 +118,13 @@ class Scorer:
         else:
             resized = tensor
         reference_tensor = to_tensor(reference)
+        # A score is compared with the input when its table says it needs a reference.
+        fidelity = {name for name in self.metrics if metric_info(name).role == "fidelity"}
 
         def one(name: str) -> float:
             if cancelled():
                 return math.nan
-            args = (resized, reference_tensor) if name in FIDELITY else (tensor,)
+            args = (resized, reference_tensor) if name in fidelity else (tensor,)
             return self._safely(result, self.pool.score, name, *args)
 
         with ThreadPoolExecutor(SCORING_THREADS, thread_name_prefix="metric") as workers:

@@ -2,12 +2,12 @@
 dataset (the `datasets` library's Image feature, a column of structs `{bytes, path}`).
 
 Each image row becomes a virtual file named by its `path`, so chains are found among rows
-exactly as among loose files (`table.discover.chains_in`): `chain_07/012.png` in any shard is
+exactly as among loose files (`listing.chains_in`): `chain_07/012.png` in any shard is
 frame 12 of chain `chain_07`, even when a chain's rows are split over two shards. A path with
 no folder is placed in a folder named after its shard (`data/train-00000`), so a shard of bare
 file names is one chain; a row with no path is skipped. A row is referred to as `SHARD#ROW`.
 
-Reading is bounded, with the same limits as every other source (`sources.py`):
+Reading is bounded, with the same limits as every other source (`frames.py`):
 - a parquet footer's declared length is checked before it is parsed; listing reads only the
   image column's `path` child (a few bytes a row);
 - an image's bytes are read one row group at a time, and only for row groups holding a wanted
@@ -31,9 +31,10 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Protocol
 
 from .budget import BUDGET, describe
+from .frames import MAX_MEMBER_BYTES, SHARD_SUFFIXES, Frames, is_image_name
 from .images import BadImage, load_image
+from .listing import ChainFormat, chains_in
 from .rundir import write_atomic
-from .sources import MAX_MEMBER_BYTES, SHARD_SUFFIXES, Frames, is_image_name
 
 ROW_MARK = "#"
 MAX_FOOTER_BYTES = 64 * 2**20  # a footer of a few thousand row groups is a few MB
@@ -279,17 +280,28 @@ def read_rows(refs: Sequence[str], shards: ShardSource) -> dict[str, Path]:
 
 def chain_rows(listing: Sequence[tuple[str, int]], shards: ShardSource, source: str,
                names: Sequence[str] = ()) -> list[str]:
-    """The rows (in order) of the one chain among the shards in `listing`, or of the chain
-    whose path is one of `names`; a clear refusal where there is none, or several."""
-    from .table.discover import chains_in  # the rule that finds chains among files
+    """The rows of one chain among shards, found by the same rule as among loose files.
 
+    Args:
+        listing: (path, size) of files; the shards among them are read.
+        shards: where the shards are read from (local or the hub).
+        source: what the chain is called in messages.
+        names: the chain's possible paths in the rows; empty: the shards hold one chain.
+
+    Returns:
+        The chain's rows (SHARD#ROW), frame 0 first.
+
+    Raises:
+        BadImage: no such chain, or several where one was expected.
+    """
     rows, refs = expand_shards([(n, s) for n, s in listing if is_shard_name(n)], shards)
-    chains = [c for c in chains_in(rows) if c[1] == "folder" and (not names or c[0] in names)]
+    chains = [c for c in chains_in(rows)
+              if c.kind == ChainFormat.FOLDER and (not names or c.path in names)]
     if len(chains) != 1:
-        shown = ", ".join(c[0] for c in chains[:5]) + (" …" if len(chains) > 5 else "")
+        shown = ", ".join(c.path for c in chains[:5]) + (" …" if len(chains) > 5 else "")
         raise BadImage(f"no chain called {source} in the shards' rows" if not chains else
                        f"{source} holds {len(chains)} chains ({shown}): add one's name")
-    return [refs[name] for name in chains[0][2]]
+    return [refs[name] for name in chains[0].files]
 
 
 def frames_in_local_shards(path: Path, chain: str = "") -> Frames:

@@ -1,80 +1,53 @@
 """Sources of frames: whatever holds a recorded chain, turned into one ordered list of frames.
 
-A source is a folder of frames (sorted naturally: `2.png` before `10.png`), a zip of frames, an
-animated GIF/WebP, one of our run directories (its `frames/`), the rows of parquet/arrow
-shards (see `shards.py`), or a chain on the Hugging Face hub, `hf://datasets/OWNER/NAME[/PATH]`
-(see `hub.py`). Replay, `score` and `table` all read
-through here, so every source gets the same checks:
-
-- a zip's declared sizes, compression ratio and total are checked before any member is
-  inflated, and no member is ever read past its declared size: a zip bomb (a 2.6 MB upload
-  holding 2.5 GB of zeros) is refused at once, with flat memory;
-- an animated image's size is checked from its header before any frame is decoded;
-- every frame is decoded by `load_image`, under the same pixel limit as an upload.
-
-Frames are decoded one at a time, on demand; frame 0 is the chain's input. A zip is read in
-memory and never extracted, so a member named `../../x.png` cannot write anywhere. Names that
-come from a source are plain text in every message here: nothing is turned into markup.
+The one dispatcher that replay, `score`, `table` and the leaderboard read through. A source is
+a folder of frames, a zip, an animated GIF/WebP, one of our run directories (`frames.py`), the
+rows of parquet/arrow shards (`shards.py`), or a chain on the Hugging Face hub,
+`hf://datasets/OWNER/NAME[/PATH]` (`hub.py`); a chain the table found is a `ChainRef`
+(`listing.py`). Every reader applies the same checks (zip bombs, declared sizes, the pixel
+limit; see `frames.py`). The readers never import this module, so nothing here is a circle:
+frames <- listing <- shards <- hub <- sources.
 """
 
 from __future__ import annotations
 
-import re
-import zipfile
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-from .images import BadImage, LoadedImage, load_frame, load_image, open_image
+from .frames import (
+    HUB_PREFIX,
+    SHARD_SUFFIXES,
+    Frames,
+    frames_from_files,
+    frames_in_animation,
+    frames_in_file,
+    frames_in_run,
+    frames_in_zip,
+    hidden_path,
+    is_image_name,
+)
+from .images import BadImage
+from .listing import ChainFormat, ChainRef
 
-IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".webp", ".bmp", ".tif", ".tiff", ".gif"}
-ANIMATION_SUFFIXES = {".gif", ".webp"}  # a lone one in a folder is a chain by itself
-ARCHIVE_SUFFIXES = {".zip"}
-SHARD_SUFFIXES = {".parquet", ".arrow"}  # image datasets as rows of {bytes, path}
-HUB_PREFIX = "hf://"
+if TYPE_CHECKING:
+    from .shards import ShardSource
 
-# A frame is at most 64 megapixels (images.MAX_DECLARED_PIXELS): 192 MB as raw 8-bit RGB, the
-# largest an honest frame file can be (a BMP); PNG and JPEG frames are far smaller.
-MAX_MEMBER_BYTES = 200 * 2**20
-MAX_ZIP_BYTES = 4 * 2**30  # all members together, as declared
-MAX_ZIP_MEMBERS = 20_000
-# A directory entry is 46 bytes plus its name and extra fields: 20,000 of them with names of
-# ~250 characters. zipfile holds an object per entry, so this bounds what it builds.
-MAX_DIRECTORY_BYTES = MAX_ZIP_MEMBERS * 300
-# Frames are compressed already: a PNG deflates by a few percent, a flat BMP by ~100x. Zeros
-# deflate by ~1000x, which is what a bomb is made of. Small members may be as flat as they like.
-MAX_RATIO = 200
-RATIO_FROM_BYTES = 2**20
-
-
-@dataclass
-class Frames:
-    """A chain's frames in order, decoded one at a time on demand."""
-
-    label: str  # what the source is called in messages: a file name or a hub path
-    names: list[str]  # one per frame, in order
-    read: Callable[[str], LoadedImage]
-    notes: list[str] = field(default_factory=list)  # what was skipped, and credits
-
-    def __len__(self) -> int:
-        return len(self.names)
-
-    def frame(self, index: int) -> LoadedImage:
-        return self.read(self.names[index])
-
-
-def natural_key(name: str) -> list[Any]:
-    """Sort key that orders embedded numbers by value: step_2 before step_10."""
-    return [int(part) if part.isdigit() else part.lower() for part in re.split(r"(\d+)", name)]
-
-
-def is_image_name(name: str) -> bool:
-    return Path(name).suffix.lower() in IMAGE_SUFFIXES
+__all__ = ["HUB_PREFIX", "Frames", "open_chain", "open_frames", "open_local", "shards_at"]
 
 
 def open_frames(source: str | Path) -> Frames:
-    """The frames of one chain, checked; `BadImage` says why a source cannot be used."""
+    """The frames of one chain named by a path or a hub address (replay, `score`).
+
+    Args:
+        source: a local folder, zip, animation, run directory or shard(s), or
+            `hf://datasets/OWNER/NAME[/PATH]`.
+
+    Returns:
+        Its frames, in order, at least 2.
+
+    Raises:
+        BadImage: the source cannot be used; the message says why.
+    """
     if str(source).startswith(HUB_PREFIX):
         from .hub import open_hub_frames  # the hub client is imported only for hub sources
 
@@ -86,7 +59,65 @@ def open_frames(source: str | Path) -> Frames:
     return frames
 
 
+def open_chain(ref: ChainRef) -> Frames:
+    """The frames of a chain the table found (`table.discover`), fetching a hub chain's files
+    first (cached by huggingface_hub); a chain of shard rows reads only the row groups that
+    hold its frames.
+
+    Args:
+        ref: where the chain lies and what holds it.
+
+    Returns:
+        Its frames, in order (the caller decides what too few means).
+    """
+    if ref.kind == ChainFormat.ROWS:
+        from .shards import frames_in_rows  # pyarrow only for shards
+
+        return frames_in_rows(ref.files, shards_at(ref.root), ref.name)
+    if ref.root.startswith(HUB_PREFIX):
+        from .hub import fetch, parse_hub
+
+        root = fetch(parse_hub(ref.root).repo_id, ref.files)
+    else:
+        root = Path(ref.root)
+    if ref.kind == ChainFormat.ZIP:
+        return frames_in_zip(root / ref.files[0])
+    if ref.kind == ChainFormat.ANIMATION:
+        return frames_in_animation(root / ref.files[0])
+    return frames_from_files(root, list(ref.files), ref.name)
+
+
+def shards_at(root: str) -> ShardSource:
+    """Where the shards of a chain's root are read from.
+
+    Args:
+        root: a `ChainRef.root`: a local folder, or "hf://datasets/OWNER/NAME".
+
+    Returns:
+        The hub's shards (read by range) or the local folder's.
+    """
+    if root.startswith(HUB_PREFIX):
+        from .hub import HubShards, parse_hub
+
+        return HubShards(parse_hub(root).repo_id)
+    from .shards import LocalShards
+
+    return LocalShards(Path(root))
+
+
 def open_local(path: Path) -> Frames:
+    """The frames of one local chain.
+
+    Args:
+        path: shard(s) or a chain in their rows (`DATASET/chain_07`), a run directory, a
+            folder of frames, a zip or an animation; the first that fits is read.
+
+    Returns:
+        Its frames, in order (`open_frames` checks there are at least 2).
+
+    Raises:
+        BadImage: nothing there can be read as a chain.
+    """
     shards = path if path.exists() else _dataset_above(path)
     if shards and _holds_shards(shards):  # a shard, a folder of them, or a chain in their rows
         from .shards import frames_in_local_shards  # pyarrow only for shards
@@ -95,12 +126,11 @@ def open_local(path: Path) -> Frames:
     if path.is_dir():
         if (path / "run.json").is_file():
             return frames_in_run(path)
-        files = [p for p in path.rglob("*") if p.is_file() and not _hidden(p.relative_to(path))]
+        files = [p for p in path.rglob("*")
+                 if p.is_file() and not hidden_path(p.relative_to(path))]
         return frames_from_files(path, [str(p.relative_to(path)) for p in files], path.name)
-    if path.is_file() and zipfile.is_zipfile(path):
-        return frames_in_zip(path)
     if path.is_file():
-        return frames_in_animation(path)
+        return frames_in_file(path)
     raise BadImage(f"{path.name} is not a folder, zip or animated image")
 
 
@@ -120,106 +150,3 @@ def _holds_shards(path: Path) -> bool:
     files = [p for p in path.rglob("*") if p.is_file()] if path.is_dir() else []
     return (any(p.suffix.lower() in SHARD_SUFFIXES for p in files)
             and not any(is_image_name(p.name) for p in files))
-
-
-def _hidden(relative: Path) -> bool:
-    return any(part.startswith(".") or part == "__MACOSX" for part in relative.parts)
-
-
-def frames_in_run(run: Path) -> Frames:
-    """One of our run directories: its lossless frames, step_000.png first."""
-    names = [f"frames/{p.name}" for p in (run / "frames").glob("step_*.png")]
-    return frames_from_files(run, names, run.name)
-
-
-def frames_from_files(root: Path, names: list[str], label: str) -> Frames:
-    """Image files under `root` (names relative to it) in natural order; the rest skipped."""
-    return _sorted(label, names, lambda name: load_image(root / name))
-
-
-def _sorted(label: str, names: list[str], read: Callable[[str], LoadedImage]) -> Frames:
-    images = [n for n in names if is_image_name(n)]
-    skipped = sorted(set(names) - set(images))
-    notes = [f"skipped {len(skipped)} non-image file(s): {', '.join(skipped[:5])}"
-             + (" …" if len(skipped) > 5 else "")] if skipped else []
-    return Frames(label, sorted(images, key=natural_key), read, notes)
-
-
-def check_zip(infos: list[zipfile.ZipInfo], label: str) -> None:
-    """Refuse a zip from its directory alone, before anything is inflated."""
-    if len(infos) > MAX_ZIP_MEMBERS:
-        raise BadImage(f"{label} holds {len(infos)} files; the limit is {MAX_ZIP_MEMBERS}")
-    for info in infos:
-        if info.file_size > MAX_MEMBER_BYTES:
-            raise BadImage(f"{label}: {info.filename} declares {_mb(info.file_size)} "
-                           f"uncompressed; the limit per file is {_mb(MAX_MEMBER_BYTES)}")
-        if (info.file_size > RATIO_FROM_BYTES
-                and info.file_size > MAX_RATIO * max(info.compress_size, 1)):
-            ratio = info.file_size // max(info.compress_size, 1)
-            raise BadImage(f"{label}: {info.filename} is compressed {ratio}:1, more than "
-                           f"{MAX_RATIO}:1 (a zip bomb?)")
-    total = sum(info.file_size for info in infos)
-    if total > MAX_ZIP_BYTES:
-        raise BadImage(f"{label} declares {_mb(total)} uncompressed; the limit is "
-                       f"{_mb(MAX_ZIP_BYTES)}")
-
-
-def _mb(size: int) -> str:
-    return f"{size / 2**20:,.0f} MB"
-
-
-def check_directory(path: Path, label: str) -> None:
-    """Refuse a zip whose directory is too large from its end record alone (a few bytes at the
-    end of the file), before zipfile reads a single entry: a 1,000,000-member zip once cost
-    530 MB of entries before the member count was checked. The record's count and the
-    directory's size are both bounded: a lying count cannot pass a larger directory."""
-    try:
-        with path.open("rb") as handle:
-            # zipfile's own reader of the end record (zip64 included), private but unchanged
-            # since Python 2; it reads the last 64 KiB at most.
-            end = zipfile._EndRecData(handle)  # type: ignore[attr-defined]
-    except OSError as error:
-        raise BadImage(f"{label} cannot be read ({error.strerror})") from None
-    if end is None:
-        raise BadImage(f"{label} is a damaged zip (no end of central directory)")
-    entries, size = end[zipfile._ECD_ENTRIES_TOTAL], end[zipfile._ECD_SIZE]  # type: ignore
-    if entries > MAX_ZIP_MEMBERS or size > MAX_DIRECTORY_BYTES:
-        raise BadImage(f"{label} holds {entries} files in a {_mb(size)} directory; the limit "
-                       f"is {MAX_ZIP_MEMBERS} files")
-
-
-def frames_in_zip(path: Path) -> Frames:
-    label = path.name
-    check_directory(path, label)
-    try:
-        with zipfile.ZipFile(path) as archive:
-            infos = [i for i in archive.infolist() if not i.is_dir()]
-    except zipfile.BadZipFile as error:
-        raise BadImage(f"{label} is a damaged zip ({error})") from None
-    check_zip(infos, label)
-    names = [i.filename for i in infos if not _hidden(Path(i.filename))]
-
-    def read(name: str) -> LoadedImage:
-        with zipfile.ZipFile(path) as archive:
-            info = archive.getinfo(name)
-            with archive.open(info) as member:
-                data = member.read(info.file_size + 1)  # never past what it declared
-        if len(data) > info.file_size:
-            raise BadImage(f"{name} holds more data than it declares (a zip bomb?)")
-        return load_image(data)
-
-    return _sorted(label, names, read)
-
-
-def frames_in_animation(path: Path) -> Frames:
-    """An animated GIF/WebP: its size is checked from the header (`open_image`) before any
-    frame is decoded; counting frames only parses their headers; each frame is decoded within
-    the memory budget at the animation's full size (`load_frame`)."""
-    with open_image(path) as animation:
-        count = getattr(animation, "n_frames", 1)
-
-    def read(name: str) -> LoadedImage:
-        with open_image(path) as animation:
-            return load_frame(animation, int(name))
-
-    return Frames(path.name, [str(i) for i in range(count)], read)

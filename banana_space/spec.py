@@ -18,9 +18,10 @@ from typing import Any
 from PIL import Image
 
 from .backends import REGISTRY as BACKENDS
+from .catalog import CPU_DEFAULTS, check_metric_names
 from .images import LoadedImage
 from .judges import REGISTRY as JUDGES
-from .metrics import CPU_DEFAULTS, MAX_METRICS_PER_RUN, check_metric_names
+from .pool import MAX_METRICS_PER_RUN
 from .prompts import DEFAULT_PROMPT
 from .quota import judged_steps
 

@@ -15,7 +15,15 @@ from pathlib import Path
 from typing import Any
 
 from . import remake
-from .analysis import CHECKPOINTS, REFERENCE_METRIC, History, VerdictRow
+from .analysis import (
+    CHECKPOINT_HEADERS,
+    CHECKPOINTS,
+    PROVISIONAL,
+    REFERENCE_METRIC,
+    History,
+    Verdict,
+    VerdictRow,
+)
 from .events import Event, Finished, FrameMade, FrameScored, Notice, Started
 from .markup import plain
 from .plots import Figure, delta_figure, display_name, raw_figure, value_text
@@ -26,11 +34,8 @@ from .rundir import THUMB_SIDE, SavedRun, frame_name, has_frame, thumb_path, zip
 # from the first copy; then the checkpoints and the rank correlation with fidelity (the last
 # four are left out on a phone: the zip and wider screens have them).
 VERDICT_HEADERS = ["metric", "verdict", "beyond floor", "score: step 0 → now", "Δ now (oriented)",
-                   "from 1st copy", "Δ5", "Δ10", "Δ20", "ρ vs PSNR"]
+                   "from 1st copy", *CHECKPOINT_HEADERS, "ρ vs PSNR"]
 VERDICT_COLUMN = VERDICT_HEADERS.index("verdict")
-VERDICT_WORDS = {True: "✅ detects", False: "❌ fooled", None: "… undecided"}
-ROBUST_WORDS = {True: "✅ detects", False: "❌ no", None: "…"}
-PROVISIONAL = " so far"  # after a verdict word while the paper's last checkpoint is ahead
 NOTICE_MARKS = {"info": "ℹ️", "warning": "⚠️"}
 MAX_NOTICES_SHOWN = 4
 
@@ -182,17 +187,16 @@ class RunView:
         is from its anchor (`analysis.anchored`), never from pyiqa's 80 dB cap."""
         rows = []
         last = self.history.last_step
-        so_far = PROVISIONAL if last < max(CHECKPOINTS) else ""
+        provisional = last < max(CHECKPOINTS)
         for row in self.history.verdict():
             info = self.history.infos[row.metric]
             label = display_name(info) + (" (reference)" if info.role != "metric" else "")
             deltas = self.history.deltas(row.metric)
-            at = [_fmt(v) if step <= last else "—" for step, v in
-                  ((5, row.delta_5), (10, row.delta_10), (20, row.delta_20))]
+            at = [_fmt(v) if step <= last else "—"
+                  for step, v in zip(CHECKPOINTS, row.at_checkpoints, strict=True)]
             rho = "" if row.metric == REFERENCE_METRIC else _fmt(row.spearman_vs_psnr)
-            word = VERDICT_WORDS[row.detects] + (so_far if row.detects is not None else "")
-            robust = ROBUST_WORDS[row.detects_robust] + (
-                so_far if row.detects_robust is not None else "")
+            word = Verdict(row.detects).on_page(provisional)
+            robust = Verdict(row.detects_robust).on_page(provisional, robust=True)
             rows.append([label, word, robust, self._score_span(row.metric),
                          _meaning(deltas[-1]) if deltas else "", _from_first(row), *at, rho])
         blank = [""] * (len(VERDICT_HEADERS) - 2)

@@ -22,7 +22,7 @@ CHILD = """
 import sys
 from pathlib import Path
 from PIL import Image
-from banana_space.sources import frames_in_animation
+from banana_space.frames import frames_in_animation
 
 side, path = int(sys.argv[1]), Path(sys.argv[2])
 first, second = Image.new("P", (side, side), 0), Image.new("P", (side, side), 1)

@@ -30,8 +30,8 @@ def one_run(steps: int) -> dict:
 
     from PIL import Image
 
+    from banana_space.catalog import CPU_DEFAULTS
     from banana_space.events import Finished, FrameScored
-    from banana_space.metrics import CPU_DEFAULTS
     from banana_space.runs import RunSpec, start_run
     from banana_space.scoring import SCORING_THREADS
 

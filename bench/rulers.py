@@ -20,7 +20,8 @@ from typing import Any
 import _setup
 
 from banana_space.backends import simulate
-from banana_space.metrics import POOL, check_metric_names, expand_metric_names, to_tensor
+from banana_space.catalog import check_metric_names, expand_metric_names, to_tensor
+from banana_space.pool import POOL
 from banana_space.rulers import RULERS
 
 FRAME_SIDE = 1024

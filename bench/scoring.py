@@ -33,7 +33,7 @@ from typing import Any
 import _setup
 
 from banana_space.backends.simulate import SimulateBackend
-from banana_space.metrics import CPU_DEFAULTS, FIDELITY, to_tensor
+from banana_space.catalog import CPU_DEFAULTS, FIDELITY, to_tensor
 from banana_space.scoring import Scorer, at_input_size
 
 FRAME_SIDE = 1024

@@ -77,7 +77,7 @@ def bare(side: int) -> dict:
     import pyiqa
     import torch
 
-    from banana_space.metrics import seed_weights, to_tensor
+    from banana_space.catalog import seed_weights, to_tensor
 
     seed_weights(_setup.WEIGHTS)  # as the engine does before its first pyiqa metric
     metrics = {name: pyiqa.create_metric(name, device="cpu")

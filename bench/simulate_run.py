@@ -17,8 +17,8 @@ from pathlib import Path
 
 import _setup
 
+from banana_space.catalog import CPU_DEFAULTS
 from banana_space.events import Finished, FrameScored
-from banana_space.metrics import CPU_DEFAULTS
 from banana_space.runs import RunSpec, start_run
 
 

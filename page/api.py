@@ -22,11 +22,13 @@ from typing import Any
 import gradio as gr
 
 from banana_space import gate
+from banana_space.analysis import plain_verdict
 from banana_space.backends import REGISTRY as BACKENDS
+from banana_space.catalog import CPU_DEFAULTS, FIDELITY, PRESETS, parse_metric_names
 from banana_space.events import Event, Started
 from banana_space.images import load_image
 from banana_space.judges import REGISTRY as JUDGES
-from banana_space.metrics import CPU_DEFAULTS, FIDELITY, POOL, PRESETS, parse_metric_names
+from banana_space.pool import POOL
 from banana_space.prompts import PRESETS as PROMPTS
 from banana_space.quota import per_step_note
 from banana_space.rundir import live_status, load_run
@@ -36,7 +38,6 @@ from page import guard
 from page.access import REFUSALS, confined, owned, received, refusal, whole
 from page.settings import SETTINGS
 
-DETECTS = {True: "yes", False: "no", None: "undecided"}
 NOTICES_SHOWN = 5
 
 
@@ -58,9 +59,9 @@ def summary(path: Path, request: gr.Request) -> dict[str, Any]:
     """What an agent needs from a run: where it is, how it ended, each metric's verdict."""
     saved = load_run(path)
     meta = saved.meta
-    verdict = {row.metric: {"delta_5": _number(row.delta_5), "delta_10": _number(row.delta_10),
-                            "delta_20": _number(row.delta_20), "detects": DETECTS[row.detects],
-                            "detects_robust": DETECTS[row.detects_robust],
+    verdict = {row.metric: {**{k: _number(v) for k, v in row.checkpoint_fields().items()},
+                            "detects": plain_verdict(row.detects),
+                            "detects_robust": plain_verdict(row.detects_robust),
                             "spearman_vs_psnr": _number(row.spearman_vs_psnr),
                             "spearman_from_first": _number(row.spearman_from_first),
                             "fooled_by_first_step": row.fooled_by_first_step,

@@ -18,8 +18,8 @@ import gradio as gr
 from banana_space.backends import OPTIONS
 from banana_space.backends import REGISTRY as BACKENDS
 from banana_space.backends.base import Option
+from banana_space.catalog import parse_metric_names
 from banana_space.images import load_image
-from banana_space.metrics import parse_metric_names
 from banana_space.prompts import DEFAULT_PROMPT
 from banana_space.quota import default_judge_at
 from banana_space.spec import RunSpec

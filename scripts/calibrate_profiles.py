@@ -18,7 +18,8 @@ os.environ.setdefault("BANANA_WEIGHTS_DIR", str(REPO.parent / "shared" / "weight
 from PIL import Image  # noqa: E402
 
 from banana_space.backends.simulate import PROFILES, SimulateBackend  # noqa: E402
-from banana_space.metrics import POOL, to_tensor  # noqa: E402
+from banana_space.catalog import to_tensor  # noqa: E402
+from banana_space.pool import POOL  # noqa: E402
 
 STARTS = sorted((REPO / "assets" / "examples").glob("clean-*.png"))
 

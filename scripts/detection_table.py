@@ -27,9 +27,9 @@ from pathlib import Path
 
 import suite_runs
 
-from banana_space.analysis import VerdictRow
+from banana_space.analysis import VERDICT_FIELDS, VerdictRow, plain_verdict
 from banana_space.backends.simulate import PROFILES, profiles_of_kind
-from banana_space.metrics import expand_metric_names
+from banana_space.catalog import expand_metric_names
 
 MARK = {True: "✅", False: "❌", None: "…"}
 KIND_ORDER = ("damage", "control", "nuisance")
@@ -90,16 +90,14 @@ def every_run(made: dict, metrics: list[str]) -> list[str]:
 def write_verdicts(made: dict, target: Path) -> None:
     with target.open("w", newline="") as handle:
         out = csv.writer(handle)
-        out.writerow(["profile", "start", "metric", "delta_5", "delta_10", "delta_20",
-                      "detects", "detects_robust", "spearman_vs_psnr", "spearman_from_first",
-                      "worse_after_first"])
-        words = {True: "yes", False: "no", None: "undecided"}
+        out.writerow(["profile", "start", *VERDICT_FIELDS])
         for job, (rows, _, _) in made.items():
             for r in rows.values():
-                out.writerow([job.profile, job.start, r.metric, f"{r.delta_5:.6g}",
-                              f"{r.delta_10:.6g}", f"{r.delta_20:.6g}", words[r.detects],
-                              words[r.detects_robust], f"{r.spearman_vs_psnr:.4g}",
-                              f"{r.spearman_from_first:.4g}", words[r.worse_after_first]])
+                out.writerow([job.profile, job.start, r.metric,
+                              *(f"{v:.6g}" for v in r.at_checkpoints), plain_verdict(r.detects),
+                              plain_verdict(r.detects_robust), f"{r.spearman_vs_psnr:.4g}",
+                              f"{r.spearman_from_first:.4g}",
+                              plain_verdict(r.worse_after_first)])
 
 
 def into_readme(readme: Path, key: str, text: str) -> None:

@@ -28,8 +28,8 @@ os.environ.setdefault("BANANA_WEIGHTS_DIR", str(REPO.parent / "shared" / "weight
 from PIL import Image  # noqa: E402
 
 from banana_space.backends import create_backend  # noqa: E402
+from banana_space.catalog import CPU_DEFAULTS  # noqa: E402
 from banana_space.chain import make_step  # noqa: E402
-from banana_space.metrics import CPU_DEFAULTS  # noqa: E402
 from banana_space.remake import pixel_hash, write_manifest  # noqa: E402
 from banana_space.rundir import frame_name, load_run, zip_path  # noqa: E402
 from banana_space.runs import RunSpec, start_run  # noqa: E402

@@ -76,7 +76,7 @@ def _run(job: Job, runs: Path) -> tuple[str, float]:
 
     from banana_space.analysis import History
     from banana_space.backends.simulate import SimulateBackend
-    from banana_space.metrics import expand_metric_names
+    from banana_space.catalog import expand_metric_names
     from banana_space.scoring import Scorer
 
     began = time.monotonic()
@@ -121,7 +121,7 @@ def _run(job: Job, runs: Path) -> tuple[str, float]:
 def _pool():
     """This process's metrics, with time to load on a busy machine (the app's pool gives up
     after 30 s, which 2 cores shared by many processes can take)."""
-    from banana_space.metrics import MetricPool
+    from banana_space.pool import MetricPool
 
     return MetricPool(load_seconds=LOAD_SECONDS)
 

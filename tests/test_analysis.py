@@ -7,16 +7,22 @@ import math
 import pytest
 
 from banana_space.analysis import (
+    CHECKPOINT_FIELDS,
+    CHECKPOINT_HEADERS,
+    VERDICT_FIELDS,
     History,
+    Verdict,
+    VerdictRow,
     checkpoints,
     detects_degradation,
     detects_robust,
     normalised,
     oriented_deltas,
+    plain_verdict,
     spearman,
     worse_after_first,
 )
-from banana_space.metrics import ScoreInfo
+from banana_space.catalog import ScoreInfo
 
 NAN = math.nan
 
@@ -65,7 +71,7 @@ def test_metric_that_improves_while_psnr_falls_is_fooled() -> None:
     rows = {row.metric: row for row in history.verdict()}
     assert rows["psnr"].detects is True
     assert rows["brisque"].detects is False
-    assert rows["brisque"].delta_20 == pytest.approx(2.2 * 20)
+    assert rows["brisque"].delta_at(20) == pytest.approx(2.2 * 20)
     assert rows["brisque"].spearman_vs_psnr == pytest.approx(-1.0)
 
 
@@ -91,7 +97,7 @@ def test_spearman_agrees_with_scipy_on_ties_and_missing_steps() -> None:
 
 
 def test_pyiqa_score_ranges_are_read_as_numbers_or_none() -> None:
-    from banana_space.metrics import parse_score_range
+    from banana_space.catalog import parse_score_range
 
     assert parse_score_range("0, 1") == (0.0, 1.0)
     assert parse_score_range("~0, ~100") == (0.0, 100.0)
@@ -141,3 +147,22 @@ def test_worse_after_first_needs_a_checkpoint_after_the_first_copy() -> None:
     assert worse_after_first([0.0, 5.0, 4.0, 3.0]) is True  # step 3 stands in for step 5
     assert worse_after_first([0.0, math.nan, 4.0, 3.0]) is None
     assert worse_after_first([0.0, 5.0] + [6.0] * 19) is False
+
+
+def test_a_verdict_owns_every_word_each_surface_writes() -> None:
+    assert [plain_verdict(v) for v in (True, False, None)] == ["yes", "no", "undecided"]
+    assert [Verdict(v).words.terse for v in (True, False, None)] == ["yes", "no", "?"]
+    assert [Verdict(v).on_page() for v in (True, False, None)] == [
+        "✅ detects", "❌ fooled", "… undecided"]
+    # Early in a run a decided verdict is provisional; "undecided" needs no "so far".
+    assert [Verdict(v).on_page(provisional=True, robust=True) for v in (True, False, None)] == [
+        "✅ detects so far", "❌ no so far", "…"]
+
+
+def test_checkpoint_columns_come_from_the_checkpoints() -> None:
+    assert CHECKPOINT_FIELDS == ("delta_5", "delta_10", "delta_20")
+    assert CHECKPOINT_HEADERS == ("Δ5", "Δ10", "Δ20")
+    row = VerdictRow("niqe", "metric", (-1.0, -2.0, math.nan), False, 0.5)
+    assert row.checkpoint_fields()["delta_10"] == -2.0 and row.delta_at(5) == -1.0
+    assert row.record()[:5] == ["niqe", -1.0, -2.0, row.at_checkpoints[2], "no"]
+    assert len(row.record()) == len(VERDICT_FIELDS)

@@ -18,8 +18,9 @@ from conftest import REPO
 
 from banana_space import budget
 from banana_space.budget import GB, MemoryBudget, scoring_bytes
+from banana_space.catalog import CPU_DEFAULTS, build_metric
 from banana_space.events import Finished, FrameScored, Notice, Started
-from banana_space.metrics import CPU_DEFAULTS, MetricPool, build_metric
+from banana_space.pool import MetricPool
 from banana_space.runs import RunSpec, start_run
 
 
@@ -68,7 +69,7 @@ def test_a_frame_that_could_never_fit_is_refused_before_the_run_starts(photo, tm
 
 
 def test_one_run_may_not_ask_for_every_metric(photo, tmp_path) -> None:
-    from banana_space.metrics import no_reference_names
+    from banana_space.catalog import no_reference_names
 
     with pytest.raises(ValueError, match="at most 32"):
         start_run(RunSpec(small(photo), 1, metrics=no_reference_names()[:33]), tmp_path)
@@ -175,7 +176,7 @@ VISITORS = textwrap.dedent("""
     from PIL import Image
     from banana_space.backends.simulate import SimulateBackend
     from banana_space.budget import BUDGET, trim_freed_memory
-    from banana_space.metrics import CPU_DEFAULTS
+    from banana_space.catalog import CPU_DEFAULTS
     from banana_space.runs import RunSpec, start_run
 
     def status_kb(key):

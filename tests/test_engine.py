@@ -14,9 +14,9 @@ import pytest
 from PIL import Image
 
 from banana_space.backends.simulate import SimulateBackend
+from banana_space.catalog import CPU_DEFAULTS
 from banana_space.cli import main as cli
 from banana_space.events import Finished, FrameMade, FrameScored, Notice, Started
-from banana_space.metrics import CPU_DEFAULTS
 from banana_space.rundir import load_run, zip_path
 from banana_space.runs import RunSpec, start_run
 

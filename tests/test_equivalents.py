@@ -14,7 +14,7 @@ from conftest import EXAMPLES
 from PIL import Image
 
 from banana_space import equivalents
-from banana_space.metrics import build_metric, to_tensor
+from banana_space.catalog import build_metric, to_tensor
 
 RELATIVE = 1e-6
 

@@ -24,7 +24,7 @@ from banana_space import backends
 from banana_space.backends.base import BackendInfo, Edit, Entry, Option
 from banana_space.backends.simulate import SimulateBackend
 from banana_space.events import Finished, FrameScored, Notice, Started
-from banana_space.metrics import POOL, MetricPool
+from banana_space.pool import POOL, MetricPool
 from banana_space.rundir import load_run, zip_path
 from banana_space.runs import RunSpec, prune_runs, resume_run, start_run
 

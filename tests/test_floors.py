@@ -13,8 +13,8 @@ from PIL import Image
 from scipy import ndimage
 
 from banana_space.analysis import detects_degradation, detects_robust, oriented_deltas
+from banana_space.catalog import CPU_DEFAULTS, FIDELITY
 from banana_space.floors import floor_of, floors
-from banana_space.metrics import CPU_DEFAULTS, FIDELITY
 from banana_space.rulers import RULERS
 
 # Starts the floors were not measured on: the last clean render, and a photo with greys (the

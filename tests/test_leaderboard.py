@@ -28,7 +28,7 @@ CHAINS = ["suite/dots/a", "suite/dots/b", "suite/static/a", "suite/shift/a", "mi
 
 
 def verdict(metric: str, detects: bool | None, robust: bool | None, rho: float) -> VerdictRow:
-    return VerdictRow(metric, "metric", -1.0, -1.0, -1.0, detects, rho, robust)
+    return VerdictRow(metric, "metric", (-1.0, -1.0, -1.0), detects, rho, robust)
 
 
 @pytest.fixture()

@@ -17,7 +17,7 @@ from fake_hub_write import FakeHubWrite, is_binary
 
 from banana_space import persist
 from banana_space.events import Started
-from banana_space.metrics import MetricPool
+from banana_space.pool import MetricPool
 from banana_space.rundir import load_run
 from banana_space.runids import BadRunId
 from banana_space.runs import RunSpec, start_run

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
-from banana_space.metrics import PRESETS, parse_metric_names
+from banana_space.catalog import PRESETS, parse_metric_names
 from banana_space.rulers import RULERS
 
 PACKAGE = "banana-tiny-metric"
@@ -35,6 +35,20 @@ class Brightness:
     @staticmethod
     def create():
         return lambda image: float(np.asarray(image.convert("L"), dtype=float).mean())
+
+
+class Grain:
+    name = "grain"  # one of our rulers': refused with a warning, the ruler stays
+    lower_better = False
+    meaning = "a clash"
+
+    @staticmethod
+    def create():
+        return lambda image: 0.0
+
+
+class Brisque(Grain):
+    name = "brisque"  # pyiqa's: refused with a warning, pyiqa's stays
 
 
 class Failing:
@@ -67,6 +81,8 @@ def plugin_site(tmp_path_factory) -> Path:
         tiny_brightness = "tiny_metric:Brightness"
         tiny_failing = "tiny_metric:Failing"
         tiny_broken = "broken_metric:Metric"
+        tiny_grain = "tiny_metric:Grain"
+        tiny_brisque = "tiny_metric:Brisque"
         """))
     site = tmp_path_factory.mktemp("plugin-site")
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index",
@@ -84,14 +100,16 @@ def test_a_plugin_is_listed_labelled_and_scored(plugin_site: Path) -> None:
     script = textwrap.dedent("""
         import json, math
         from PIL import Image
-        from banana_space.metrics import no_reference_names, metric_info, parse_metric_names
+        from banana_space.catalog import no_reference_names, metric_info, parse_metric_names
         from banana_space.scoring import Scorer
         image = Image.new("RGB", (40, 30), (10, 20, 30))
         scorer = Scorer(parse_metric_names("tiny_brightness,tiny_failing,entropy"))
         list(scorer.load())
         scored = scorer.score(image, image)
         info = metric_info("tiny_brightness")
+        families = {name: metric_info(name).family for name in ("grain", "brisque")}
         print(json.dumps({"names": no_reference_names(), "label": info.label,
+                          "families": families,
                           "family": info.family, "range": info.score_range,
                           "score": scored.scores["tiny_brightness"],
                           "unavailable": scorer.unavailable}))
@@ -106,6 +124,12 @@ def test_a_plugin_is_listed_labelled_and_scored(plugin_site: Path) -> None:
     assert answer["score"] == pytest.approx(18.0)
     assert "this plug-in needs a model" in answer["unavailable"]["tiny_failing"]
     assert done.stderr.count("tiny_broken") == 1  # one warning, never a crash
+    # A plug-in named like a ruler or a pyiqa metric: one warning each, listed once, never
+    # in place of the metric that has the name.
+    assert answer["names"].count("grain") == 1 and answer["names"].count("brisque") == 1
+    assert answer["families"] == {"grain": "ours", "brisque": "pyiqa"}
+    assert done.stderr.count("plug-in tiny_grain") == 1
+    assert done.stderr.count("plug-in brisque left out") == 1
     assert "left out" in done.stderr
 
 

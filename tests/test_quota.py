@@ -16,12 +16,13 @@ from banana_space import gpu, quota
 from banana_space.analysis import History
 from banana_space.backends.diffusers_edit import EditJob, generate, work_size
 from banana_space.backends.simulate import SimulateBackend
+from banana_space.catalog import ScoreInfo
 from banana_space.chain import Chain, run_chain
 from banana_space.events import Finished, FrameScored, Started
 from banana_space.judges.base import JudgeInfo, Verdict
 from banana_space.judges.visualquality_r1 import RateJob, VisualQualityR1Judge, answer
-from banana_space.metrics import MetricPool, ScoreInfo
 from banana_space.plots import delta_figure
+from banana_space.pool import MetricPool
 from banana_space.rundir import load_run
 from banana_space.runs import RunSpec, resume_run, start_run
 from banana_space.scoring import Scorer

@@ -14,14 +14,14 @@ import pytest
 from PIL import Image
 
 from banana_space.analysis import oriented_deltas
-from banana_space.cli import main as cli
-from banana_space.metrics import (
+from banana_space.catalog import (
     PRESETS,
     check_metric_names,
     expand_metric_names,
     metric_info,
     no_reference_names,
 )
+from banana_space.cli import main as cli
 from banana_space.rulers import (
     RULERS,
     colour_cast,

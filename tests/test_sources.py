@@ -19,15 +19,15 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from banana_space.images import MAX_DECLARED_PIXELS, BadImage
-from banana_space.sources import (
+from banana_space.frames import (
     MAX_MEMBER_BYTES,
     MAX_RATIO,
     MAX_ZIP_BYTES,
     check_zip,
     natural_key,
-    open_frames,
 )
+from banana_space.images import MAX_DECLARED_PIXELS, BadImage
+from banana_space.sources import open_frames
 
 REPO = Path(__file__).resolve().parent.parent
 BOMB_BYTES = 2 * 2**30  # zeros in one member: what the 2.6 MB upload held

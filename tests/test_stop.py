@@ -11,8 +11,9 @@ import time
 import zipfile
 from typing import Any
 
+from banana_space.catalog import build_metric
 from banana_space.events import Finished, FrameMade, FrameScored
-from banana_space.metrics import MetricPool, build_metric
+from banana_space.pool import MetricPool
 from banana_space.rundir import frame_name, load_run, zip_path
 from banana_space.runs import RunSpec, start_run
 

@@ -11,9 +11,9 @@ from PIL import Image
 
 from banana_space import analysis
 from banana_space.analysis import History
+from banana_space.catalog import ScoreInfo
 from banana_space.events import Finished, Notice
 from banana_space.magnifier import CROP, GAP, box_around, largest_difference_box, side_by_side
-from banana_space.metrics import ScoreInfo
 from banana_space.view import VERDICT_COLUMN, VERDICT_HEADERS, RunView, summarise
 
 INFOS = [ScoreInfo("psnr", "fidelity", False, score_range=(0.0, 40.0)),
@@ -75,7 +75,7 @@ def test_the_table_says_what_its_numbers_are_and_early_verdicts_say_so_far() -> 
 def test_the_fidelity_anchor_is_the_same_in_the_csv_as_on_the_page() -> None:
     made = history(6)
     psnr = next(row for row in made.verdict() if row.metric == "psnr")
-    assert psnr.delta_5 == 37.0 - 40.0 and made.deltas("psnr")[0] == 0.0
+    assert psnr.delta_at(5) == 37.0 - 40.0 and made.deltas("psnr")[0] == 0.0
 
 
 def test_a_notice_replaces_its_earlier_versions_and_loading_ends_with_the_start() -> None:

@@ -1,21 +1,23 @@
 """The registry of generator backends: one plain table, name -> how to make one.
 
 Each backend module exports `ENTRIES`; importing a module is cheap (heavy SDKs load lazily inside
-the backend), so listing backends never loads a model or needs a key.
+the backend), so listing backends never loads a model or needs a key. A name registered twice
+is refused at import (`registry.unique_table`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from ..registry import unique_table
 from . import diffusers_edit, gemini, replay, simulate
 from .base import Backend, BackendInfo, BackendUnavailable, Entry, Option, options_of
 
 # Order is the UI's order: offline first, so the default works on any laptop.
 _MODULES = [simulate, replay, gemini, diffusers_edit]
 
-REGISTRY: dict[str, Entry] = {
-    entry.info.name: entry for module in _MODULES for entry in module.ENTRIES}
+REGISTRY: dict[str, Entry] = unique_table(
+    "backend", ((entry.info.name, entry) for module in _MODULES for entry in module.ENTRIES))
 # Every backend option by name: the CLI's flags and the page's controls are made from these.
 OPTIONS: dict[str, Option] = options_of([entry.info for entry in REGISTRY.values()])
 

@@ -29,14 +29,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from ..gpu import (
-    ModelCache,
-    booked_seconds,
-    cuda_available,
-    device_refusal,
-    gpu_task,
-    run_on_gpu,
-)
+from ..gpu import ModelCache, booked_seconds, cuda_missing, device_refusal, gpu_task, run_on_gpu
 from .base import BackendInfo, BackendUnavailable, Edit, Entry, Option, Report, report_nothing
 
 NEEDS_GPU = ("needs a GPU: this backend runs on CUDA / ZeroGPU; "
@@ -115,11 +108,7 @@ INFOS = {
 
 # One editor per process at a time: two do not fit one GPU slice.
 _PIPELINES = ModelCache(keep_one=True)
-
-
-def gpu_missing() -> str | None:
-    """The registry's cheap check: loads no weights."""
-    return None if cuda_available() else NEEDS_GPU
+gpu_missing = cuda_missing(NEEDS_GPU)  # the registry's cheap check: loads no weights
 
 
 def work_size(width: int, height: int, multiple: int, min_side: int = 16,

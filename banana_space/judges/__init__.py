@@ -1,17 +1,18 @@
 """The registry of reference judges (VLMs that rate a frame 1-5), one plain table like the
-backends' registry. Importing it loads no model."""
+backends' registry, refusing a name registered twice. Importing it loads no model."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from ..registry import unique_table
 from . import gemini_judge, visualquality_r1
 from .base import Entry, Judge, JudgeInfo, Verdict
 
 _MODULES: list[Any] = [gemini_judge, visualquality_r1]
 
-REGISTRY: dict[str, Entry] = {
-    entry.info.name: entry for module in _MODULES for entry in module.ENTRIES}
+REGISTRY: dict[str, Entry] = unique_table(
+    "judge", ((entry.info.name, entry) for module in _MODULES for entry in module.ENTRIES))
 
 
 def create_judge(name: str, **options: Any) -> Judge:

@@ -26,14 +26,7 @@ from typing import Any
 from PIL import Image
 
 from ..backends.base import BackendUnavailable, Report, report_nothing
-from ..gpu import (
-    ModelCache,
-    booked_seconds,
-    cuda_available,
-    device_refusal,
-    gpu_task,
-    run_on_gpu,
-)
+from ..gpu import ModelCache, booked_seconds, cuda_missing, device_refusal, gpu_task, run_on_gpu
 from .answer import PROMPT, parse_answer
 from .base import Entry, JudgeInfo, Verdict
 
@@ -50,11 +43,7 @@ INFO = JudgeInfo(
 )
 
 _MODELS = ModelCache()
-
-
-def gpu_missing() -> str | None:
-    """The registry's cheap check: loads no weights."""
-    return None if cuda_available() else NEEDS_GPU
+gpu_missing = cuda_missing(NEEDS_GPU)  # the registry's cheap check: loads no weights
 
 
 def load_model() -> tuple[Any, Any]:

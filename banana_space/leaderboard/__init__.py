@@ -23,7 +23,8 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from ..metrics import FIDELITY, POOL, MetricUnavailable, metric_info, to_tensor
+from ..catalog import FIDELITY, metric_info, to_tensor
+from ..pool import POOL, MetricUnavailable
 from ..rundir import _csv_bytes, versions, write_atomic
 from ..table import find_chains, run_table
 from ..table.store import TableStore

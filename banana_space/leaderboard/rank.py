@@ -33,7 +33,7 @@ class ChainKind:
 
 @dataclass(frozen=True)
 class Entry:
-    """One score on the board: what `metrics.metric_info` says of it."""
+    """One score on the board: what `catalog.metric_info` says of it."""
 
     metric: str
     family: str

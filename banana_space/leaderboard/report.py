@@ -13,9 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from ..magnifier import largest_difference_box, side_by_side
-from ..sources import HUB_PREFIX
+from ..sources import HUB_PREFIX, open_chain
 from ..table.discover import ChainRef
-from ..table.work import open_chain
 from .rank import LEADERBOARD_HEADER, ChainKind
 
 

@@ -1,12 +1,11 @@
 """Finding chains in a source, without assuming a layout.
 
-A chain is a directory of at least 2 frames, one archive (a zip), a lone animated GIF/WebP in
-its folder, or one of our run directories (its `frames/`). Sub-folders are searched at any
-depth. Parquet/arrow shards (the hub's usual image dataset) count by their rows: each image row
-is a file at its `path` (`shards.py`), and a chain of rows is of kind "rows". The rule works
-on a plain list of (path, size), so a local folder and a dataset on the hub
-(`hf://datasets/OWNER/NAME[/PATH]`, listed by the hub's tree call) are read the same way, and
-only the files a chain needs are ever fetched.
+A source is listed (a local folder walked at any depth, or a dataset on the hub,
+`hf://datasets/OWNER/NAME[/PATH]`, by the hub's tree call) and the listing is read by the one
+rule of what makes a chain (`listing.chains_in`). Parquet/arrow shards (the hub's usual image
+dataset) count by their rows: each image row is a file at its `path` (`shards.py`), and a
+chain of rows is of kind `ChainFormat.ROWS`. Each chain found is a `ChainRef`, which
+`sources.open_chain` opens.
 """
 
 from __future__ import annotations
@@ -14,70 +13,25 @@ from __future__ import annotations
 import os
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
+from ..frames import HUB_PREFIX
 from ..images import BadImage
-from ..shards import LocalShards, ShardSource, expand_shards, is_shard_name
-from ..sources import ANIMATION_SUFFIXES, ARCHIVE_SUFFIXES, HUB_PREFIX, is_image_name, natural_key
+from ..listing import ChainFormat, ChainRef, Listing, chains_in
+from ..shards import expand_shards, is_shard_name
+from ..sources import shards_at
 
-Listing = Sequence[tuple[str, int]]  # (path relative to the source's root, size in bytes)
-
-
-@dataclass(frozen=True)
-class ChainRef:
-    """Where one chain lies; small and picklable, so any worker on any machine can open it."""
-
-    name: str  # unique and readable: the source's name, then the chain's path in it
-    root: str  # a local folder, or "hf://datasets/OWNER/NAME"
-    kind: str  # "folder" (frames, or a run directory's frames) | "rows" | "zip" | "animation"
-    files: tuple[str, ...]  # relative to root: the frames, the one archive, or rows (SHARD#ROW)
-    size: int  # bytes
-
-    @property
-    def frames_known(self) -> int | None:
-        """How many frames, where the listing says (a folder's); None for an archive."""
-        return len(self.files) if self.kind in ("folder", "rows") else None
-
-
-def chains_in(listing: Listing) -> list[tuple[str, str, tuple[str, ...], int]]:
-    """(chain path, kind, files, bytes) for every chain in a listing, in natural order."""
-    sizes = {path: size for path, size in listing
-             if not any(p.startswith(".") or p == "__MACOSX" for p in path.split("/"))}
-    by_dir: dict[str, list[str]] = defaultdict(list)
-    for path in sizes:
-        posix = PurePosixPath(path)
-        by_dir[str(posix.parent).strip(".")].append(path)
-    runs = {folder for folder, files in by_dir.items()
-            if any(PurePosixPath(f).name == "run.json" for f in files)}
-    chains = []
-    for folder in sorted(by_dir, key=natural_key):
-        if any(_inside(folder, run) for run in runs):
-            continue
-        images = sorted((f for f in by_dir[folder] if is_image_name(f)), key=natural_key)
-        if folder in runs:
-            frames = sorted((f for f in by_dir.get(_join(folder, "frames"), [])
-                             if is_image_name(f)), key=natural_key)
-            chains.append((folder, "folder", tuple(frames), sum(sizes[f] for f in frames)))
-            continue
-        if len(images) >= 2:
-            chains.append((folder, "folder", tuple(images), sum(sizes[f] for f in images)))
-        elif len(images) == 1 and PurePosixPath(images[0]).suffix.lower() in ANIMATION_SUFFIXES:
-            chains.append((images[0], "animation", (images[0],), sizes[images[0]]))
-        chains += [(f, "zip", (f,), sizes[f]) for f in sorted(by_dir[folder], key=natural_key)
-                   if PurePosixPath(f).suffix.lower() in ARCHIVE_SUFFIXES]
-    return chains
-
-
-def _join(folder: str, name: str) -> str:
-    return f"{folder}/{name}" if folder else name
-
-
-def _inside(folder: str, run: str) -> bool:
-    return folder != run and (run == "" or folder.startswith(run + "/"))
-
+__all__ = ["ChainRef", "describe", "find_all", "find_chains", "local_listing"]
 
 def local_listing(root: Path) -> Listing:
+    """Every file under a local folder, for `listing.chains_in`.
+
+    Args:
+        root: the folder; dot-folders below it are not walked.
+
+    Returns:
+        (path relative to `root`, size in bytes) per file.
+    """
     found = []
     for directory, folders, files in os.walk(root):
         folders[:] = [f for f in folders if not f.startswith(".")]
@@ -87,18 +41,18 @@ def local_listing(root: Path) -> Listing:
     return found
 
 
-def shards_at(root: str) -> ShardSource:
-    """Where the shards of a chain's root are read from: the hub, or a local folder."""
-    if root.startswith(HUB_PREFIX):
-        from ..hub import HubShards, parse_hub
-
-        return HubShards(parse_hub(root).repo_id)
-    return LocalShards(Path(root))
-
-
 def find_chains(source: str) -> list[ChainRef]:
-    """Every chain in one source: a local folder, a single archive or shard, or a hub
-    dataset path."""
+    """Every chain in one source.
+
+    Args:
+        source: a local folder, a single archive or shard, or a hub dataset path.
+
+    Returns:
+        A `ChainRef` per chain, named by the source's name and the chain's path in it.
+
+    Raises:
+        BadImage: the source does not exist (or the hub refuses it).
+    """
     if source.startswith(HUB_PREFIX):
         from ..hub import list_files, parse_hub
 
@@ -119,12 +73,14 @@ def find_chains(source: str) -> list[ChainRef]:
     if any(is_shard_name(name) for name, _ in listing):
         listing, rows = expand_shards(listing, shards_at(root))
     refs = []
-    for chain, kind, files, size in chains_in(listing):
-        relative = chain[len(base):].strip("/") if chain.startswith(base) else chain
+    for chain in chains_in(listing):
+        relative = (chain.path[len(base):].strip("/") if chain.path.startswith(base)
+                    else chain.path)
+        kind, files = chain.kind, chain.files
         if files[0] in rows:  # a chain of shard rows
-            kind, files = "rows", tuple(rows[f] for f in files)
+            kind, files = ChainFormat.ROWS, tuple(rows[f] for f in files)
         refs.append(ChainRef(f"{label}/{relative}".rstrip("/") if relative else label,
-                             root, kind, files, size))
+                             root, kind, files, chain.size))
     return refs
 
 

@@ -16,10 +16,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..analysis import History, VerdictRow, normalised
-from ..metrics import ScoreInfo
+from ..analysis import History, Verdict, VerdictRow, normalised
+from ..catalog import ScoreInfo
 
-VERDICT_CODE = {True: 1, False: -1, None: 0}
 HEAT_COLOURS = [[0.0, "#d32f2f"], [0.5, "#e0e0e0"], [1.0, "#1b7f3b"]]
 
 
@@ -27,9 +26,9 @@ def heat_map(verdicts: dict[str, list[VerdictRow]], metrics: Sequence[str]) -> d
     chains = list(verdicts)
     by_chain = {name: {row.metric: row.detects for row in rows}
                 for name, rows in verdicts.items()}
-    z = [[VERDICT_CODE[by_chain[c].get(m)] if m in by_chain[c] else None for m in metrics]
+    z = [[Verdict(by_chain[c][m]).words.code if m in by_chain[c] else None for m in metrics]
          for c in chains]
-    words = {1: "detects", -1: "fooled", 0: "undecided", None: "not scored"}
+    words = {v.words.code: v.words.word for v in Verdict} | {None: "not scored"}
     text = [[words[v] for v in row] for row in z]
     return {"data": [{"type": "heatmap", "z": z, "x": list(metrics), "y": chains, "text": text,
                       "hovertemplate": "%{y}<br>%{x}: %{text}<extra></extra>",

@@ -26,15 +26,13 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from ..analysis import History, VerdictRow
-from ..metrics import ScoreInfo
-from ..rundir import _csv_bytes, _detects, _score_info, write_atomic
-from ..sources import natural_key
+from ..analysis import VERDICT_FIELDS, History, Verdict, VerdictRow
+from ..catalog import ScoreInfo
+from ..frames import natural_key
+from ..rundir import _csv_bytes, _score_info, write_atomic
 from .work import ChainResult
 
-VERDICT_HEADER = ["chain", "metric", "delta_5", "delta_10", "delta_20", "detects",
-                  "detects_robust", "spearman_vs_psnr", "spearman_from_first",
-                  "worse_after_first"]
+VERDICT_HEADER = ["chain", *VERDICT_FIELDS]
 TABLE_HEADER = ["metric", "chains", "detects", "fooled", "undecided", "detects_robust",
                 "fooled_by_first_step"]
 
@@ -90,10 +88,7 @@ class TableStore:
                       for score in (series[step],)]
         write_atomic(self.out / "scores.csv",
                      _csv_bytes(["chain", "step", "metric", "score"], score_rows))
-        verdict_rows = [[name, r.metric, r.delta_5, r.delta_10, r.delta_20, _detects(r.detects),
-                         _detects(r.detects_robust), r.spearman_vs_psnr, r.spearman_from_first,
-                         _detects(r.worse_after_first)]
-                        for name, rows in verdicts.items() for r in rows]
+        verdict_rows = [[name, *r.record()] for name, rows in verdicts.items() for r in rows]
         write_atomic(self.out / "verdicts.csv", _csv_bytes(VERDICT_HEADER, verdict_rows))
         write_atomic(self.out / "table.csv", _csv_bytes(TABLE_HEADER, table_rows(verdicts)))
         return verdicts
@@ -116,7 +111,7 @@ def table_rows(verdicts: dict[str, list[VerdictRow]]) -> list[list[object]]:
         for row in rows:
             tally = counts.setdefault(row.metric, [0] * 6)
             tally[0] += 1
-            tally[{True: 1, False: 2, None: 3}[row.detects]] += 1
+            tally[1 + list(Verdict).index(Verdict(row.detects))] += 1  # detects, fooled, undecided
             tally[4] += row.detects_robust is True
             tally[5] += row.fooled_by_first_step
     return [[metric, *tally] for metric, tally in counts.items()]

@@ -12,14 +12,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
+from ..frames import Frames
 from ..images import BadImage
+from ..listing import ChainRef
 from ..scoring import Scorer
-from ..shards import frames_in_rows
-from ..sources import HUB_PREFIX, Frames, frames_from_files, frames_in_animation, frames_in_zip
-from .discover import ChainRef, shards_at
+from ..sources import open_chain
 
 MAX_WARNINGS = 20  # per chain; the rest are counted
 
@@ -39,24 +38,6 @@ class ChainResult:
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
-
-
-def open_chain(ref: ChainRef) -> Frames:
-    """The chain's frames, fetching a hub chain's files first (cached by huggingface_hub);
-    a chain of shard rows reads only the row groups that hold its frames."""
-    if ref.kind == "rows":
-        return frames_in_rows(ref.files, shards_at(ref.root), ref.name)
-    if ref.root.startswith(HUB_PREFIX):
-        from ..hub import fetch, parse_hub
-
-        root = fetch(parse_hub(ref.root).repo_id, ref.files)
-    else:
-        root = Path(ref.root)
-    if ref.kind == "zip":
-        return frames_in_zip(root / ref.files[0])
-    if ref.kind == "animation":
-        return frames_in_animation(root / ref.files[0])
-    return frames_from_files(root, list(ref.files), ref.name)
 
 
 _SCORERS: dict[tuple[str, ...], Scorer] = {}

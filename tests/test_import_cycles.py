@@ -1,0 +1,103 @@
+"""No two modules import each other, directly or in a loop, and no import runs up the layers
+(issue 26): read statically from every `import` in the engine (`banana_space/`), the page
+(`page/`) and the Space's entry (`app.py`, `zerogpu.py`), function-level (lazy) imports
+included, since a lazy import that closes a circle still ties the two modules' meaning
+together. The layers, lowest first: the engine, the page, the entry."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+SOURCES = [*(REPO / "banana_space").rglob("*.py"), *(REPO / "page").rglob("*.py"),
+           REPO / "app.py", REPO / "zerogpu.py"]
+LAYERS = {"banana_space": 0, "page": 1, "app": 2, "zerogpu": 2}
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(REPO).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports_of(path: Path, name: str, modules: set[str]) -> set[str]:
+    """The project's modules `path` (module `name`) imports anywhere in its body."""
+    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names if alias.name in modules}
+        elif isinstance(node, ast.ImportFrom):
+            base = package[:len(package) - node.level + 1] if node.level else []
+            target = ".".join([*base, *([node.module] if node.module else [])])
+            for alias in node.names:  # `from . import gpu` names a module; `from .x import y`
+                child = f"{target}.{alias.name}"
+                found |= {child} if child in modules else ({target} & modules)
+    return found - {name}
+
+
+def import_graph() -> dict[str, set[str]]:
+    paths = {module_name(p): p for p in SOURCES}
+    return {name: imports_of(path, name, set(paths)) for name, path in paths.items()}
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    groups: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for target in sorted(graph[node]):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            group = []
+            while not group or group[-1] != node:
+                group.append(stack.pop())
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return groups
+
+
+def test_the_checker_sees_a_circle() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert cycles(graph) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_the_checker_reads_relative_and_lazy_imports() -> None:
+    graph = import_graph()
+    assert "banana_space.frames" in graph["banana_space.sources"]  # from .frames import …
+    assert "banana_space.hub" in graph["banana_space.sources"]  # imported inside a function
+    assert "banana_space.backends.gemini" in graph["banana_space.backends"]  # from . import …
+
+
+def test_no_modules_import_each_other() -> None:
+    assert cycles(import_graph()) == []
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
+    def layer(module: str) -> int:
+        return LAYERS[module.split(".")[0]]
+
+    return sorted((module, target) for module, targets in graph.items() for target in targets
+                  if layer(target) > layer(module))
+
+
+def test_no_import_runs_up_the_layers() -> None:
+    graph = import_graph()
+    assert "page.handlers" in graph["app"] and "banana_space.gpu" in graph["zerogpu"]
+    assert upward_imports({"banana_space.x": {"page.y"}, "page.y": set()}) == [
+        ("banana_space.x", "page.y")]
+    assert upward_imports(graph) == []
