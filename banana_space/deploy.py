@@ -99,8 +99,10 @@ def deploy(root: Path, repo_id: str, *, hardware: str | None = None, private: bo
     check_no_secrets(root, files)
     url = api.create_repo(repo_id, repo_type="space", space_sdk="gradio", exist_ok=True,
                           private=private or None, space_hardware=hardware)
+    # The Space holds exactly the checkout's Space files: what is gone from the checkout (a
+    # module moved into a package) is deleted there in the same commit (never .gitattributes).
     api.upload_folder(repo_id=repo_id, repo_type="space", folder_path=str(root),
-                      allow_patterns=[f.path for f in files],
+                      allow_patterns=[f.path for f in files], delete_patterns=["*"],
                       commit_message="Deploy Banana Space (banana-space deploy)")
     if hardware:  # an existing Space keeps its hardware unless asked
         api.request_space_hardware(repo_id, hardware)

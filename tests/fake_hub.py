@@ -68,15 +68,16 @@ class FakeHub:
         self.requests.append(f"{handler.command}{ranged} {path}")
         parts = path.strip("/").split("/")
         if parts[:2] == ["api", "datasets"] and len(parts) >= 6 and parts[4] == "tree":
-            self._tree(handler, "/".join(parts[2:4]), parts[5], "/".join(parts[6:]))
+            self._tree(handler, self.datasets.get("/".join(parts[2:4])), parts[5],
+                       "/".join(parts[6:]))
         elif parts[0] == "datasets" and len(parts) >= 6 and parts[3] == "resolve":
             self._file(handler, "/".join(parts[1:3]), parts[4], "/".join(parts[5:]), with_body)
         else:
             self._send(handler, 404, b'{"error": "not found"}', {"X-Error-Code": "EntryNotFound"})
 
-    def _tree(self, handler: BaseHTTPRequestHandler, repo: str, revision: str,
-              folder: str) -> None:
-        files = self.datasets.get(repo)
+    def _tree(self, handler: BaseHTTPRequestHandler, files: dict[str, bytes] | None,
+              revision: str, folder: str) -> None:
+        """The listing of one repo's `files` (None: no such repo) under `folder`."""
         if files is None or revision not in REVISIONS:
             self._send(handler, 404, b'{"error": "Repository not found"}',
                        {"X-Error-Code": "RepoNotFound"})

@@ -14,7 +14,9 @@ HF_HUB_DISABLE_XET=1 before it is imported: this speaks LFS, not Xet.
   binary is refused with the Hub's words ("Your push was rejected because it contains binary
   files"), as is an LFS file whose object was never uploaded;
 - `POST /api/spaces/{id}/secrets` and `/hardware`: kept in `secrets` / `hardware`;
-- `GET /api/{type}s/{id}/revision/{rev}`: the repo's last commit and files.
+- `GET /api/{type}s/{id}/revision/{rev}`: the repo's last commit and files;
+- `GET /api/spaces/{id}/tree/{rev}`: a Space's listing, as the read side lists a dataset (the
+  client lists a repo before a commit that deletes what is gone).
 
 Committed dataset files are served by the read side (tree, resolve), so a run pushed here can
 be restored from here. Every commit is kept in `commits` (repo, message, paths, which were LFS).
@@ -70,6 +72,11 @@ class FakeHubWrite(FakeHub):
                 self._send(handler, 200, json.dumps(info).encode(),
                            {"Content-Type": "application/json"}, with_body)
                 return
+        if parts[:2] == ["api", "spaces"] and len(parts) >= 6 and parts[4] == "tree":
+            self.requests.append(f"{handler.command} {'/'.join(parts)}")
+            self._tree(handler, self.spaces.get("/".join(parts[2:4])), parts[5],
+                       "/".join(parts[6:]))
+            return
         super().answer(handler, with_body)
 
     def files(self, kind: str, repo: str) -> dict[str, bytes] | None:
@@ -165,10 +172,17 @@ class FakeHubWrite(FakeHub):
     def _commit(self, kind: str, repo: str, body: bytes) -> tuple[int, dict]:
         lines = [json.loads(line) for line in body.splitlines() if line.strip()]
         header = next(line["value"] for line in lines if line["key"] == "header")
-        changes, lfs_paths = {}, []
+        changes, lfs_paths, deleted = {}, [], []
+        stored = self.files(kind, repo)
         for line in lines:
             value = line["value"]
-            if line["key"] == "file":
+            if line["key"] in ("deletedFile", "deletedFolder"):
+                gone = [name for name in stored if name == value["path"]
+                        or name.startswith(value["path"].rstrip("/") + "/")]
+                if not gone:
+                    return 404, {"error": f"{value['path']} does not exist in {repo}"}
+                deleted += gone
+            elif line["key"] == "file":
                 content = base64.b64decode(value["content"])
                 if is_binary(content):
                     return 400, {"error": BINARY_REFUSAL}
@@ -178,11 +192,14 @@ class FakeHubWrite(FakeHub):
                     return 400, {"error": f"LFS object {value['oid']} was never uploaded"}
                 changes[value["path"]] = self.lfs[value["oid"]]
                 lfs_paths.append(value["path"])
-        self.files(kind, repo).update(changes)  # type: ignore[union-attr]
+        for name in deleted:
+            del stored[name]  # type: ignore[union-attr]
+        stored.update(changes)  # type: ignore[union-attr]
         oid = hashlib.sha1(json.dumps(sorted(changes)).encode()
                            + str(len(self.commits)).encode()).hexdigest()
         self.commits.append({"repo": f"{kind}/{repo}", "oid": oid, "message": header["summary"],
-                             "paths": sorted(changes), "lfs": sorted(lfs_paths)})
+                             "paths": sorted(changes), "lfs": sorted(lfs_paths),
+                             "deleted": sorted(deleted)})
         prefix = "spaces/" if kind == "space" else "datasets/"
         return 200, {"commitUrl": f"{self.url}/{prefix}{repo}/commit/{oid}", "commitOid": oid,
                      "pullRequestUrl": None}

@@ -114,6 +114,8 @@ def test_deploy_publishes_the_space_binaries_in_lfs_and_secrets_unprinted() -> N
     gemini = "gm-fake-key-for-the-deploy-test-42"
     with FakeHubWrite() as hub:
         done = _deploy(hub.url, "--hardware", "zero-a10g", "--secrets", GEMINI_API_KEY=gemini)
+        # Files an older checkout published, gone from this one (handlers.py moved to page/).
+        hub.spaces[SPACE] |= {"handlers.py": b"old", "old/mcp_tools.py": b"old"}
         again = _deploy(hub.url)  # an existing Space: updated, not an error
     assert done.returncode == 0, done.stdout + done.stderr
     assert again.returncode == 0, again.stdout + again.stderr
@@ -121,7 +123,9 @@ def test_deploy_publishes_the_space_binaries_in_lfs_and_secrets_unprinted() -> N
     assert (asked["type"], asked["sdk"]) == ("space", "gradio")
     published = hub.spaces[SPACE]
     expected = space_files(REPO)
-    assert set(published) == {f.path for f in expected}
+    assert set(published) == {f.path for f in expected}  # the old files are gone
+    assert hub.commits[-1]["deleted"] == ["handlers.py", "old/mcp_tools.py"]
+    assert ".gitattributes" in published
     for file in expected:
         assert published[file.path] == (REPO / file.path).read_bytes(), file.path
     first = hub.commits[0]
