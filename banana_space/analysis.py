@@ -94,7 +94,15 @@ def plain_verdict(value: bool | None) -> str:
 
 
 def oriented_deltas(scores: Sequence[float], lower_better: bool) -> list[float]:
-    """delta_i = score_i - score_0, sign flipped for lower-is-better: negative = worse."""
+    """The paper's oriented Δ (Sec. 4): delta_i = score_i - score_0, sign flipped for
+    lower-is-better, so that negative always means worse.
+
+    Args:
+        scores: one score per step, step 0 first (NaN where missing).
+        lower_better: the metric's orientation (pyiqa's `lower_better`).
+    Returns:
+        One Δ per step (Δ_0 = 0; NaN where either score is missing).
+    """
     if not scores:
         return []
     sign = -1.0 if lower_better else 1.0
@@ -136,13 +144,22 @@ def anchored(scores: Sequence[float], info: ScoreInfo) -> list[float]:
 
 
 def checkpoints(last_step: int) -> tuple[int, ...]:
+    """The paper's checkpoints (5, 10, 20) a run of `last_step` steps has reached; a shorter
+    run uses its last step as its one checkpoint (none before step 1)."""
     present = tuple(s for s in CHECKPOINTS if s <= last_step)
     return present or ((last_step,) if last_step >= 1 else ())
 
 
 def detects_degradation(deltas: Sequence[float]) -> bool | None:
-    """True: every checkpoint's delta is negative. False: one is zero or positive.
-    None: not decidable (no step yet, or a checkpoint is missing and none says False)."""
+    """The paper's test (Sec. 4): a metric *detects* the damage if its oriented Δ is negative
+    at steps 5, 10 and 20.
+
+    Args:
+        deltas: oriented Δ per step (`oriented_deltas`), step 0 first.
+    Returns:
+        True: every checkpoint's Δ is negative. False: one is zero or positive. None: not
+        decidable (no step yet, or a checkpoint is missing and none says False).
+    """
     steps = checkpoints(len(deltas) - 1)
     if not steps:
         return None

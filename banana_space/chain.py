@@ -72,8 +72,17 @@ class _Done:
 
 def run_chain(chain: Chain, stop: threading.Event | None = None
               ) -> Iterator[FrameMade | FrameScored | Notice | Finished]:
-    """Yield each frame as soon as it exists, then its scores, notices as they happen, then
-    the end."""
+    """The replication loop (Sec. 3): each frame is fed back in to make the next, and every
+    frame is scored, generating and scoring overlapping in threads.
+
+    Args:
+        chain: the start frame, backend, scorer, steps, prompt and seed.
+        stop: set it to end the run after the frame being made (which is dropped).
+    Returns:
+        Each frame as soon as it exists (`FrameMade`), then its scores (`FrameScored`),
+        notices as they happen, then the end (`Finished`: completed, stopped or failed at
+        step k, with every frame before k kept).
+    """
     stop = stop or threading.Event()
     abandoned = threading.Event()  # set when our consumer goes away (closed generator)
     made: queue.Queue = queue.Queue(maxsize=1)  # producer -> scorer

@@ -102,7 +102,16 @@ def _limit_side(image: Image.Image, notes: list[str]) -> Image.Image:
 
 
 def load_image(source: str | Path | bytes | Image.Image) -> LoadedImage:
-    """Open, check and normalise one image. Raises `BadImage` with a user-facing reason."""
+    """Open, check and normalise one image: every upload goes through here.
+
+    Args:
+        source: a path, the file's bytes, or a PIL image.
+    Returns:
+        The image as RGB (EXIF orientation applied, alpha on white, at most `MAX_SIDE` on the
+        long side) and notes saying what was changed.
+    Raises:
+        BadImage: with a reason a visitor can read (not an image, too large, a bomb…).
+    """
     notes: list[str] = []
     image = source if isinstance(source, Image.Image) else open_image(source)
     _check_size(image)  # an Image handed in may not have been opened here

@@ -381,6 +381,11 @@ def read_history(path: Path, meta: dict[str, Any]) -> History:
 
 
 def load_run(path: Path) -> SavedRun:
+    """A run directory as saved: its run.json, its scores (`History`) and its frames.
+
+    Raises:
+        FileNotFoundError: no run.json there.
+    """
     path = Path(path)
     meta_file = path / "run.json"
     if not meta_file.is_file():

@@ -57,9 +57,24 @@ def _ready_backend(name: str, options: dict[str, Any]) -> Backend:
 def start_run(spec: RunSpec, root: Path, *, stop: threading.Event | None = None,
               pool: MetricPool = POOL, run_id: str | None = None,
               budget: MemoryBudget = BUDGET) -> Iterator[Event]:
-    """Check, build and start a run. Raises before anything is written if the spec is bad, the
-    backend cannot run here or a frame could never be scored within the memory budget;
-    afterwards every problem is an event. Metrics load as the events begin (`Scorer.load`)."""
+    """Check, build and start a run (the paper's loop, Sec. 3: each output fed back in, every
+    frame scored). Raises before anything is written if the spec is bad, the backend cannot
+    run here or a frame could never be scored within the memory budget; afterwards every
+    problem is an event. Metrics load as the events begin (`Scorer.load`).
+
+    Args:
+        spec: what to run (`RunSpec.of_image`, `RunSpec.replay`).
+        root: the runs folder; the run gets a fresh directory in it.
+        stop: set it to stop after the frame being made (that frame is dropped).
+        pool: the metric pool (the process's own by default).
+        run_id: the directory's name (the CLI's `--out`); default: a new id.
+        budget: the memory budget scoring shares.
+    Returns:
+        The run's events (`banana_space.events`), each written to the directory as it is
+        yielded: `Started`, then per step `FrameMade` and `FrameScored`, notices, `Finished`.
+    Raises:
+        ValueError, BackendUnavailable, BadImage: before anything is written.
+    """
     check_spec(spec)
     backend = _ready_backend(spec.backend, spec.backend_options)
     image, notes, steps = spec.image, list(spec.image_notes), spec.steps
@@ -84,9 +99,21 @@ def start_run(spec: RunSpec, root: Path, *, stop: threading.Event | None = None,
 
 def resume_run(path: Path, *, stop: threading.Event | None = None, pool: MetricPool = POOL,
                api_key: str | None = None) -> Iterator[Event]:
-    """Continue a run directory from its last complete frame, with its recorded settings.
-    Keys are never recorded, so a keyed backend or judge takes `api_key`, or the environment's.
-    A run that is being written (here or by another process) raises `RunBusy`."""
+    """Continue a run directory from its last complete frame, with its recorded settings
+    (`spec.from_settings`). Keys are never recorded, so a keyed backend or judge takes
+    `api_key`, or the environment's.
+
+    Args:
+        path: the run directory.
+        stop: set it to stop after the frame being made.
+        pool: the metric pool.
+        api_key: a key for a backend or judge that needs one; never written.
+    Returns:
+        The run's further events, as `start_run`'s, written to the same directory.
+    Raises:
+        RunBusy: the run is being written (here or by another process).
+        FileNotFoundError, ValueError: not a run, or nothing to resume from.
+    """
     if not (Path(path) / "run.json").is_file():
         raise FileNotFoundError(f"{Path(path).name} is not a run directory (no run.json)")
     lock = lock_writer(path)  # before reading: no other writer may change it under us
@@ -211,7 +238,11 @@ def prune_runs(root: Path, keep: int, active: Iterable[Path] = (),
     disk all together (zips included), never one being written (by any thread or process:
     its writer lock is held) nor one in `active`. Those spared still count toward both.
     With `owner`, that owner's own runs beyond its newest `owner_keep` (or `owner_bytes`) go
-    first, so one visitor's flood of runs evicts only its own."""
+    first, so one visitor's flood of runs evicts only its own.
+
+    Returns:
+        The run directories deleted, oldest first.
+    """
     protected = {Path(p).resolve() for p in active}
     runs = sorted((p.parent for p in Path(root).glob("*/run.json")), key=_modified,
                   reverse=True)
