@@ -163,7 +163,7 @@ def main() -> None:
         ["step", *headers],
         [[step, *(round(v, 1) if k == "kB sent" else round(v * 1000, 1) for k, v in r.items())]
          for step, r in results.items()])
-    print("update = record (the scores' files) + apply + outputs_of + postprocess + diff+json. "
+    print("update = record (the scores' files) + apply + shown + postprocess + diff+json. "
           "(write frame), the frame and its thumbnail, is done when the frame is made, while "
           "the scorer scores it: off this path.")
 
