@@ -280,8 +280,6 @@ def _delete_unless_busy(directory: Path) -> bool:
     return True
 
 
-
-
 def completed_steps(path: Path) -> int | None:
     """How many steps a run made, if it made every step it was asked for (nothing to resume);
     None for a run that can go on (or is not there: `resume_run` says why)."""

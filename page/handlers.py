@@ -120,8 +120,11 @@ def stop_run(token: str = "", request: gr.Request = None) -> Any:
     Returns:
         A line saying the chain is stopping.
     """
-    mine = running_for(visitor(request))
-    flags = guard.token_flags(token) if token else [mine] if mine is not None else []
+    if token:
+        flags = guard.token_flags(token)
+    else:
+        mine = running_for(visitor(request))
+        flags = [mine] if mine is not None else []
     if not flags:
         gr.Info("Nothing is running.")
         return gr.skip()  # the status of a finished run stays on screen

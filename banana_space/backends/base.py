@@ -40,7 +40,7 @@ class GenerationFailed(RuntimeError):
 @dataclass(frozen=True)
 class Option:
     """One keyword option a backend (or judge) takes: the constructor's keyword, the CLI's
-    `--flag` and the page's control are all made from this one row (`cli.backend_flags`,
+    `--flag` and the page's control are all made from this one row (`cli.BACKEND_FLAGS`,
     `page/form.py`).
 
     A `label` puts a control on the page (a slider with `low`/`high`/`step`, a dropdown with
