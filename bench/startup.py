@@ -58,17 +58,14 @@ def first_frame(url: str, image: Path) -> float:
     update holds frame 0."""
     from gradio_client import Client, handle_file
 
-    from banana_space.prompts import DEFAULT_PROMPT
-    from page.form import FORM_OPTIONS, field_names
+    from page.form import RunForm
 
     client = Client(url, verbose=False)
     # /run is undocumented (view_api does not list it): its inputs in the Run form's order
     # (page/form.py), each option at its page default.
-    given = {"upload": handle_file(str(image)), "steps": 1, "prompt": DEFAULT_PROMPT,
-             "backend": "simulate", "metrics": METRICS, "judges": [], "seed": 0, "raw": False,
-             "judge_at": "every",
-             **{o.name: "" if o.secret else o.default for o in FORM_OPTIONS}}
-    job = client.submit(*(given[name] for name in field_names()), api_name="/run")
+    form = RunForm.named(upload=handle_file(str(image)), steps=1, metrics=METRICS,
+                         judge_at="every")
+    job = client.submit(*form.inputs(), api_name="/run")
     for update in job:
         if update[2]:  # the strip holds frame 0
             job.cancel()

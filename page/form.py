@@ -52,10 +52,29 @@ class RunForm:
         options = {option.name: named.pop(option.name) for option in FORM_OPTIONS}
         return cls(**named, options=options)
 
+    @classmethod
+    def named(cls, **values: Any) -> RunForm:
+        """A form from its fields and backend options by name (a script's or a test's `/run`);
+        an option left out has its control's starting value. An unknown name is a TypeError."""
+        options = {option.name: values.pop(option.name, starting_value(option))
+                   for option in FORM_OPTIONS}
+        return cls(**values, options=options)
+
+    def inputs(self) -> list[Any]:
+        """The form as `/run`'s inputs, in `field_names()` order."""
+        own = [getattr(self, f.name) for f in fields(self) if f.name != "options"]
+        return own + [self.options.get(option.name, starting_value(option))
+                      for option in FORM_OPTIONS]
+
     @property
     def api_key(self) -> str:
         """The visitor's Gemini key for this run only (its generator's and its judges')."""
         return self.options.get("api_key") or ""
+
+
+def starting_value(option: Option) -> Any:
+    """An option's value before the visitor touches its control (a password box starts empty)."""
+    return "" if option.secret else option.default
 
 
 def field_names() -> list[str]:

@@ -15,7 +15,7 @@ from urllib.parse import unquote
 
 from conftest import REPO, free_port
 
-from page.form import FORM_OPTIONS, field_names
+from page.form import RunForm
 from page.outputs import PageOutputs
 
 START_TIMEOUT_S = 90
@@ -24,22 +24,14 @@ START_TIMEOUT_S = 90
 STATUS, FRAME, STRIP, PLOT, TABLE, TEXT, ZIP, RUN_DIR = (
     PageOutputs._fields.index(name) for name in ("status", "frame", "strip", "plot", "verdict",
                                                  "model_text", "download", "run_id"))
-# What a test's /run leaves unsaid: four CPU metrics, no judge, every frame judged.
-RUN_DEFAULTS = {"steps": 10, "prompt": None, "backend": "simulate",
-                "metrics": ["brisque", "niqe", "piqe", "entropy"], "judges": [], "seed": 0,
-                "raw": False, "judge_at": "every",
-                **{option.name: "" if option.secret else option.default
-                   for option in FORM_OPTIONS}}
+# What a test's /run leaves unsaid, beyond the form's own defaults: four CPU metrics, every
+# frame judged.
+RUN_DEFAULTS = {"metrics": ["brisque", "niqe", "piqe", "entropy"], "judge_at": "every"}
 
 
 def run_inputs(upload: object, steps: float, **given: object) -> list:
     """/run's inputs in the Run form's order (page.form.RunForm), `given` by field name."""
-    from banana_space.prompts import DEFAULT_PROMPT
-
-    values = {**RUN_DEFAULTS, "prompt": DEFAULT_PROMPT, "upload": upload, "steps": steps, **given}
-    unknown = set(given) - set(field_names())
-    assert not unknown, f"not fields of the Run form: {unknown}"
-    return [values[name] for name in field_names()]
+    return RunForm.named(**{**RUN_DEFAULTS, "upload": upload, "steps": steps, **given}).inputs()
 
 
 def strip_frames(update: list) -> list[Path]:

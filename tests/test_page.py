@@ -83,6 +83,15 @@ def test_the_form_event_hands_the_handler_one_form_and_the_request() -> None:
     assert form.api_key == "value of api_key"
 
 
+def test_a_form_by_name_gives_run_its_inputs_and_reads_back_the_same() -> None:
+    form = RunForm.named(upload="in.png", steps=3, api_key="k" * 20, strength=2.0)
+    assert RunForm.from_values(form.inputs()) == form
+    assert form.options["temperature"] == OPTIONS["temperature"].default  # left out: its start
+    assert RunForm.named().options["api_key"] == ""  # a password box starts empty
+    with pytest.raises(TypeError, match="colour"):
+        RunForm.named(colour="green")
+
+
 def test_backend_options_make_the_cli_flags_and_the_page_controls() -> None:
     every = {name for entry in BACKENDS.values() for name in entry.info.option_names}
     assert set(OPTIONS) == every
