@@ -56,6 +56,7 @@ from page.handlers import (
     replay_hub,
     resume,
     run,
+    steps_for_the_gpu,
     stop_run,
     zoom_at,
 )
@@ -364,6 +365,8 @@ def build() -> gr.Blocks:
                      "num_inference_steps"):
             form[name].change(cost_note, run_form, gpu_cost, show_progress="hidden", **plumbing)
         demo.load(cost_note, run_form, gpu_cost, show_progress="hidden", **plumbing)
+        form["backend"].change(steps_for_the_gpu, run_form, form["steps"],
+                               show_progress="hidden", **plumbing)
         # The documented API, which is also the MCP server's list of tools.
         chains = {"concurrency_id": guard.CHAIN_GROUP, "concurrency_limit": CHAINS_AT_ONCE,
                   "show_progress": "hidden"}

@@ -1,9 +1,11 @@
 """ZeroGPU glue: `import zerogpu` first thing in app.py, before anything touches CUDA.
 
-It decorates one trampoline with `spaces.GPU` at import time (ZeroGPU schedules only functions
-decorated before the app launches) and installs it as the engine's GPU runner, so each edit step
-and each judged frame borrows a GPU slice for just that call (`banana_space.gpu`). The booking
-length is computed per call from the job (image size, inference steps).
+It decorates two trampolines with `spaces.GPU` at import time (ZeroGPU schedules only functions
+decorated before the app launches), one per GPU size (`large`, half an RTX Pro 6000 with 48 GB,
+the default; `xlarge`, the whole card at twice the quota; spaces 0.51 takes `size=`), and
+installs a runner that picks one per call, so each edit step and each judged frame borrows a GPU
+slice of the size it needs for just that call (`banana_space.gpu`). The booking length and the
+size are computed per call from the job (model, image size, inference steps).
 
 Off ZeroGPU (no SPACES_ZERO_GPU in the environment) `spaces.GPU` returns the function unchanged
 (spaces 0.51, `spaces/zero/decorator.py`), so this is a plain call on a laptop or a GPU box.
@@ -38,6 +40,18 @@ def run_on_zerogpu(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
     return fn(*args, **kwargs)
 
 
+@spaces.GPU(duration=gpu.estimated_seconds, size="xlarge")
+def run_on_zerogpu_xlarge(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+    return fn(*args, **kwargs)
+
+
+def run_sized(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+    """One GPU call on the trampoline of the size the job asks for (`gpu.size_of`)."""
+    sized = run_on_zerogpu_xlarge if gpu.size_of(fn, *args, **kwargs) == "xlarge" \
+        else run_on_zerogpu
+    return sized(fn, *args, **kwargs)
+
+
 def refusal(error: Exception) -> gpu.GpuRefused | None:
     """The engine's `GpuRefused` for a ZeroGPU refusal, None for any other error."""
     title, message = getattr(error, "title", None), str(getattr(error, "message", error))
@@ -63,7 +77,7 @@ def refusals_named(runner: gpu.GpuRunner) -> gpu.GpuRunner:
     return run
 
 
-gpu.use_gpu_runner(refusals_named(run_on_zerogpu))
+gpu.use_gpu_runner(refusals_named(run_sized))
 
 
 def preload(names: list[str]) -> None:

@@ -36,6 +36,11 @@ GpuRunner = Callable[..., Any]
 
 # Booked when a GPU function does not say how long it takes (ZeroGPU's own default is 60 s).
 DEFAULT_GPU_SECONDS = 60
+# ZeroGPU's two sizes and what a second of each costs of the daily quota (hub-docs
+# `spaces-zerogpu.md`, "Technical Specifications", 2026-08-22): `large`, half an RTX Pro 6000
+# Blackwell with 48 GB, the default; `xlarge`, the whole card with 96 GB, at twice the quota.
+QUOTA_PER_SECOND = {"large": 1, "xlarge": 2}
+GPU_MEMORY_GB = {"large": 48, "xlarge": 96}
 
 
 def call_here(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
@@ -61,15 +66,27 @@ def run_on_gpu(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
     return _runner(fn, *args, **kwargs)
 
 
-def gpu_task(estimate: Callable[..., float]) -> Callable[[F], F]:
-    """Mark a function run through `run_on_gpu` with how many seconds it may need, computed from
-    its own arguments; ZeroGPU books a slot that long before the call starts."""
+def gpu_task(estimate: Callable[..., float],
+             size: Callable[..., str] | None = None) -> Callable[[F], F]:
+    """Mark a function run through `run_on_gpu` with how many seconds it may need and, where it
+    needs more than ZeroGPU's default half card, which size (`QUOTA_PER_SECOND`), each computed
+    from its own arguments; ZeroGPU books a slot that long, of that size, before the call starts."""
 
     def mark(fn: F) -> F:
         fn.gpu_seconds = estimate  # type: ignore[attr-defined]
+        fn.gpu_size = size  # type: ignore[attr-defined]
         return fn
 
     return mark
+
+
+def size_of(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> str:
+    """The ZeroGPU size `fn(*args, **kwargs)` asks for: "large" unless its `gpu_task` says."""
+    size = getattr(fn, "gpu_size", None)
+    chosen = "large" if size is None else size(*args, **kwargs)
+    if chosen not in QUOTA_PER_SECOND:
+        raise ValueError(f"unknown ZeroGPU size {chosen!r}; one of {', '.join(QUOTA_PER_SECOND)}")
+    return chosen
 
 
 def estimated_seconds(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> int:

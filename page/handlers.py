@@ -24,7 +24,7 @@ from banana_space.events import Event
 from banana_space.images import BadImage, load_image
 from banana_space.markup import plain
 from banana_space.plots import delta_figure, raw_figure
-from banana_space.quota import page_note
+from banana_space.quota import page_note, steps_for_the_smallest_day
 from banana_space.real_chains import LABEL, PLAN, examples, plan_from_env
 from banana_space.remake import full_frame, remake_all
 from banana_space.rundir import load_run, write_atomic
@@ -108,6 +108,23 @@ def _cost_note(form: RunForm, request: gr.Request) -> Any:
 
 
 cost_note = form_event(_cost_note)
+
+
+def _steps_for_the_gpu(form: RunForm, request: gr.Request) -> Any:
+    """On ZeroGPU, picking a GPU generator cuts the steps to what fits the smallest day (2
+    minutes without signing in); a visitor may raise them again, and the line under Run says
+    what that books."""
+    try:
+        options = chosen_options(form, form.backend)
+    except gr.Error:
+        options = {}
+    fits = steps_for_the_smallest_day(form.upload, form.steps, form.backend,
+                                      list(form.judges or []), form.judge_at, form.prompt,
+                                      options)
+    return gr.update() if fits is None else gr.update(value=fits)
+
+
+steps_for_the_gpu = form_event(_steps_for_the_gpu)
 
 
 def stop_run(token: str = "", request: gr.Request = None) -> Any:

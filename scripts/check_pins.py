@@ -17,8 +17,16 @@ first, without installing or downloading anything heavy:
    pip would build it on the Space ("sdist only"); a pin with neither is "missing".
 
 Answers are cached per (pin, Python, glibc) in ~/.cache/banana-space/pins.json, so a rerun
-asks only about new pins. Exit 0: every pin has a wheel or an sdist; 1: a pin is missing; 3:
-the index could not be reached (nothing was decided).
+asks only about new pins.
+
+Before the index is asked, the torch pin (with its torchvision) and the card's Python are held
+against the versions ZeroGPU installs, kept as data in `scripts/zerogpu_supported.json` with its
+source and date: ZeroGPU installs its own torch build, and a Space pinning another version fails
+to build ("No candidate PyTorch version found for ZeroGPU"). This needs no network.
+
+Exit 0: every pin has a wheel or an sdist and ZeroGPU runs the torch pin; 1: a pin is missing or
+ZeroGPU does not list the torch pin or the card's Python; 3: the index could not be reached
+(only the ZeroGPU check was made).
 """
 
 from __future__ import annotations
@@ -44,6 +52,7 @@ CACHE = (Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
          / "banana-space" / "pins.json")
 UNREACHABLE = 3
 SDIST_SUFFIXES = (".tar.gz", ".zip", ".tar.bz2")
+ZEROGPU = REPO / "scripts" / "zerogpu_supported.json"
 
 
 def card_python() -> str:
@@ -154,6 +163,36 @@ def check(wanted: dict[str, str], python: str, platform: list[str]) -> dict[str,
     return answers
 
 
+def zerogpu_problems(wanted: dict[str, str], card: str, supported: dict) -> list[str]:
+    """What ZeroGPU would refuse: a torch pin off its list, a torchvision that is not that
+    torch's, a card Python it does not run. Empty when it runs all three."""
+    problems = []
+    torch, vision = wanted.get("torch"), wanted.get("torchvision")
+    if torch not in supported["torch"]:
+        problems.append(f"torch=={torch} is not one ZeroGPU installs "
+                        f"({', '.join(supported['torch'])})")
+    elif vision != supported["torchvision_of_torch"][torch]:
+        problems.append(f"torchvision=={vision} does not match torch {torch} "
+                        f"(torchvision {supported['torchvision_of_torch'][torch]})")
+    if card not in supported["python"]:
+        problems.append(f"the card's python_version {card} is not one ZeroGPU runs "
+                        f"({', '.join(supported['python'])})")
+    return problems
+
+
+def report_zerogpu(wanted: dict[str, str]) -> bool:
+    """Print the ZeroGPU check; True when ZeroGPU runs the pins."""
+    supported = json.loads(ZEROGPU.read_text())
+    problems = zerogpu_problems(wanted, card_python(), supported)
+    for problem in problems:
+        print(f"ZeroGPU: {problem}")
+    if not problems:
+        print(f"ZeroGPU: torch=={wanted['torch']}, torchvision=={wanted['torchvision']} and "
+              f"Python {card_python()} are on its list ({', '.join(supported['torch'])})")
+    print(f"  (list: {supported['source']}; read {supported['read_on']})")
+    return not problems
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--python", default=None, help="default: the card's python_version")
@@ -161,13 +200,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="the Space's glibc minor version (2.N); default %(default)s")
     args = parser.parse_args(argv)
     python = ".".join((args.python or card_python()).split(".")[:2])
+    wanted = pins()
+    runs_on_zerogpu = report_zerogpu(wanted)
     if not reachable():
-        print(f"the package index ({index_url()}) cannot be reached: nothing checked")
-        return UNREACHABLE
+        print(f"the package index ({index_url()}) cannot be reached: no pin's files checked")
+        return UNREACHABLE if runs_on_zerogpu else 1
     cache = json.loads(CACHE.read_text()) if CACHE.is_file() else {}
     key = f"cp{python} glibc 2.{args.glibc} x86_64"
     known = cache.setdefault(key, {})
-    wanted = pins()
     todo = {n: v for n, v in wanted.items() if f"{n}=={v}" not in known}
     known.update(check(todo, python, platforms(args.glibc)))
     CACHE.parent.mkdir(parents=True, exist_ok=True)
@@ -181,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{len(answers) - len(missing) - len(sdists)} wheels, {len(sdists)} sdist only "
           f"({', '.join(sdists) or 'none'}), {len(missing)} missing "
           f"({', '.join(missing) or 'none'}); {len(todo)} asked now, the rest cached")
-    return 1 if missing else 0
+    return 1 if missing or not runs_on_zerogpu else 0
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ from tiny_models import tiny_flux2_klein, tiny_flux_kontext, tiny_qwen_image_edi
 from banana_space import gpu
 from banana_space.backends import REGISTRY, BackendUnavailable, create_backend
 from banana_space.backends import diffusers_edit as de
+from banana_space.backends.diffusers_edit import EditJob
 
 BUILDERS: dict[str, Callable[[], Any]] = {
     "qwen-image-edit": tiny_qwen_image_edit,
@@ -138,6 +139,29 @@ def test_without_cuda_nothing_loads_and_the_user_is_told_why() -> None:
     assert not de._PIPELINES.holds("Qwen/Qwen-Image-Edit-2509")
 
 
+def test_each_edit_books_the_zerogpu_size_its_weights_need(monkeypatch) -> None:
+    """klein + the judge fit `large`'s 48 GB; Kontext and Qwen-Image-Edit + the judge need
+    `xlarge`, which costs twice the quota; the runner sends each job to that size's trampoline."""
+    import zerogpu
+
+    jobs = {name: EditJob(model.name, "key", picture(64, 64), PROMPT, 0, 1, 1.0, "cuda")
+            for name, model in de.MODELS.items()}
+    sizes = {name: gpu.size_of(de.generate, job) for name, job in jobs.items()}
+    assert sizes == {"qwen-image-edit": "xlarge", "flux-kontext": "xlarge",
+                     "flux2-klein-4b": "large", "flux2-dev": "xlarge"}
+    klein, qwen = create_backend("flux2"), create_backend("qwen-image-edit")
+    assert klein.quota_seconds((1024, 1024)) == klein.booking_seconds((1024, 1024))
+    assert qwen.quota_seconds((1024, 1024)) == 2 * qwen.booking_seconds((1024, 1024))
+    called: list[str] = []
+    monkeypatch.setattr(zerogpu, "run_on_zerogpu", lambda fn, *a: called.append("large"))
+    monkeypatch.setattr(zerogpu, "run_on_zerogpu_xlarge", lambda fn, *a: called.append("xlarge"))
+    zerogpu.run_sized(de.generate, jobs["flux2-klein-4b"])
+    zerogpu.run_sized(de.generate, jobs["qwen-image-edit"])
+    assert called == ["large", "xlarge"]
+    with pytest.raises(ValueError, match="unknown ZeroGPU size"):
+        gpu.size_of(gpu.gpu_task(lambda: 1, lambda: "huge")(lambda: None))
+
+
 def test_the_zerogpu_seam_is_an_in_process_call_off_zerogpu(
         pipelines: dict[str, Any], plain_runner: None) -> None:
     import zerogpu
@@ -145,8 +169,9 @@ def test_the_zerogpu_seam_is_an_in_process_call_off_zerogpu(
     assert os.environ.get("SPACES_ZERO_GPU") is None
     # Off ZeroGPU, spaces.GPU hands back the function itself: no wrapper, no worker process.
     assert not hasattr(zerogpu.run_on_zerogpu, "zerogpu")
-    # Installed with ZeroGPU's refusals named (quota, queue, aborted: gpu.GpuRefused).
-    assert gpu.current_gpu_runner().__wrapped__ is zerogpu.run_on_zerogpu
+    # Installed with ZeroGPU's refusals named (quota, queue, aborted: gpu.GpuRefused), on the
+    # runner that picks a trampoline per call by the size the job asks for.
+    assert gpu.current_gpu_runner().__wrapped__ is zerogpu.run_sized
     crossings: list[tuple[int, Any, tuple[Any, ...]]] = []
 
     def watch(fn: Any, *args: Any) -> Any:

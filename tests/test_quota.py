@@ -62,8 +62,40 @@ def test_the_estimate_is_what_zerogpu_books(monkeypatch) -> None:
     every = quota.estimate("flux2", {}, size, 100, "x", ["judge_vqr1"], "every")
     assert every.judged == 101 and every.total_s > cost.total_s
     note = quota.describe(cost)
-    assert f"≈ {cost.total_s} s" in note and "120 s without signing in" in note
+    assert f"≈ {cost.total_s} s" in note and "the day without signing in (2 min" in note
+    assert "estimates" in note
     assert quota.estimate("simulate", {}, size, 100, "x", [], "every").total_s == 0
+
+
+def test_the_quotas_are_the_documented_tiers_and_the_cost_is_said_in_each_tiers_unit() -> None:
+    # hub-docs spaces-zerogpu.md "Usage Tiers" (2026-08-22): 2, 5, 40, 40, 60 minutes.
+    assert quota.DAILY_QUOTA_S == {"without signing in": 120, "free account": 300, "PRO": 2400,
+                                   "Team member": 2400, "Enterprise member": 3600}
+    said = quota.share_of_days(428)
+    assert said.startswith("3.6 × the day without signing in (2 min)")
+    assert "1.4 × the day free account (5 min)" in said and "18% of the day PRO" in said
+    assert "credits" not in said  # nothing here is past a PRO day
+    assert "then credits" in quota.share_of_days(3000)
+
+
+def test_a_default_gpu_run_on_zerogpu_fits_the_smallest_day(monkeypatch) -> None:
+    args = ("Produce a replica", {})
+    ten = quota.estimate("flux2", {}, (1024, 1024), 10, args[0], [], "checkpoints")
+    assert ten.total_s > quota.SMALLEST_DAY_S == 120
+    fits = quota.steps_within(120, "flux2", {}, (1024, 1024), args[0], [], "checkpoints", 10)
+    assert quota.estimate("flux2", {}, (1024, 1024), fits, args[0], [], "checkpoints"
+                          ).total_s <= 120
+    assert quota.estimate("flux2", {}, (1024, 1024), fits + 1, args[0], [], "checkpoints"
+                          ).total_s > 120
+    form = (None, 10, "flux2", [], "checkpoints", *args)
+    monkeypatch.delenv("SPACES_ZERO_GPU", raising=False)
+    assert quota.steps_for_the_smallest_day(*form) is None  # a GPU box: no daily quota
+    monkeypatch.setenv("SPACES_ZERO_GPU", "true")
+    assert quota.steps_for_the_smallest_day(*form) == fits
+    assert quota.steps_for_the_smallest_day(None, 10, "simulate", [], "checkpoints",
+                                            *args) is None
+    assert quota.steps_for_the_smallest_day(None, fits, "flux2", [], "checkpoints",
+                                            *args) is None  # it fits already
 
 
 def test_the_page_and_the_api_docs_state_the_cost() -> None:

@@ -51,10 +51,40 @@ def test_every_pin_has_a_distribution_for_the_cards_python() -> None:
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     python = ".".join(str(front_matter()["python_version"]).split(".")[:2])
     assert f"Python {python}," in done.stdout and " 0 missing" in done.stdout
-    for pin in ("torch==2.14.1", "numpy==2.4.6", "google-genai==3.6.1", "spaces==0.51.3"):
+    assert "ZeroGPU: torch==" in done.stdout and "are on its list" in done.stdout
+    torch = check_pins.pins()["torch"]
+    for pin in (f"torch=={torch}", "numpy==2.4.6", "google-genai==3.6.1", "spaces==0.51.3"):
         line = next(line for line in done.stdout.splitlines() if line.startswith(pin))
         assert " wheel " in line, line
         assert "py3-none-any" in line or f"cp{python.replace('.', '')}" in line, line
+
+
+def test_the_torch_pin_is_one_zerogpu_installs_and_the_check_says_when_it_is_not() -> None:
+    """ZeroGPU installs its own torch and fails the build of a Space pinning another; the
+    check reads its list from data (with source and date) and needs no network."""
+    sys.path.insert(0, str(REPO / "scripts"))
+    import json
+
+    import check_pins
+
+    supported = json.loads(check_pins.ZEROGPU.read_text())
+    assert "spaces-zerogpu.md" in supported["source"] and supported["read_on"]
+    wanted = check_pins.pins()
+    card = check_pins.card_python()
+    assert check_pins.zerogpu_problems(wanted, card, supported) == []
+    assert wanted["torch"] in supported["torch"]
+    # The requirements the Space installs pin the same torch as the tests' constraints.
+    requirements = (REPO / "requirements.txt").read_text()
+    assert f"torch=={wanted['torch']}\n" in requirements
+    import torch
+
+    assert torch.__version__.split("+")[0] == wanted["torch"], "the tests run on another torch"
+    off_list = {**wanted, "torch": "2.14.1", "torchvision": "0.29.1"}
+    assert check_pins.zerogpu_problems(off_list, card, supported) == [
+        "torch==2.14.1 is not one ZeroGPU installs (2.8.0, 2.9.1, 2.10.0, 2.11.0)"]
+    mismatched = {**wanted, "torchvision": "0.29.1"}
+    assert "does not match" in check_pins.zerogpu_problems(mismatched, card, supported)[0]
+    assert "python_version 3.11.7" in check_pins.zerogpu_problems(wanted, "3.11.7", supported)[0]
 
 
 def test_every_tracked_binary_travels_through_lfs() -> None:

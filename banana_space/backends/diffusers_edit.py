@@ -29,7 +29,15 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from ..gpu import ModelCache, booked_seconds, cuda_missing, device_refusal, gpu_task, run_on_gpu
+from ..gpu import (
+    QUOTA_PER_SECOND,
+    ModelCache,
+    booked_seconds,
+    cuda_missing,
+    device_refusal,
+    gpu_task,
+    run_on_gpu,
+)
 from .base import BackendInfo, BackendUnavailable, Edit, Entry, Option, Report, report_nothing
 
 NEEDS_GPU = ("needs a GPU: this backend runs on CUDA / ZeroGPU; "
@@ -65,17 +73,21 @@ class Model:
     # Seconds per denoising step at 1 MP on an H200, with margin: an estimate that sizes the
     # ZeroGPU booking until bench/gpu_check.py has measured it.
     seconds_per_step: float
+    # The ZeroGPU size one edit books (gpu.QUOTA_PER_SECOND): the weights (bf16, the cards' sizes
+    # above) plus VisualQuality-R1's ~17 GB, which the card preloads onto the same GPU, against
+    # `large`'s 48 GB. FLUX.2 [dev] (~112 GB) fits neither size: it needs a dedicated H200.
+    zerogpu_size: str
 
 
 MODELS: dict[str, Model] = {m.name: m for m in (
     Model("qwen-image-edit", "Qwen/Qwen-Image-Edit-2509", "QwenImageEditPlusPipeline",
-          40, 4.0, _qwen_options, 16, 1.5),
+          40, 4.0, _qwen_options, 16, 1.5, "xlarge"),
     Model("flux-kontext", "black-forest-labs/FLUX.1-Kontext-dev", "FluxKontextPipeline",
-          28, 2.5, _kontext_options, 16, 0.7),
+          28, 2.5, _kontext_options, 16, 0.7, "xlarge"),
     Model("flux2-klein-4b", "black-forest-labs/FLUX.2-klein-4B", "Flux2KleinPipeline",
-          4, 1.0, _flux2_options, 64, 0.4),
+          4, 1.0, _flux2_options, 64, 0.4, "large"),
     Model("flux2-dev", "black-forest-labs/FLUX.2-dev", "Flux2Pipeline",
-          50, 4.0, _flux2_options, 64, 2.0),
+          50, 4.0, _flux2_options, 64, 2.0, "xlarge"),
 )}
 
 # Backend name -> its variants (variant -> a key of MODELS); the first is the default.
@@ -163,7 +175,11 @@ def _booking_seconds(job: EditJob) -> float:
     return edit_seconds(job.model, job.image.size, job.steps)
 
 
-@gpu_task(_booking_seconds)
+def _gpu_size(job: EditJob) -> str:
+    return MODELS[job.model].zerogpu_size
+
+
+@gpu_task(_booking_seconds, _gpu_size)
 def generate(job: EditJob) -> Image.Image:
     """The GPU side of one edit step."""
     import torch
@@ -205,6 +221,11 @@ class DiffusersEditBackend:
         multiple of 16 px), known before any weights load."""
         work = work_size(*size, 16, self.model.min_side)
         return booked_seconds(edit_seconds(self.model.name, work, self.steps))
+
+    def quota_seconds(self, size: tuple[int, int]) -> int:
+        """What one edit of a `size` frame costs of a visitor's daily quota: its booking, twice
+        over on an `xlarge` GPU."""
+        return self.booking_seconds(size) * QUOTA_PER_SECOND[self.model.zerogpu_size]
 
     def settings(self) -> dict[str, Any]:
         dtype = "bfloat16" if self._pipeline is None else str(self._pipeline.dtype).split(".")[-1]
