@@ -11,9 +11,11 @@ Off ZeroGPU (no SPACES_ZERO_GPU in the environment) `spaces.GPU` returns the fun
 (spaces 0.51, `spaces/zero/decorator.py`), so this is a plain call on a laptop or a GPU box.
 
 BANANA_PRELOAD (comma-separated backend or judge names, e.g. "flux2,judge_vqr1") loads those
-weights now and places them on CUDA: on ZeroGPU that is the documented pattern (module-level
-`.to("cuda")`, packed at start-up and moved onto each worker's GPU); otherwise each model loads on
-its first use.
+weights now and places them on CUDA. On ZeroGPU that is the documented pattern (hub-docs
+`spaces-zerogpu.md`, "Model loading": models placed on `cuda` at module level, where CUDA is
+emulated, are packed at start-up and moved onto each worker's GPU), so there it defaults to the
+card's `preload_from_hub` pair, the default open editor and the judge; set it to "none" to load
+each model on its first use instead, as everywhere else.
 """
 
 from __future__ import annotations
@@ -93,4 +95,14 @@ def preload(names: list[str]) -> None:
         model.load()
 
 
-preload([n.strip() for n in os.environ.get("BANANA_PRELOAD", "").split(",") if n.strip()])
+ZEROGPU_PRELOAD = "flux2,judge_vqr1"
+
+
+def preload_names(environ: dict[str, str]) -> list[str]:
+    """The models BANANA_PRELOAD names; on ZeroGPU, `ZEROGPU_PRELOAD` when it is unset."""
+    default = ZEROGPU_PRELOAD if environ.get("SPACES_ZERO_GPU") else ""
+    names = environ.get("BANANA_PRELOAD", default)
+    return [] if names.strip() == "none" else [n.strip() for n in names.split(",") if n.strip()]
+
+
+preload(preload_names(dict(os.environ)))

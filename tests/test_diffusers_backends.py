@@ -15,6 +15,8 @@ import pytest
 from PIL import Image
 from tiny_models import tiny_flux2_klein, tiny_flux_kontext, tiny_qwen_image_edit
 
+from conftest import REPO
+
 from banana_space import gpu
 from banana_space.backends import REGISTRY, BackendUnavailable, create_backend
 from banana_space.backends import diffusers_edit as de
@@ -160,6 +162,17 @@ def test_each_edit_books_the_zerogpu_size_its_weights_need(monkeypatch) -> None:
     assert called == ["large", "xlarge"]
     with pytest.raises(ValueError, match="unknown ZeroGPU size"):
         gpu.size_of(gpu.gpu_task(lambda: 1, lambda: "huge")(lambda: None))
+
+
+def test_zerogpu_places_the_cards_pair_on_cuda_at_start_up_unless_told_otherwise() -> None:
+    import zerogpu
+
+    assert zerogpu.preload_names({}) == []
+    assert zerogpu.preload_names({"SPACES_ZERO_GPU": "true"}) == ["flux2", "judge_vqr1"]
+    assert zerogpu.preload_names({"SPACES_ZERO_GPU": "true", "BANANA_PRELOAD": "none"}) == []
+    assert zerogpu.preload_names({"BANANA_PRELOAD": " flux2 , "}) == ["flux2"]
+    card = (REPO / "README.md").read_text().split("preload_from_hub:", 1)[1].split("---")[0]
+    assert "black-forest-labs/FLUX.2-klein-4B" in card and "TianheWu/VisualQuality-R1-7B" in card
 
 
 def test_the_zerogpu_seam_is_an_in_process_call_off_zerogpu(
