@@ -30,10 +30,10 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from .analysis import oriented_deltas
+from .analysis import INPUT, oriented_deltas
 from .budget import BUDGET, scoring_bytes
 from .catalog import metric_info, to_tensor
-from .floors import floor_of
+from .floors import floor_since_input
 from .frames import ANIMATION_SUFFIXES, frames_in_animation, frames_in_zip
 from .images import BadImage, load_image
 from .magnifier import largest_difference_box
@@ -114,8 +114,9 @@ def _verdict(scores: dict[str, float], start: dict[str, float]) -> dict[str, Any
     floors worse it is; `worse` names the measures past their floor."""
     measures, worse = {}, []
     for name in GATE_MEASURES:
-        delta = oriented_deltas([start[name], scores[name]], metric_info(name).lower_better)[1]
-        floor = floor_of(name)
+        delta = oriented_deltas([start[name], scores[name]], metric_info(name).lower_better,
+                                base=INPUT)[1]
+        floor = floor_since_input(name)
         past = floor is not None and math.isfinite(delta) and delta < -floor
         measures[name] = {
             "delta": _round(delta), "floor": _round(floor),
