@@ -5,10 +5,10 @@ minus the score at step 1, the first copy (the dataset's chains are steps 1..100
 not among them), and a metric *detects* the degradation when Δ5, Δ10 and Δ20 are all negative.
 Here Δ is oriented so that negative always means worse (the sign flipped for lower-is-better
 scores). The reading taken of "normalised": a rescaling of the score by a positive factor, which
-leaves every sign, and so every verdict, as it is; the Δ columns stay in the score's own units. With
-fewer steps, the checkpoints that exist are used (and the last step when none of them does, if it
-comes after step 1). A missing score (NaN) is missing: it never counts as a pass, and a chain with
-no score at step 1 has no verdict (`undecided_because` says so).
+leaves every sign, and so every verdict, as it is; the Δ columns stay in the score's own units.
+Ours, for runs shorter than the paper's: the checkpoints that exist are used (and the last step
+when none of them does, if it comes after step 1). A missing score (NaN) is missing: it never
+counts as a pass, and a chain with no score at step 1 has no verdict (`undecided_because` says so).
 
 Fidelity (PSNR, SSIM) is scored against the input, the right answer of a replication chain;
 its Δ is from step 1 like any other score's, so pyiqa's 80 dB cap for "identical" (the input

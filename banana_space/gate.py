@@ -5,8 +5,10 @@ collapses within tens of steps) calls this after each step and stops before the 
 scores the original and each edit with our rulers (noise, grain, lattice, colour cast, green
 tint: cheap measures aimed at what repeated editing adds) and fidelity to the original (PSNR;
 pyiqa's SSIM costs 1.9 s per 1024² frame on one core, four times the gate's budget). An edit
-is degraded when any measure is worse than the original's by more than its noise floor
-(`floors.py`: how far it moves on chains with no damage a person would name); a measure with
+is degraded when any measure is worse than the original's by more than its noise floor since
+the input (`floors.floor_since_input`: how far it moves from the input on chains with no damage
+a person would name; one edit against its original is a change since the input, not the paper's
+Δ from the first copy); a measure with
 no measured floor is reported but does not vote. Where to look is the magnifier's crop: the
 window where the original and the last edit differ most.
 

@@ -42,7 +42,7 @@ VERDICT_HEADERS = ["metric", "verdict", "beyond floor", "score: step 0 → 1 →
                    "ρ vs PSNR"]
 VERDICT_COLUMN = VERDICT_HEADERS.index("verdict")
 NOTICE_MARKS = {"info": "ℹ️", "warning": "⚠️"}
-# The metrics Banana100 tried (its Table 2), for the page's line on its real chains.
+# The 21 metrics Banana100 tried (the catalog's preset), for the page's line on its real chains.
 BANANA100_METRICS = PRESETS[PRESET_KEYS["banana100"]]
 SIMULATED = "simulate"  # the backend whose chains are our model of the damage
 MAX_NOTICES_SHOWN = 4
