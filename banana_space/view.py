@@ -228,7 +228,9 @@ class RunView:
         if not series:
             return ""
         first = "identical" if info.role == "fidelity" else value_text(name, series[0])
-        shown = [first] + [value_text(name, v) or "?" for v in series[FIRST_COPY:][:1]]
+        shown = [first]
+        if len(series) > FIRST_COPY:  # the paper's base; "?" where it has no score
+            shown.append(value_text(name, series[FIRST_COPY]) or "?")
         if len(series) > FIRST_COPY + 1:
             shown.append(value_text(name, series[-1]))
         return " → ".join(shown)
@@ -319,18 +321,18 @@ def summarise(history: History, steps: int, running: bool, simulated: bool = Fal
     parts += [f"since the input, {row.metric}: {row.input_contrast}" for row in rows
               if row.input_contrast]
     if simulated and (detected or fooled):
-        parts.append(_against_the_paper(len(detected), len(rows)) + tail)
+        parts.append(_against_the_paper(len(detected), len(rows), tail))
     return "; ".join(parts) + "."
 
 
-def _against_the_paper(noticed: int, metrics: int) -> str:
+def _against_the_paper(noticed: int, metrics: int, tail: str) -> str:
     """A simulation's verdicts beside the paper's finding on its real chains (its abstract:
     among its 21 metrics, "none of them consistently assign lower scores to heavily degraded
-    images than to clean ones")."""
+    images than to clean ones"); `tail` marks the simulation's part provisional."""
     paper = f"on Banana100's real chains none of {len(BANANA100_METRICS)} did so on every image"
     if noticed == 0:
-        return f"none of the {metrics} quality metrics notices this simulation, as {paper}"
-    return (f"this simulation does not reproduce the paper's finding: it is noticed by "
+        return f"none of the {metrics} quality metrics notices this simulation{tail}, as {paper}"
+    return (f"this simulation does not reproduce the paper's finding{tail}: it is noticed by "
             f"{noticed} of {metrics} quality metrics; {paper}")
 
 

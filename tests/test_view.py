@@ -64,6 +64,8 @@ def test_a_simulation_says_whether_it_reproduces_the_papers_finding() -> None:
     assert summarise(fooled, 20, running=False, simulated=True).endswith(
         "; none of the 3 quality metrics notices this simulation, as on Banana100's real "
         "chains none of 21 did so on every image.")
+    assert "; this simulation does not reproduce the paper's finding so far: it is noticed by " \
+        "1 of 3" in summarise(history(6), 20, running=True, simulated=True)
 
 
 def rows_of(view: RunView) -> dict[str, list[str]]:
