@@ -276,8 +276,7 @@ class VerdictRow:
     detects_robust: bool | None = None
     spearman_from_first: float = math.nan  # the same over steps 1..N: the trend
     delta_since_input: float = math.nan  # the oriented change since the input, last step
-    worse_than_input: bool | None = None  # every checkpoint worse than the input (ours; None
-    # for fidelity, whose score at the input is the input against itself)
+    worse_than_input: bool | None = None  # every checkpoint worse than the input (ours)
     undecided_because: str = ""  # why `detects` is None ("" when it is decided)
 
     def delta_at(self, step: int) -> float:
@@ -301,6 +300,15 @@ class VerdictRow:
         """Where the change since the input tells another story than the paper's Δ from the
         first copy, in words ("" where the two agree or either is undecided)."""
         return INPUT_CONTRASTS.get((self.detects, self.worse_than_input), "")
+
+
+def _against_input(info: ScoreInfo, since: Sequence[float]) -> tuple[float, bool | None]:
+    """The change since the input at the last step and `worse_than_input`; neither for
+    fidelity, whose score at the input is the input against itself (pyiqa's cap), so its change
+    since then says nothing its own score does not."""
+    if info.role == "fidelity" or not since:
+        return math.nan, None
+    return since[-1], detects_degradation(since)
 
 
 class History:
@@ -339,8 +347,6 @@ class History:
                                    detects_degradation(deltas), spearman(since, reference),
                                    detects_robust(deltas, floor_of(name)),
                                    spearman(since[1:], reference[1:]),
-                                   since[-1] if since else math.nan,
-                                   # fidelity at the input is the input against itself
-                                   None if info.role == "fidelity" else detects_degradation(since),
+                                   *_against_input(info, since),
                                    undecided_because(deltas)))
         return rows

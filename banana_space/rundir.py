@@ -302,13 +302,14 @@ person would name (an identical copy, a half-pixel shift, a lossless re-save, on
 quality 95; banana_space/floors.csv); "undecided" where the score has no floor (PSNR and SSIM,
 judges).
 
-delta_since_input (ours) is the same orientation from step 0, the input (for psnr and ssim
-from the top of their range, 40 dB and 1: frame 0 against itself is "identical", which pyiqa
-writes as 80 dB); verdict.csv gives it at the last step, and worse_than_input says whether
-every checkpoint is worse than the input. They can disagree with "detects": a smooth start
-that one dose of static makes look "natural" scores better at step 1 than the input, then
-worse with every copy. spearman_vs_psnr ranks a metric's change since the input against psnr's
-across steps; spearman_from_first does so over steps 1..N only.
+delta_since_input (ours) is the same orientation from step 0, the input (in scores.csv, for
+psnr and ssim, from the top of their range, 40 dB and 1: frame 0 against itself is "identical",
+which pyiqa writes as 80 dB); verdict.csv gives it at the last step, and worse_than_input says
+whether every checkpoint is worse than the input (neither for psnr and ssim, which are
+themselves measured against the input). They can disagree with "detects": a smooth start that
+one dose of static makes look "natural" scores better at step 1 than the input, then worse with
+every copy. spearman_vs_psnr ranks a metric's change since the input against psnr's across
+steps; spearman_from_first does so over steps 1..N only.
 """
 
 

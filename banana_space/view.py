@@ -26,6 +26,7 @@ from .analysis import (
     History,
     Verdict,
 )
+from .backends.simulate import DEFAULT_PROFILE, PROFILES
 from .catalog import PRESET_KEYS, PRESETS
 from .events import Event, Finished, FrameMade, FrameScored, Notice, Started
 from .markup import plain
@@ -44,7 +45,6 @@ VERDICT_COLUMN = VERDICT_HEADERS.index("verdict")
 NOTICE_MARKS = {"info": "ℹ️", "warning": "⚠️"}
 # The 21 metrics Banana100 tried (the catalog's preset), for the page's line on its real chains.
 BANANA100_METRICS = PRESETS[PRESET_KEYS["banana100"]]
-SIMULATED = "simulate"  # the backend whose chains are our model of the damage
 MAX_NOTICES_SHOWN = 4
 
 
@@ -83,14 +83,14 @@ class RunView:
     cost_usd: float = 0.0
     ended: Finished | None = None
     gaps: frozenset[int] = frozenset()  # steps a sampled chain does not have (no frame)
-    simulated: bool = False  # made by the `simulate` backend: a model of the damage
+    simulated: bool = False  # a model of a generator's damage (`simulates_damage`)
 
     def apply(self, event: Event) -> Screen:
         if isinstance(event, Started):
             self.run_dir, self.steps, self.started = event.run_dir, event.steps, True
             self.loading = ""
             self.unavailable = dict(event.unavailable)
-            self.simulated = event.settings.get("backend") == SIMULATED
+            self.simulated = simulates_damage(event.settings)
             if not self.history.infos:
                 self.history = History(event.infos)
         elif isinstance(event, FrameMade):
@@ -125,7 +125,7 @@ class RunView:
         view = cls(run_dir=saved.path, steps=saved.meta.get("steps", saved.last_step),
                    unavailable=saved.meta.get("unavailable", {}), last_step=saved.last_step,
                    started=True,
-                   simulated=saved.meta.get("settings", {}).get("backend") == SIMULATED)
+                   simulated=simulates_damage(saved.meta.get("settings", {})))
         view.history = saved.history
         view.texts = {step: row[5] for step, row in saved.steps.items() if len(row) > 5}
         # What the input was (its source, its licence, a downscale): facts of the run.
@@ -238,6 +238,15 @@ class RunView:
     def model_text(self) -> str:
         said = [f"**step {s}**: {plain(t)}" for s, t in sorted(self.texts.items()) if t.strip()]
         return "\n\n".join(said[-20:]) or "_The generator said nothing (or has no words)._"
+
+
+def simulates_damage(settings: dict[str, Any]) -> bool:
+    """Whether a run's settings (run.json's) make a simulation of a generator's damage: the
+    `simulate` backend with a profile of kind "damage", not a control or a nuisance chain."""
+    if settings.get("backend") != "simulate":
+        return False
+    profile = settings.get("backend_options", {}).get("profile", DEFAULT_PROFILE)
+    return profile in PROFILES and PROFILES[profile].kind == "damage"
 
 
 def recording_notices(saved: SavedRun) -> list[tuple[str, str]]:

@@ -14,7 +14,13 @@ from banana_space.analysis import History
 from banana_space.catalog import ScoreInfo
 from banana_space.events import Finished, Notice
 from banana_space.magnifier import CROP, GAP, box_around, largest_difference_box, side_by_side
-from banana_space.view import VERDICT_COLUMN, VERDICT_HEADERS, RunView, summarise
+from banana_space.view import (
+    VERDICT_COLUMN,
+    VERDICT_HEADERS,
+    RunView,
+    simulates_damage,
+    summarise,
+)
 
 INFOS = [ScoreInfo("psnr", "fidelity", False, score_range=(0.0, 40.0)),
          ScoreInfo("brisque", "metric", True, score_range=(0.0, 150.0)),
@@ -68,6 +74,18 @@ def test_a_simulation_says_whether_it_reproduces_the_papers_finding() -> None:
         "1 of 3" in summarise(history(6), 20, running=True, simulated=True)
 
 
+def test_only_a_simulated_damage_is_compared_with_the_papers_finding() -> None:
+    """A control (blur) or a nuisance chain is no model of a generator's damage; nor is a real
+    or replayed chain a simulation."""
+    assert simulates_damage({"backend": "simulate", "backend_options": {}})  # the default
+    assert simulates_damage({"backend": "simulate",
+                             "backend_options": {"profile": "scattered-dots"}})
+    for profile in ("blur", "identical", "mild-jpeg"):
+        assert not simulates_damage({"backend": "simulate",
+                                     "backend_options": {"profile": profile}})
+    assert not simulates_damage({"backend": "replay", "backend_options": {"source": "x.zip"}})
+
+
 def rows_of(view: RunView) -> dict[str, list[str]]:
     return {row[0]: row for row in view.screen().verdict}
 
@@ -82,12 +100,11 @@ def test_the_table_says_what_its_numbers_are_and_early_verdicts_say_so_far() -> 
     assert rows["brisque"][span] == "30 → 29 → 24" and rows["brisque"][now] == "+5 better"
     assert rows["brisque"][since] == "+6 better"
     assert rows["niqe"][span] == "5 → 6 → 11" and rows["niqe"][now] == "-5 worse"
-    # PSNR's Δ is from step 1 (41 dB): no cap enters it. Its change since the input is from
-    # its anchor (the top of its 0-40 dB range), never from the 80 dB cap of frame 0 against
-    # itself: 36 dB now is 4 dB below it.
+    # PSNR's Δ is from step 1 (41 dB): no cap enters it. It has no change since the input:
+    # its score at the input is the input against itself, pyiqa's 80 dB cap.
     assert rows["psnr (reference)"][span] == "identical → 41 dB → 36 dB"
     assert rows["psnr (reference)"][now] == "-5 worse"
-    assert rows["psnr (reference)"][since] == "-4 worse"
+    assert rows["psnr (reference)"][since] == ""
     assert rows["psnr (reference)"][at_5] == "-4" and rows["psnr (reference)"][at_10] == "—"
     assert rows["brisque"][VERDICT_COLUMN] == "❌ fooled so far"
     assert rows["niqe"][VERDICT_COLUMN] == "✅ detects so far"
@@ -101,11 +118,13 @@ def test_the_table_says_what_its_numbers_are_and_early_verdicts_say_so_far() -> 
         "… undecided (no step 1 yet (the paper's Δ is measured from the first copy))"
 
 
-def test_fidelity_is_from_step_1_in_the_verdict_and_from_its_anchor_since_the_input() -> None:
+def test_fidelity_is_from_step_1_in_the_verdict_and_drawn_from_its_anchor() -> None:
     made = history(6)
     psnr = next(row for row in made.verdict() if row.metric == "psnr")
     assert psnr.delta_at(5) == 37.0 - 41.0 and math.isnan(made.deltas("psnr")[0])
-    assert psnr.delta_since_input == 36.0 - 40.0 and made.since_input("psnr")[0] == 0.0
+    assert math.isnan(psnr.delta_since_input) and psnr.worse_than_input is None
+    # The curve (and scores.csv) measure its change since the input from the range's top.
+    assert made.since_input("psnr")[0] == 0.0 and made.since_input("psnr")[6] == 36.0 - 40.0
 
 
 def test_a_notice_replaces_its_earlier_versions_and_loading_ends_with_the_start() -> None:
