@@ -158,7 +158,7 @@ def test_sigkill_mid_run_leaves_complete_files_and_resume_matches(photo_path, tm
             image.load()
     with (killed / "scores.csv").open(newline="") as handle:
         rows = list(csv.DictReader(handle))
-    assert rows and all(len(r) == 4 and r["score"] not in (None, "") for r in rows)
+    assert rows and all(len(r) == 5 and r["score"] not in (None, "") for r in rows)
     saved = load_run(killed)
     assert json.loads((killed / "run.json").read_text())["status"] == "running"
     # Frame k is written only after frame k-1 is fully recorded: with 4 frames on disk, at

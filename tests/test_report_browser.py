@@ -53,9 +53,10 @@ def test_report_opens_without_console_errors(browser: Browser, tmp_path) -> None
     rows = page.eval_on_selector_all("table tbody tr", "rows => rows.map(r => r.innerText)")
     assert [row.split("\t") for row in rows] == [
         # chains, detects, fooled, undecided; beyond the floor (none measured for these
-        # made-up names: never), fooled by step 1 alone (none here)
+        # made-up names: never), worse than the input at every checkpoint (fidelity: not
+        # asked; "mixed" in the chain where it rises)
         ["psnr", "2", "2", "0", "0", "0", "0"], ["steady", "2", "0", "2", "0", "0", "0"],
-        ["mixed", "2", "1", "1", "0", "0", "0"]]
+        ["mixed", "2", "1", "1", "0", "0", "1"]]
     heat = page.evaluate("document.getElementById('figure-0').data[0]")
     assert heat["y"] == ["lab/<b>cat</b>", "lab/dog"] and heat["x"] == ["psnr", "steady",
                                                                          "mixed"]
