@@ -6,10 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from ..registry import unique_table
-from . import gemini_judge, visualquality_r1
+from . import gemini_judge, qrealign, visualquality_r1
 from .base import Entry, Judge, JudgeInfo, Verdict
 
-_MODULES: list[Any] = [gemini_judge, visualquality_r1]
+_MODULES: list[Any] = [qrealign, gemini_judge, visualquality_r1]
 
 REGISTRY: dict[str, Entry] = unique_table(
     "judge", ((entry.info.name, entry) for module in _MODULES for entry in module.ENTRIES))
