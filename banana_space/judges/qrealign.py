@@ -51,7 +51,6 @@ from typing import Any
 from PIL import Image
 
 from ..backends.base import BackendUnavailable, Report, report_nothing
-from ..catalog import to_tensor
 from ..gpu import ModelCache, cuda_available
 from .base import Entry, JudgeInfo, Verdict
 
@@ -152,6 +151,14 @@ def load_metric(folder: Path, device: str) -> Any:
     return metric
 
 
+def _tensor(image: Image.Image) -> Any:
+    """(1, 3, H, W) in [0, 1], as every pyiqa metric takes it: `catalog.to_tensor`'s numbers
+    (the catalog imports the judges' registry, so a judge may not import it)."""
+    from torchvision.transforms.functional import to_tensor
+
+    return to_tensor(image).unsqueeze(0)
+
+
 class QReAlignJudge:
     info = INFO
 
@@ -182,7 +189,7 @@ class QReAlignJudge:
 
     def rate(self, image: Image.Image, report: Report = report_nothing) -> Verdict:
         metric = self.load(report)
-        window = to_tensor(centre_window(image.convert("RGB"))).to(self.device)
+        window = _tensor(centre_window(image.convert("RGB"))).to(self.device)
         with _ONE_AT_A_TIME:
             score = float(metric(window)[0])
         if not math.isfinite(score):
