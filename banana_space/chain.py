@@ -36,7 +36,7 @@ from .backends.base import GenerationFailed
 from .events import Finished, FrameJudged, FrameMade, FrameScored, Notice
 from .gpu import GpuRefused
 from .images import BadImage, load_image
-from .judges import Judge
+from .judges import Judge, rating_at
 from .prompts import repeats_for
 from .scoring import FrameScores, Scorer
 
@@ -262,8 +262,7 @@ def judges_for(chain: Chain, step: int) -> tuple[Judge, ...]:
     own schedule (a slow judge rates the checkpoints only)."""
     if chain.judged is not None and step not in chain.judged:
         return ()
-    return tuple(judge for judge in chain.scorer.judges
-                 if (own := judge.schedule(chain.steps)) is None or step in own)
+    return rating_at(chain.scorer.judges, step, chain.steps)
 
 
 def _scored(chain: Chain, made: _Made, reference: Image.Image, abandoned: threading.Event,

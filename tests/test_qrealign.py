@@ -2,7 +2,8 @@
 checkpoint built from a config (tests/tiny_models.py), saved to a folder and loaded through
 pyiqa's own `QReAlign(model=<folder>)`. The judge's score is pyiqa's for the window it shows;
 the window is native pixels; without weights the judge is unavailable with the reason, never a
-crash; and a run streams every frame while the judge is still busy, its points arriving after."""
+crash; a run streams every frame while the judge is still busy, its points arriving after; and
+the leaderboard scores it as an entry where it loads."""
 
 from __future__ import annotations
 
@@ -210,3 +211,26 @@ def test_a_stop_does_not_wait_for_the_judge(operator_checkpoint, photo, pool,
     finally:
         judge.let_in.set()
         events.close()
+
+
+def test_on_the_leaderboard_it_is_an_entry_scored_at_its_checkpoints(operator_checkpoint,
+                                                                     tmp_path) -> None:
+    from banana_space.leaderboard import probe_entries
+    from banana_space.table import find_chains
+    from banana_space.table.work import score_chain
+
+    entries = {entry.metric: entry for entry in probe_entries(["entropy"])}
+    assert entries["judge_qrealign"].unavailable == ""  # it loads here, so it is scored
+    assert entries["judge_qrealign"].family == "judge"
+    assert entries["judge_gemini"].unavailable  # listed, never asked here (it bills a key)
+    chain = tmp_path / "chain"
+    chain.mkdir()
+    for step in range(7):
+        textured(96, 64, seed=step).save(chain / f"step_{step:03d}.png")
+    result = score_chain(find_chains([str(chain)])[0], ("entropy", "judge_qrealign"))
+    assert not result.error and result.frames == 7
+    rated = [step for step, score in enumerate(result.scores["judge_qrealign"])
+             if not math.isnan(score)]
+    assert rated == [0, 1, 5, 6]
+    family = {column["name"]: column["family"] for column in result.columns}
+    assert family["judge_qrealign"] == "judge"
