@@ -234,3 +234,29 @@ def test_on_the_leaderboard_it_is_an_entry_scored_at_its_checkpoints(operator_ch
     assert rated == [0, 1, 5, 6]
     family = {column["name"]: column["family"] for column in result.columns}
     assert family["judge_qrealign"] == "judge"
+
+
+@pytest.mark.app
+def test_the_app_ticks_it_and_a_run_shows_its_line(checkpoint, photo_path, tmp_path) -> None:
+    import json
+    import urllib.request
+
+    from app_server import RUN_DIR, STATUS, TABLE, run_inputs, running_app
+    from gradio_client import Client, handle_file
+
+    with running_app(tmp_path / "runs", **{qr.MODEL_VAR: str(checkpoint)}) as url:
+        with urllib.request.urlopen(url + "config", timeout=30) as answer:
+            components = json.load(answer)["components"]
+        judges = next(c for c in components
+                      if c.get("props", {}).get("label") == "VLM judges (reference line)")
+        assert "judge_qrealign" in judges["props"]["value"]  # on by default where it loads
+        final = Client(url, verbose=False).predict(
+            *run_inputs(handle_file(str(photo_path)), 5, metrics=["entropy"],
+                        judges=["judge_qrealign"]), api_name="/run")
+    assert "Completed" in final[STATUS]
+    rows = {row[0] for row in final[TABLE]["data"]}
+    assert "VLM judge: Q-ReAlign Mini, via pyiqa (reference)" in rows
+    with (tmp_path / "runs" / final[RUN_DIR] / "scores.csv").open(newline="") as handle:
+        rated = [int(r["step"]) for r in csv.DictReader(handle)
+                 if r["metric"] == "judge_qrealign" and r["score"]]
+    assert rated == [0, 1, 5]
