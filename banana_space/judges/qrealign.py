@@ -10,17 +10,18 @@ probabilities for the next word excellent / good / fair / poor / bad, weighted 1
 score is pyiqa's number as it comes, on its own 0-1 scale (not rescaled to 1-5). The checkpoint
 is `q-future/Q-ReAlign-Mini-0.8B`, pyiqa's `qrealign-mini`.
 
-**What it sees: native pixels of one fixed window.** The Banana100 damage is fine static that is
-"inconspicuous in thumbnails" (arXiv 2604.03400), so a judge shown a downscaled frame (the
-processor's own max-pixels cap) cannot see it. A whole 2048 x 1280 frame at native resolution
-is 2560 visual tokens (16-pixel patches, merged 2 x 2), which on a 2-vCPU machine is minutes a
-frame. So the judge is shown one `WINDOW` x `WINDOW` window of native pixels, 256 visual tokens:
+**What it sees: native pixels of one fixed window.** Much of a replication chain's damage is fine
+static that a thumbnail hides (Banana100, arXiv 2604.03400: noise, colour drift and lost detail
+within 5-10 steps), and a downscale averages static away, so a judge shown a downscaled frame
+(the processor's own max-pixels cap) cannot see it. A whole 2048 x 1280 frame at native
+resolution is 2560 visual tokens (16-pixel patches, merged 2 x 2): by our estimate a minute or
+more a frame on a 2-vCPU machine (bench/judge_cpu.py). So the judge is shown one `WINDOW` x
+`WINDOW` window of native pixels, 256 visual tokens:
 - the centre of the frame, placed by geometry, never by content, so no frame, damaged or not,
   moves it: every step is seen through the same window (a frame of another size, as some
   editors return, through the window at its own centre);
-- the centre, because a photograph's subject usually is, and a replication chain's damage
-  (noise, colour drift, lost detail: Banana100 Sec. 4) covers the whole frame, so any window
-  of native pixels shows it;
+- the centre, because a photograph's subject usually is, and the chain's damage is not local
+  (an editor re-renders the whole frame at each step), so a window of native pixels shows it;
 - a multiple of 32 (patch 16 x merge 2), so the processor's `smart_resize` leaves it as it is;
   loading checks that the checkpoint's pixel limits would not resize it, and refuses otherwise.
   A frame smaller than the window is shown whole (rounded by the processor to a multiple of 32).
