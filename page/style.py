@@ -93,7 +93,8 @@ PAGE_JS = r"""() => {
     items.forEach((item, k) => {
       const caption = item.querySelector('.caption-label')?.textContent.trim();
       const name = `${caption}: example picture ${k + 1} of ${items.length}`;
-      if (caption && item.getAttribute('aria-label') !== name) item.setAttribute('aria-label', name);
+      if (caption && item.getAttribute('aria-label') !== name)
+        item.setAttribute('aria-label', name);
     });
   };
   new MutationObserver(() => { describe(); unlabel(); nameExamples(); }).observe(document.body,

@@ -41,8 +41,8 @@ from urllib.parse import urlparse
 
 import pytest
 from app_server import running_app
-from conftest import REPO
 from axe_playwright_python.sync_playwright import Axe
+from conftest import REPO
 from PIL import Image
 from playwright.sync_api import Browser, ConsoleMessage, Page
 
