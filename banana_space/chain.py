@@ -10,6 +10,12 @@ of its slowest stage, not of their sum, and the user waits for the generator, ne
 ahead of the scorer, the scorer one frame ahead of the caller, and a stopped or abandoned run
 wastes at most one call. Stop ends the run within a poll of the click: the frame being scored is
 dropped (its remaining metrics are skipped), and the run ends after the last scored step.
+
+The judges (VLMs: a network call, a GPU slice, or tens of CPU seconds a frame) work on a fourth
+thread, on their own schedule: the scorer hands each frame they rate over without waiting, and
+their scores come as `FrameJudged` once ready, so a frame's metrics and its display never wait
+for a judge. A completed run ends once the judges have rated its last frames; a stopped run
+ends at once, dropping what they had not rated.
 """
 
 from __future__ import annotations
@@ -27,11 +33,12 @@ from PIL import Image
 
 from .backends import Backend, BackendUnavailable
 from .backends.base import GenerationFailed
-from .events import Finished, FrameMade, FrameScored, Notice
+from .events import Finished, FrameJudged, FrameMade, FrameScored, Notice
 from .gpu import GpuRefused
 from .images import BadImage, load_image
+from .judges import Judge, rating_at
 from .prompts import repeats_for
-from .scoring import Scorer
+from .scoring import FrameScores, Scorer
 
 POLL_SECONDS = 0.1  # how often a waiting side looks at the stop flag
 
@@ -70,8 +77,19 @@ class _Done:
     pass
 
 
+@dataclass(frozen=True)
+class _ToJudge:
+    step: int
+    image: Image.Image
+    judges: tuple[Judge, ...]  # the judges that rate this step
+
+
+class _JudgesDone:
+    pass
+
+
 def run_chain(chain: Chain, stop: threading.Event | None = None
-              ) -> Iterator[FrameMade | FrameScored | Notice | Finished]:
+              ) -> Iterator[FrameMade | FrameScored | FrameJudged | Notice | Finished]:
     """The replication loop (Sec. 3): each frame is fed back in to make the next, and every
     frame is scored, generating and scoring overlapping in threads.
 
@@ -79,14 +97,18 @@ def run_chain(chain: Chain, stop: threading.Event | None = None
         chain: the start frame, backend, scorer, steps, prompt and seed.
         stop: set it to end the run after the frame being made (which is dropped).
     Returns:
-        Each frame as soon as it exists (`FrameMade`), then its scores (`FrameScored`),
-        notices as they happen, then the end (`Finished`: completed, stopped or failed at
-        step k, with every frame before k kept).
+        Each frame as soon as it exists (`FrameMade`), then its scores (`FrameScored`), its
+        judges' scores whenever they are ready (`FrameJudged`), notices as they happen, then
+        the end (`Finished`: completed, stopped or failed at step k, with every frame before
+        k kept).
     """
     stop = stop or threading.Event()
     abandoned = threading.Event()  # set when our consumer goes away (closed generator)
     made: queue.Queue = queue.Queue(maxsize=1)  # producer -> scorer
-    scored: queue.Queue = queue.Queue(maxsize=1)  # scorer -> us
+    scored: queue.Queue = queue.Queue(maxsize=1)  # scorer and judges -> us
+    # scorer -> judges: unbounded, so the scorer never waits for a judge; it holds the frames
+    # not rated yet (the checkpoints only, where a judge is slow)
+    judging: queue.Queue = queue.Queue()
     totals = {"calls": 0, "cost_usd": 0.0}  # the scorer counts; a stop reports what it has
     # Both stages work on the caller's behalf (edits and judges may book a ZeroGPU slice for the
     # visitor whose request started the run), so each keeps the caller's context variables.
@@ -94,9 +116,15 @@ def run_chain(chain: Chain, stop: threading.Event | None = None
                      args=(_produce, chain, stop, abandoned, made),
                      name="chain-producer", daemon=True).start()
     threading.Thread(target=contextvars.copy_context().run,
-                     args=(_score, chain, stop, abandoned, made, scored, totals),
+                     args=(_score, chain, stop, abandoned, made, scored, totals, judging),
                      name="chain-scorer", daemon=True).start()
+    judges_busy = bool(chain.scorer.judges)
+    if judges_busy:
+        threading.Thread(target=contextvars.copy_context().run,
+                         args=(_judge, chain.scorer, judging, scored, abandoned),
+                         name="chain-judges", daemon=True).start()
     last = chain.start  # the newest scored step
+    ending: Finished | None = None  # the scorer's end, held while the judges finish
     try:
         while True:
             try:
@@ -104,12 +132,25 @@ def run_chain(chain: Chain, stop: threading.Event | None = None
             except queue.Empty:
                 # The scorer is busy with a frame: a stop does not wait for it (a 2K frame's
                 # metrics take seconds); that frame is dropped and its scoring cut short.
+                # Nor for the judges: what they have not rated yet is dropped.
                 if stop.is_set():
-                    yield Finished("stopped", last, "stopped by the user", dict(totals))
+                    yield ending or Finished("stopped", last, "stopped by the user",
+                                             dict(totals))
                     return
                 continue
-            if isinstance(item, Exception):  # the scorer's own failure is the caller's
+            if isinstance(item, Exception):  # a stage's own failure is the caller's
                 raise item
+            if isinstance(item, _JudgesDone):
+                judges_busy = False
+                if ending is not None:
+                    yield ending
+                    return
+                continue
+            if isinstance(item, Finished) and judges_busy and item.status != "stopped":
+                ending = item  # the last frames' judge points come before the end
+                labels = ", ".join(judge.info.label for judge in chain.scorer.judges)
+                yield Notice(f"{labels}: rating the last frames…", None, "info")
+                continue
             yield item
             if isinstance(item, FrameScored):
                 last = item.step
@@ -120,9 +161,20 @@ def run_chain(chain: Chain, stop: threading.Event | None = None
 
 
 def _score(chain: Chain, stop: threading.Event, abandoned: threading.Event,
-           made: queue.Queue, outbox: queue.Queue, totals: dict[str, Any]) -> None:
-    """Score each frame the producer makes and pass it on, until the run ends; always ends
-    with a `Finished` (or the exception that stopped it) unless our consumer went away."""
+           made: queue.Queue, outbox: queue.Queue, totals: dict[str, Any],
+           judging: queue.Queue) -> None:
+    """Score each frame the producer makes, pass it on and hand it to the judges, until the
+    run ends; always ends with a `Finished` (or the exception that stopped it) unless our
+    consumer went away, and tells the judges no more frames come."""
+    try:
+        _score_frames(chain, stop, abandoned, made, outbox, totals, judging)
+    finally:
+        judging.put(None)
+
+
+def _score_frames(chain: Chain, stop: threading.Event, abandoned: threading.Event,
+                  made: queue.Queue, outbox: queue.Queue, totals: dict[str, Any],
+                  judging: queue.Queue) -> None:
     def put_all(events: Iterator[object] | list[object]) -> bool:
         return all(_put(outbox, event, abandoned) for event in events)
 
@@ -130,7 +182,8 @@ def _score(chain: Chain, stop: threading.Event, abandoned: threading.Event,
     last = chain.start
     try:
         if chain.start == 0 and not put_all(_scored(
-                chain, _Made(0, chain.image, "", 0.0, 0, None), reference, abandoned)):
+                chain, _Made(0, chain.image, "", 0.0, 0, None), reference, abandoned,
+                judging)):
             return
         while not abandoned.is_set():
             try:
@@ -146,7 +199,7 @@ def _score(chain: Chain, stop: threading.Event, abandoned: threading.Event,
                 if stop.is_set():  # made after the click: dropped, never shown
                     put_all([Finished("stopped", last, "stopped by the user", totals)])
                     return
-                if not put_all(_scored(chain, item, reference, abandoned)):
+                if not put_all(_scored(chain, item, reference, abandoned, judging)):
                     return
                 last = item.step
             elif isinstance(item, Notice):
@@ -180,12 +233,44 @@ def _put(outbox: queue.Queue, item: object, abandoned: threading.Event) -> bool:
     return False
 
 
-def _scored(chain: Chain, made: _Made, reference: Image.Image, abandoned: threading.Event
-            ) -> Iterator[FrameMade | FrameScored | Notice]:
+def _judge(scorer: Scorer, inbox: queue.Queue, outbox: queue.Queue,
+           abandoned: threading.Event) -> None:
+    """Rate each frame the scorer hands over, in order, and pass the ratings on; ends with
+    `_JudgesDone` once the scorer says no more come (None), unless our consumer went away."""
+    try:
+        while not abandoned.is_set():
+            try:
+                item = inbox.get(timeout=POLL_SECONDS)
+            except queue.Empty:
+                continue
+            if item is None:
+                break
+            result = FrameScores({})
+            scorer.ask_judges(item.image, result, item.judges)
+            events = [FrameJudged(item.step, result.scores, result.judge_text),
+                      *(Notice(warning, item.step) for warning in result.warnings)]
+            if not all(_put(outbox, event, abandoned) for event in events):
+                return
+    except Exception as error:  # handed to the caller, raised there
+        _put(outbox, error, abandoned)
+        return
+    _put(outbox, _JudgesDone(), abandoned)
+
+
+def judges_for(chain: Chain, step: int) -> tuple[Judge, ...]:
+    """The judges that rate `step`: the run's choice of steps (`judged`), then each judge's
+    own schedule (a slow judge rates the checkpoints only)."""
+    if chain.judged is not None and step not in chain.judged:
+        return ()
+    return rating_at(chain.scorer.judges, step, chain.steps)
+
+
+def _scored(chain: Chain, made: _Made, reference: Image.Image, abandoned: threading.Event,
+            judging: queue.Queue) -> Iterator[FrameMade | FrameScored | Notice]:
     scorer = chain.scorer
     yield FrameMade(made.step, made.image)  # our caller writes and shows it while we score
     # The metrics wait their turn in the process's memory budget: the frame is kept, never
-    # dropped. Judges (a network call, a GPU slice) are asked after, holding no memory.
+    # dropped. Judges are asked on their own thread, holding no memory of the budget.
     reservation = scorer.budget.request(scorer.memory_needed(made.image.size, reference.size))
     try:
         if not reservation.granted:
@@ -200,12 +285,13 @@ def _scored(chain: Chain, made: _Made, reference: Image.Image, abandoned: thread
         reservation.release()
     if abandoned.is_set():
         return
-    if chain.judged is None or made.step in chain.judged:
-        scorer.ask_judges(made.image, result)
-    else:  # not a judged step: a gap in the judges' curves, no GPU booked
-        result.scores.update({judge.info.name: math.nan for judge in scorer.judges})
-    yield FrameScored(made.step, made.image, result.scores, made.text, result.judge_text,
+    # Until `FrameJudged` comes (or for good: a step no judge rates is a gap in their curves,
+    # no GPU booked), the judges' cells are NaN.
+    result.scores.update({judge.info.name: math.nan for judge in scorer.judges})
+    yield FrameScored(made.step, made.image, result.scores, made.text, "",
                       made.seconds, time.perf_counter() - started, made.calls, made.cost_usd)
+    if judges := judges_for(chain, made.step):  # after FrameScored went out: it comes first
+        judging.put(_ToJudge(made.step, made.image, judges))
     for warning in result.warnings:
         yield Notice(warning, made.step)
 

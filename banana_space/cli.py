@@ -29,7 +29,7 @@ from typing import Any
 
 from .backends import OPTIONS as BACKEND_OPTIONS
 from .catalog import CPU_DEFAULTS, PRESET_KEYS, parse_metric_names
-from .events import Event, Finished, FrameScored, Notice, Started
+from .events import Event, Finished, FrameJudged, FrameScored, Notice, Started
 from .images import BadImage, load_image
 from .prompts import DEFAULT_PROMPT
 
@@ -149,6 +149,9 @@ def _show(events: Iterator[Event]) -> Finished:
         elif isinstance(event, FrameScored):
             bar.update(1)
             bar.set_postfix({k: f"{v:.3g}" for k, v in list(event.scores.items())[:4]})
+        elif isinstance(event, FrameJudged):
+            scores = ", ".join(f"{k} {v:.3g}" for k, v in event.scores.items())
+            tqdm.write(f"step {event.step} judged: {scores}")
         elif isinstance(event, Notice):
             where = f"step {event.step}: " if event.step is not None else ""
             tqdm.write(f"{event.level}: {where}{event.message}")

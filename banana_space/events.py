@@ -45,6 +45,16 @@ class FrameScored:
 
 
 @dataclass(frozen=True)
+class FrameJudged:
+    """A frame's judge scores, once its judges are done: always after its `FrameScored` (whose
+    judge columns are NaN until then). The judges rate beside the chain, on their own thread
+    and schedule, so a frame's metrics and its display never wait for them."""
+    step: int
+    scores: dict[str, float]  # judge column -> score (NaN where it failed)
+    judge_text: str = ""  # what the judges said about this frame
+
+
+@dataclass(frozen=True)
 class Notice:
     message: str
     step: int | None = None
@@ -59,4 +69,4 @@ class Finished:
     totals: dict[str, Any] = field(default_factory=dict)
 
 
-Event = Started | FrameMade | FrameScored | Notice | Finished
+Event = Started | FrameMade | FrameScored | FrameJudged | Notice | Finished

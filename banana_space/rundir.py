@@ -41,7 +41,7 @@ from PIL import Image
 
 from .analysis import VERDICT_FIELDS, History
 from .catalog import ScoreInfo
-from .events import Event, Finished, FrameMade, FrameScored, Notice, Started
+from .events import Event, Finished, FrameJudged, FrameMade, FrameScored, Notice, Started
 
 FORMAT_VERSION = 1
 LOCK_NAME = ".writer.lock"
@@ -150,6 +150,13 @@ def versions() -> dict[str, str]:
     return found
 
 
+def add_judged(history: History, event: FrameJudged) -> None:
+    """A frame's judge scores into `history`, its other scores kept."""
+    kept = {name: series[event.step] for name, series in history.scores.items()
+            if event.step < len(series)}
+    history.add(event.step, {**kept, **event.scores})
+
+
 class RunDir:
     """Writes a run's events to its directory as they happen, holding its writer lock until
     `close()` (or until it is garbage-collected: a run nobody iterates must not stay locked)."""
@@ -192,6 +199,8 @@ class RunDir:
             self._frame(event.step, event.image)
         elif isinstance(event, FrameScored):
             self._scores(event)
+        elif isinstance(event, FrameJudged):
+            self._judged(event)
         elif isinstance(event, Notice):
             notices = self.meta.setdefault("notices", [])
             notices.append(asdict(event))
@@ -226,6 +235,12 @@ class RunDir:
         self._write_tables()
         self.meta["last_step"] = event.step
         self._write_meta()
+
+    def _judged(self, event: FrameJudged) -> None:
+        add_judged(self.history, event)
+        if event.step in self.steps:  # its FrameScored came first
+            self.steps[event.step][6] = event.judge_text
+        self._write_tables()
 
     def write_scores(self) -> None:
         """scores.csv and verdict.csv from the scores so far (the verdict's arithmetic is

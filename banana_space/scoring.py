@@ -90,7 +90,7 @@ class Scorer:
         """Columns in plot order: fidelity and judges (the references) first."""
         infos = [metric_info(name) for name in self.metrics]
         judges = [ScoreInfo(j.info.name, "judge", False, j.info.label, family="judge",
-                             score_range=(1.0, 5.0)) for j in self.judges]
+                             score_range=j.info.score_range) for j in self.judges]
         return ([i for i in infos if i.role == "fidelity"] + judges
                 + [i for i in infos if i.role == "metric"])
 
@@ -131,9 +131,11 @@ class Scorer:
             result.scores = dict(zip(self.metrics, workers.map(one, self.metrics), strict=True))
         return result
 
-    def ask_judges(self, image: Image.Image, result: FrameScores) -> None:
-        """The judges' ratings, added to `result` (a network call or a GPU slice each)."""
-        for judge in self.judges:
+    def ask_judges(self, image: Image.Image, result: FrameScores,
+                   judges: Sequence[Judge] | None = None) -> None:
+        """The ratings of `judges` (all of this scorer's by default), added to `result` (a
+        network call, a GPU slice or a CPU forward pass each)."""
+        for judge in self.judges if judges is None else judges:
             result.scores[judge.info.name] = self._rate(judge, image, result)
 
     @staticmethod

@@ -28,10 +28,18 @@ from .analysis import (
 )
 from .backends.simulate import DEFAULT_PROFILE, PROFILES
 from .catalog import PRESET_KEYS, PRESETS
-from .events import Event, Finished, FrameMade, FrameScored, Notice, Started
+from .events import Event, Finished, FrameJudged, FrameMade, FrameScored, Notice, Started
 from .markup import plain
 from .plots import Figure, delta_figure, display_name, raw_figure, value_text
-from .rundir import THUMB_SIDE, SavedRun, frame_name, has_frame, thumb_path, zip_path
+from .rundir import (
+    THUMB_SIDE,
+    SavedRun,
+    add_judged,
+    frame_name,
+    has_frame,
+    thumb_path,
+    zip_path,
+)
 
 # The answer first: does it detect (the paper's test, then the same test beyond the score's
 # noise floor); the raw score at the input, the first copy and now, the paper's Δ now (from step
@@ -101,6 +109,11 @@ class RunView:
             self.calls += event.calls
             self.cost_usd += event.cost_usd or 0.0
             self.texts[event.step] = "\n".join(t for t in (event.text, event.judge_text) if t)
+        elif isinstance(event, FrameJudged):
+            add_judged(self.history, event)
+            if event.judge_text:
+                self.texts[event.step] = "\n".join(
+                    t for t in (self.texts.get(event.step, ""), event.judge_text) if t)
         elif isinstance(event, Notice) and not self.started:  # a metric is loading
             self.loading = event.message
         elif isinstance(event, Notice):

@@ -85,9 +85,23 @@ PAGE_JS = r"""() => {
     document.querySelectorAll('#recorded input[type=radio]').forEach(r => r.name = 'recorded');
     document.querySelectorAll('#plot .modebar-btn').forEach(b => b.tabIndex = -1);
   };
-  new MutationObserver(() => { describe(); unlabel(); }).observe(document.body,
-    {subtree: true, childList: true, attributes: true, attributeFilter: ['src', 'value']});
+  // The example pictures are named by what they show: gradio names each "Thumbnail k of 8",
+  // leaving out the caption a sighted visitor reads and may say aloud (WCAG 2.5.3 Label in
+  // Name; axe 4.14: label-content-name-mismatch).
+  const nameExamples = () => {
+    const items = document.querySelectorAll('#examples .thumbnail-item');
+    items.forEach((item, k) => {
+      const caption = item.querySelector('.caption-label')?.textContent.trim();
+      const name = `${caption}: example picture ${k + 1} of ${items.length}`;
+      if (caption && item.getAttribute('aria-label') !== name)
+        item.setAttribute('aria-label', name);
+    });
+  };
+  new MutationObserver(() => { describe(); unlabel(); nameExamples(); }).observe(document.body,
+    {subtree: true, childList: true, attributes: true,
+     attributeFilter: ['src', 'value', 'aria-label']});
   unlabel();
+  nameExamples();
   // A click on Run, Stop, Resume, Replay or a recorded chain brings the result (its status line
   // first) into view at once, on every screen: otherwise it streams in a screen away.
   document.addEventListener('click', (event) => {

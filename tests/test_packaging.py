@@ -2,7 +2,7 @@
 `banana-space` command.
 
 The card (README front matter) is what the Hub reads: `models` links the Space to every
-checkpoint it can load, `preload_from_hub` bakes the default editor's and judge's weights into
+checkpoint it can load, `preload_from_hub` bakes the default editor's and judges' weights into
 the image. Both are checked against the tables in the code, in both directions, so they never
 drift. The install test builds the package from this checkout into a fresh venv with
 `--no-deps` (offline), and lends it this venv's dependencies through a `.pth` file.
@@ -23,6 +23,7 @@ from conftest import REPO
 from PIL import Image
 
 from banana_space.backends.diffusers_edit import MODELS, VARIANTS
+from banana_space.judges.qrealign import REPO_ID as CPU_JUDGE_REPO
 from banana_space.judges.visualquality_r1 import REPO_ID as JUDGE_REPO
 
 
@@ -33,8 +34,8 @@ def front_matter() -> dict:
 
 
 def code_models() -> set[str]:
-    """Every Hub checkpoint the code can load: the open editors' table and the judge."""
-    return {model.repo_id for model in MODELS.values()} | {JUDGE_REPO}
+    """Every Hub checkpoint the code can load: the open editors' table and the judges."""
+    return {model.repo_id for model in MODELS.values()} | {JUDGE_REPO, CPU_JUDGE_REPO}
 
 
 def test_card_lists_exactly_the_models_the_code_loads() -> None:
@@ -43,11 +44,11 @@ def test_card_lists_exactly_the_models_the_code_loads() -> None:
     assert len(card["models"]) == len(set(card["models"])), "a model is listed twice"
 
 
-def test_card_preloads_the_default_open_editor_and_the_judge() -> None:
+def test_card_preloads_the_default_open_editor_and_the_judges() -> None:
     card = front_matter()
     preload = {entry.split()[0] for entry in card["preload_from_hub"]}
     default_editor = MODELS[next(iter(VARIANTS["flux2"].values()))].repo_id
-    assert preload == {default_editor, JUDGE_REPO}
+    assert preload == {default_editor, JUDGE_REPO, CPU_JUDGE_REPO}
     assert preload <= set(card["models"])
 
 

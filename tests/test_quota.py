@@ -18,7 +18,7 @@ from banana_space.backends.diffusers_edit import EditJob, generate, work_size
 from banana_space.backends.simulate import SimulateBackend
 from banana_space.catalog import ScoreInfo
 from banana_space.chain import Chain, run_chain
-from banana_space.events import Finished, FrameScored, Started
+from banana_space.events import Finished, FrameJudged, FrameScored, Started
 from banana_space.judges.base import JudgeInfo, Verdict
 from banana_space.judges.visualquality_r1 import RateJob, VisualQualityR1Judge, answer
 from banana_space.plots import delta_figure
@@ -120,6 +120,9 @@ class CountingJudge:
     def unavailable_reason(self) -> None:
         return None
 
+    def schedule(self, steps: int) -> None:
+        return None
+
     def rate(self, image: Image.Image, report=None) -> Verdict:
         self.rated += 1
         return Verdict(3.0)
@@ -131,13 +134,16 @@ def test_checkpoint_judging_leaves_gaps_drawn_as_points(photo, weights_dir, pool
     list(scorer.load())
     chain = Chain(photo.resize((48, 32)), SimulateBackend(), scorer, 6, "copy", 0,
                   judged=quota.judged_steps(6, "checkpoints"))
-    scored = [e for e in run_chain(chain) if isinstance(e, FrameScored)]
-    rated = [e.step for e in scored if not math.isnan(e.scores["judge_counting"])]
+    events = list(run_chain(chain))
+    scored = [e for e in events if isinstance(e, FrameScored)]
+    assert all(math.isnan(e.scores["judge_counting"]) for e in scored)  # rated beside the chain
+    rated = [e.step for e in events if isinstance(e, FrameJudged)]
     assert rated == [0, 1, 5, 6] and judge.rated == 4
+    judged = {e.step: e.scores for e in events if isinstance(e, FrameJudged)}
     history = History([ScoreInfo("judge_counting", "judge", False, "Counting judge",
                                  family="judge", score_range=(1.0, 5.0))])
     for event in scored:
-        history.add(event.step, event.scores)
+        history.add(event.step, judged.get(event.step, event.scores))
     assert delta_figure(history)["data"][0]["mode"] == "markers"
     history.add(2, {"judge_counting": 3.0})
     history.add(3, {"judge_counting": 3.0})

@@ -1,4 +1,5 @@
-"""Real diffusers pipelines and a real Qwen2.5-VL, with tiny random weights, built offline.
+"""Real diffusers pipelines, a real Qwen2.5-VL and a real Qwen3.5-VL, with tiny random weights,
+built offline.
 
 Every class is the one the hub checkpoints use; only the sizes are small (hidden sizes of 16,
 one or two layers) and the weights random, seeded. Tokenizers are byte-level BPE with no merges,
@@ -8,10 +9,11 @@ special tokens each model's prompt template needs are added on top. Nothing touc
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import torch
-from tokenizers import pre_tokenizers
+from tokenizers import AddedToken, pre_tokenizers
 from transformers import (
     CLIPTextConfig,
     CLIPTextModel,
@@ -22,8 +24,12 @@ from transformers import (
     Qwen2Tokenizer,
     Qwen2VLImageProcessor,
     Qwen2VLVideoProcessor,
+    Qwen3_5Config,
+    Qwen3_5ForConditionalGeneration,
     Qwen3Config,
     Qwen3ForCausalLM,
+    Qwen3VLProcessor,
+    Qwen3VLVideoProcessor,
     T5Config,
     T5EncoderModel,
     T5Tokenizer,
@@ -82,6 +88,49 @@ def tiny_qwen2_5_vl(extra_tokens: tuple[str, ...] = ()) -> tuple[Any, Qwen2_5_VL
         tie_word_embeddings=False, **special)
     torch.manual_seed(0)
     return Qwen2_5_VLForConditionalGeneration(config).eval(), processor
+
+
+QREALIGN_LEVELS = ("excellent", "good", "fair", "poor", "bad")  # pyiqa's qrealign_arch.LEVELS
+
+
+def tiny_qwen3_5_vl(folder: Path) -> Path:
+    """A Qwen3_5ForConditionalGeneration (one linear-attention and one full-attention layer, a
+    one-block vision tower with Qwen3.5's 16-pixel patches merged 2 x 2) with its processor,
+    saved to `folder` as a Q-ReAlign checkpoint is: config, safetensors, tokenizer, image
+    processor, chat template. Q-ReAlign's level words (" excellent", …) are one token each, as
+    in the real vocabulary, so the five probabilities it weighs are five different tokens.
+    Images are not resized between 64 x 64 pixels and 4096 x 4096."""
+    tokenizer = qwen_tokenizer(QWEN_VL_TEMPLATE)
+    tokenizer.add_tokens([AddedToken(" " + word, normalized=False) for word in QREALIGN_LEVELS])
+    pixels = {"shortest_edge": 64 * 64, "longest_edge": 4096 * 4096}
+    processor = Qwen3VLProcessor(
+        image_processor=Qwen2VLImageProcessor(size=pixels, patch_size=16, merge_size=2),
+        tokenizer=tokenizer, video_processor=Qwen3VLVideoProcessor(),
+        chat_template=QWEN_VL_TEMPLATE)
+    ids = tokenizer.convert_tokens_to_ids
+    special = {"bos_token_id": ids("<|endoftext|>"), "eos_token_id": ids("<|im_end|>"),
+               "pad_token_id": ids("<|endoftext|>")}
+    config = Qwen3_5Config(
+        text_config={"hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 2,
+                     "layer_types": ["linear_attention", "full_attention"],
+                     "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 8,
+                     "linear_key_head_dim": 8, "linear_value_head_dim": 8,
+                     "linear_num_key_heads": 1, "linear_num_value_heads": 2,
+                     "vocab_size": len(tokenizer), "max_position_embeddings": 4096,
+                     "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0,
+                                         "partial_rotary_factor": 1.0,
+                                         "mrope_section": [1, 1, 2], "mrope_interleaved": True},
+                     **special},
+        vision_config={"depth": 1, "hidden_size": 16, "intermediate_size": 32, "num_heads": 2,
+                       "out_hidden_size": 16, "patch_size": 16, "spatial_merge_size": 2,
+                       "temporal_patch_size": 2, "num_position_embeddings": 64},
+        image_token_id=ids("<|image_pad|>"), video_token_id=ids("<|video_pad|>"),
+        vision_start_token_id=ids("<|vision_start|>"), vision_end_token_id=ids("<|vision_end|>"),
+        **special)
+    torch.manual_seed(0)
+    Qwen3_5ForConditionalGeneration(config).save_pretrained(folder)
+    processor.save_pretrained(folder)
+    return folder
 
 
 def script_replies(model: Any, tokenizer: Any, tokens: list[str]) -> None:

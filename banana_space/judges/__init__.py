@@ -3,13 +3,14 @@ backends' registry, refusing a name registered twice. Importing it loads no mode
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from ..registry import unique_table
-from . import gemini_judge, visualquality_r1
+from . import gemini_judge, qrealign, visualquality_r1
 from .base import Entry, Judge, JudgeInfo, Verdict
 
-_MODULES: list[Any] = [gemini_judge, visualquality_r1]
+_MODULES: list[Any] = [qrealign, gemini_judge, visualquality_r1]
 
 REGISTRY: dict[str, Entry] = unique_table(
     "judge", ((entry.info.name, entry) for module in _MODULES for entry in module.ENTRIES))
@@ -22,10 +23,17 @@ def create_judge(name: str, **options: Any) -> Judge:
     return REGISTRY[name].create(**options)
 
 
+def rating_at(judges: Sequence[Judge], step: int, steps: int) -> tuple[Judge, ...]:
+    """Of `judges`, those that rate `step` of a `steps`-step chain, each by its own schedule."""
+    return tuple(judge for judge in judges
+                 if (own := judge.schedule(steps)) is None or step in own)
+
+
 def create_judges(names: list[str], options: dict[str, Any]) -> list[Judge]:
     """Judges for a run: each takes, of the run's judge options, those its info names."""
     return [create_judge(name, **{k: v for k, v in options.items()
                                   if k in REGISTRY[name].info.options}) for name in names]
 
 
-__all__ = ["REGISTRY", "Entry", "Judge", "JudgeInfo", "Verdict", "create_judge", "create_judges"]
+__all__ = ["REGISTRY", "Entry", "Judge", "JudgeInfo", "Verdict", "create_judge", "create_judges",
+           "rating_at"]

@@ -64,6 +64,9 @@ class GeminiJudge:
         answer, _ = self.api.ask(self.model, PROMPT, image, config, report)
         return "\n".join(answer.texts)
 
+    def schedule(self, steps: int) -> frozenset[int] | None:
+        return None  # every step the run judges
+
     def rate(self, image: Image.Image, report: Report = report_nothing) -> Verdict:
         if reason := self.unavailable_reason():
             raise BackendUnavailable(f"the Gemini judge {reason}")

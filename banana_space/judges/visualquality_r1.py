@@ -130,6 +130,9 @@ class VisualQualityR1Judge:
         model, _ = _MODELS.get(self._key, load_model)
         return model.to(self.device)
 
+    def schedule(self, steps: int) -> frozenset[int] | None:
+        return None  # every step the run judges
+
     def rate(self, image: Image.Image, report: Report = report_nothing) -> Verdict:
         self.load(report)
         job = RateJob(self._key, image.convert("RGB"), self.device, self.max_new_tokens)

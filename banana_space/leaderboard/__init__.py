@@ -50,7 +50,8 @@ __all__ = ["Suite", "run_leaderboard"]
 
 def probe_entries(names: Sequence[str]) -> list[Entry]:
     """Every named score, created in this process (all at once, in the background): the ones
-    that cannot load here carry the reason; judges are listed with theirs."""
+    that cannot load here carry the reason. A judge that needs no key is scored where it can
+    run; one that needs a key is listed, not asked (its calls are billed to the key)."""
     from ..judges import REGISTRY as JUDGES
 
     for name in names:
@@ -65,14 +66,16 @@ def probe_entries(names: Sequence[str]) -> list[Entry]:
             why = str(error)
         entries.append(Entry(name, info.family, info.label, why))
     for name, judge in JUDGES.items():
-        why = judge.unavailable_reason() or "configured, but the leaderboard does not ask " \
-                                            "judges yet"
+        why = judge.unavailable_reason() or ("configured, but the leaderboard does not ask "
+                                             "judges that bill a key" if judge.info.needs_key
+                                             else "")
         entries.append(Entry(name, "judge", judge.info.label, why))
     return entries
 
 
 def time_entries(entries: Sequence[Entry]) -> dict[str, float]:
-    """Seconds per 1024² frame on one thread (median of 3 after a warm-up), per scored entry."""
+    """Seconds per 1024² frame on one thread (median of 3 after a warm-up), per scored metric
+    (a judge's are its own benchmark's: bench/judge_cpu.py)."""
     import torch
 
     frame = start_image("clean-dunes", 4096).resize((TIMING_SIDE, TIMING_SIDE))
@@ -81,7 +84,7 @@ def time_entries(entries: Sequence[Entry]) -> dict[str, float]:
     seconds = {}
     try:
         for entry in entries:
-            if entry.unavailable:
+            if entry.unavailable or entry.family == "judge":
                 continue
             POOL.score(entry.metric, tensor)
             times = []
@@ -159,7 +162,7 @@ def run_leaderboard(out: Path, suite: Suite, *, sources: Sequence[str] = (),
         seconds = previous_seconds(out)
         say("availability and seconds per frame from the previous leaderboard.csv here "
             "(--retime measures them again)")
-    scored = [e.metric for e in entries if not e.unavailable and e.family != "judge"]
+    scored = [e.metric for e in entries if not e.unavailable]
     suite_names = {f"{work.name}/{profile}/{start}" for profile, start in suite.chains()}
     # only this suite's chains: the folder may hold others, made with other --starts
     refs = [ref for ref in find_chains([str(work), *sources])

@@ -1,7 +1,8 @@
 """Scoring one chain: the plain function that every driver runs, locally or as a Ray task.
 
 The metrics are created once per worker process (`MetricPool` keeps them) and the scorer once
-per metric list, so a worker that scores many chains pays for loading only once. Frames are
+per metric list, so a worker that scores many chains pays for loading only once. A judge's name
+in the list (`judges.REGISTRY`) asks that judge, at the steps its own schedule rates. Frames are
 decoded one at a time; frame 0 is the reference for fidelity (Banana100, arXiv 2604.03400,
 Sec. 3: the input *is* the right answer). A chain that cannot be read (a damaged frame, a
 single frame) comes back with its `error` set: reported and skipped, never fatal.
@@ -16,6 +17,8 @@ from typing import Any
 
 from ..frames import Frames
 from ..images import BadImage
+from ..judges import REGISTRY as JUDGES
+from ..judges import create_judges, rating_at
 from ..listing import ChainRef
 from ..scoring import Scorer
 from ..sources import open_chain
@@ -45,7 +48,8 @@ _SCORERS: dict[tuple[str, ...], Scorer] = {}
 
 def scorer_for(metrics: tuple[str, ...]) -> Scorer:
     if metrics not in _SCORERS:
-        scorer = Scorer(metrics)
+        judges = create_judges([name for name in metrics if name in JUDGES], {})
+        scorer = Scorer([name for name in metrics if name not in JUDGES], judges)
         for _ in scorer.load():  # a table has no status line: the progress bar is enough
             pass
         _SCORERS[metrics] = scorer
@@ -70,7 +74,8 @@ def score_chain(ref: ChainRef, metrics: tuple[str, ...],
         reference = frames.frame(0).image
         for step in range(len(frames)):
             image = reference if step == 0 else _frame(frames, step)
-            scored = scorer.score(image, reference)
+            scored = scorer.measure(image, reference)
+            scorer.ask_judges(image, scored, rating_at(scorer.judges, step, len(frames) - 1))
             for name, series in result.scores.items():
                 series.append(scored.scores.get(name, math.nan))
             warnings += [f"step {step}: {w}" for w in scored.warnings]
