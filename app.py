@@ -377,7 +377,7 @@ def build() -> gr.Blocks:
         api_only.click(api.open_run, api_run_id, api_answer, api_name="open_run")
         api_only.click(api.list_options, None, api_answer, api_name="list_options")
         api_only.click(api.check_degradation, [api_original, api_edited], api_answer,
-                       api_name="check_degradation")
+                       api_name="check_degradation", **chains)  # a chain's queue and caps
         # gradio's own helpers register undocumented events that a client can call by name
         # (the share button's `/lambda`, the examples' loader): plumbing too, so private.
         for event in demo.fns.values():
