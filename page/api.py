@@ -24,7 +24,7 @@ import gradio as gr
 from banana_space import gate
 from banana_space.analysis import plain_verdict
 from banana_space.backends import REGISTRY as BACKENDS
-from banana_space.catalog import CPU_DEFAULTS, FIDELITY, PRESETS
+from banana_space.catalog import CPU_DEFAULTS, FIDELITY, PRESETS, visitor_metrics
 from banana_space.events import Event, Started
 from banana_space.images import load_image
 from banana_space.judges import REGISTRY as JUDGES
@@ -247,6 +247,7 @@ def list_options() -> str:
                for name in (*CPU_DEFAULTS, *FIDELITY)}
     return compact({"generators": entries(BACKENDS), "judges": entries(JUDGES),
                     "metric_presets": {name: list(names) for name, names in PRESETS.items()},
+                    "metrics_offered": visitor_metrics(SETTINGS.visitor_metrics),
                     "checked_metrics": checked, "max_steps": MAX_STEPS,
                     "prompt_presets": {key: p.text for key, p in PROMPTS.items()}})
 

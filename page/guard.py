@@ -3,7 +3,8 @@ may hold (issue 22). The page's, beside `page/handlers.py`; the engine never see
 
 A visitor, for fairness, is a client address: on a Space the proxy's `X-Forwarded-For` (its
 last entry over every line of the header: the address the proxy itself saw; earlier entries,
-and earlier lines, are whatever the client wrote), elsewhere the socket's peer. Browser tabs keep their own session for Stop; API and MCP calls
+and earlier lines, are whatever the client wrote), elsewhere the socket's peer.
+Browser tabs keep their own session for Stop; API and MCP calls
 have no session slot at all (gradio's MCP server is stateless: every MCP call reaches the app
 through one loopback client and one session hash).
 
@@ -353,18 +354,18 @@ def _admit_upload(request: Request) -> None:
 
 def _count_upload(who: str, size: int) -> None:
     """Add `size` to what `who` uploaded within the window, or `Refused` past the cap."""
-    _count(_uploads, who, size, SETTINGS.upload_bytes_per_visitor, "uploaded")
+    _count(_uploads, who, size, SETTINGS.upload_bytes_per_visitor, "uploads")
 
 
 def count_hub_bytes(request: Any, size: int) -> None:
     """Add `size` (what a replay fetches from the hub) to the visitor's share within the
     upload window, or `Refused` past it (`SETTINGS.hub_bytes_per_visitor`)."""
     _count(_hub_bytes, address(request), size, SETTINGS.hub_bytes_per_visitor,
-           "had fetched from the hub")
+           "replays from the hub")
 
 
 def _count(ledger: dict[str, deque[tuple[float, int]]], who: str, size: int, cap: int,
-           verb: str) -> None:
+           what: str) -> None:
     now = time.monotonic()
     with _upload_lock:
         recent = ledger[who]
@@ -372,7 +373,11 @@ def _count(ledger: dict[str, deque[tuple[float, int]]], who: str, size: int, cap
             recent.popleft()
         sent = sum(nbytes for _, nbytes in recent)
         if sent + size > cap:
-            raise Refused(f"You {verb} {sent / 1e6:,.0f} MB recently and this needs "
-                          f"{size / 1e6:,.0f} MB more; at most {cap / 1e6:,.0f} MB per visitor "
-                          f"within {SETTINGS.uploads_keep_s / 3600:g} h.")
+            raise Refused(f"Your {what} came to {_mb(sent)} recently and this needs "
+                          f"{_mb(size)} more; at most {_mb(cap)} per visitor within "
+                          f"{SETTINGS.uploads_keep_s / 3600:g} h.")
         recent.append((now, size))
+
+
+def _mb(nbytes: float) -> str:
+    return f"{nbytes / 1e6:,.0f} MB" if nbytes >= 1e7 else f"{nbytes / 1e6:.2g} MB"
