@@ -258,6 +258,7 @@ def build() -> gr.Blocks:
                                                 label="Metric preset")
                     form["metrics"] = gr.Dropdown(
                         offered, value=list(CPU_DEFAULTS), multiselect=True,
+                        allow_custom_value=True,  # a preset's key; the server checks each name
                         label="Metrics (those this server offers)")
                     form["judges"] = gr.CheckboxGroup(
                         judge_choices, label="VLM judges (reference line)",

@@ -204,10 +204,11 @@ def resume_chain(run_id: str, api_key: str, token: str = "", request: gr.Request
     Returns:
         JSON text: as run_chain.
     """
-    path = mine(confined(run_id), request)
+    path = confined(run_id)
     if completed_steps(path) is not None:
         raise gr.Error("This run is complete: every step it was asked for is made. Resume goes "
                        "on with a stopped or interrupted run; start a new chain for more.")
+    mine(path, request)  # only its maker rewrites a run; anyone opens it by its link
     return _chain(lambda stop: resume_run(path, stop=stop, api_key=api_key or None), request,
                   token, guard.resume_cost(path))
 

@@ -147,13 +147,14 @@ def resume(run_id: str | None, api_key: str, raw: bool, request: gr.Request
     """
     if not run_id:
         raise gr.Error("Open or start a run first.")
-    path = mine(confined(run_id), request)
+    path = confined(run_id)
     made = completed_steps(path)
     if made is not None:
         gr.Info(f"This run is complete: all {made} steps are made. Resume goes on with a "
                 "stopped or interrupted run; press Run for a longer chain.")
         yield PageOutputs.unchanged()  # the run stays on screen as it is
         return
+    mine(path, request)  # only its maker rewrites a run; anyone opens it by its link
     who = visitor(request)
     stop = claim(who)
     with contextlib.ExitStack() as held:
