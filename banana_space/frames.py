@@ -190,7 +190,7 @@ class Animation:
     """An animation's frames read from one open decoder kept between reads. GIF and WebP
     frames are deltas on the frames before them, so opening the file again and seeking to
     frame i decodes frames 0…i each time: a 60-frame 2000² GIF read that way cost 128 s, its
-    last frame 3.6 s (`bench/animation_cost.py`). Here frame i after frame i-1 decodes frame i
+    last frame 3.6 s (`bench/animation_reading.py`). Here frame i after frame i-1 decodes frame i
     alone; a read further back opens the file again. The file is closed after the last frame,
     or when the chain's frames are dropped."""
 

@@ -16,8 +16,8 @@ only the edit.
 
 A call's edits are decoded one at a time as they are checked (`edits_in` gives `Edits`, never a
 list of images), each decode and each scoring within the memory budget, so a call holds the
-original and one or two edits whatever it sends; a call checks at most `MAX_EDITS` edits and
-`MAX_PIXELS` pixels of them (`bench/gate.py --memory` measures both ways).
+original and one edit whatever it sends; a call checks at most `MAX_EDITS` edits and
+`MAX_PIXELS` pixels of them (`bench/gate_memory.py` measures both ways).
 """
 
 from __future__ import annotations

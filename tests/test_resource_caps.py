@@ -21,7 +21,8 @@ import torch
 from app_server import running_app
 from gradio_client import Client, handle_file
 from PIL import Image
-from test_hardening_round2 import noise, wait_for
+from raw_api import dependencies
+from test_hardening_round2 import file_data, join, noise, upload, wait_for
 from test_mcp import data_url, session_call
 from test_visitor_reach import _in_flight
 
@@ -41,7 +42,8 @@ def app(tmp_path_factory) -> dict:
     runs = tmp_path_factory.mktemp("caps") / "runs"
     with running_app(runs, **SETTINGS) as url:
         port = url.rstrip("/").rsplit(":", 1)[1]
-        yield {"url": url, "runs": runs, "log": runs.parent / f"app-{port}.log"}
+        yield {"url": url, "runs": runs, "log": runs.parent / f"app-{port}.log",
+               "index": dependencies(url)}
 
 
 def client(app: dict, who: str) -> Client:
@@ -78,9 +80,9 @@ def test_the_gate_waits_in_a_chains_queue_and_counts_toward_its_callers_chains(a
     chain.start()
     wait_for(lambda: _in_flight({"runs": app["runs"]}), what="the chain's first frame")
     original = noise(tmp_path / "original.png", 64, 48)
-    with pytest.raises(Exception, match="chains queued or running"):
-        client(app, who).predict(handle_file(str(original)), handle_file(str(original)),
-                                 api_name="/check_degradation")
+    sent = upload(app, original, who).json()[0]
+    refused = join(app, "check_degradation", [file_data(sent), file_data(sent)], who)
+    assert "chains queued or running" in refused.text, refused.text
     client(app, who).predict(TOKEN, api_name="/stop")
     chain.join(60)
     checked = json.loads(client(app, who).predict(handle_file(str(original)),
