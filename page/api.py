@@ -138,8 +138,8 @@ def run_chain(image: str | None, steps: float, generator: str, metrics: str, see
         image: the input image (PNG, JPEG or WebP; at most 64 megapixels).
         steps: how many times the output is fed back in, 1-100.
         generator: a generator name from list_options; "simulate" runs anywhere, no key.
-        metrics: comma-separated no-reference metric names or presets (rulers, classics,
-            banana100); blank: the 4 CPU classics.
+        metrics: comma-separated metric names this server offers (list_options'
+            metrics_offered) or presets (rulers, classics); blank: the 4 CPU classics.
         seed: a whole number 0 .. 4294967295; same seed, same simulated frames.
         profile: a profile name, for a generator that takes one (see list_options); blank: default.
         token: a secret of yours (16+ characters): stop_run with it stops this chain. Blank:
@@ -179,8 +179,8 @@ def score_chain(frames: str | None, metrics: str, token: str = "",
 
     Args:
         frames: a zip of the chain's images (natural order: 2.png before 10.png), or a GIF/WebP.
-        metrics: comma-separated no-reference metric names or presets (rulers, classics,
-            banana100); blank: the 4 CPU classics.
+        metrics: comma-separated metric names this server offers (list_options'
+            metrics_offered) or presets (rulers, classics); blank: the 4 CPU classics.
         token: a secret of yours (16+ characters): stop_run with it stops this chain.
     Returns:
         JSON text: run id, link, status, and per metric delta_5/10/20 (negative = worse), detects.
@@ -230,7 +230,8 @@ def list_options() -> str:
     metric presets, judges and prompt presets.
 
     Returns:
-        JSON text: generators, metric_presets, checked_metrics, judges, prompt_presets, max_steps.
+        JSON text: generators, metric_presets, metrics_offered (what a caller may choose
+        here), checked_metrics, judges, prompt_presets, max_steps.
     """
     def entries(registry: dict[str, Any]) -> list[dict[str, Any]]:
         found = []
