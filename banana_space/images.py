@@ -60,7 +60,9 @@ def open_image(source: str | Path | bytes) -> Image.Image:
                        f"{MAX_DECLARED_PIXELS // 1_000_000} megapixels (a decompression bomb?)"
                        ) from None
     except UnidentifiedImageError:
-        raise BadImage(f"not an image this app can read: send {FORMAT_NAMES}") from None
+        name = "the file" if isinstance(source, bytes) else Path(source).name
+        raise BadImage(f"{name} is not an image this app can read: send {FORMAT_NAMES}"
+                       ) from None
     except OSError as error:
         raise BadImage(f"not an image this app can read ({error})") from None
     try:
