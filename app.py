@@ -26,9 +26,8 @@ from starlette.middleware import Middleware
 import zerogpu  # noqa: F401  (first: installs the spaces.GPU runner; a plain call off ZeroGPU)
 from banana_space.backends import OPTIONS
 from banana_space.backends import REGISTRY as BACKENDS
-from banana_space.catalog import CPU_DEFAULTS, FIDELITY, PRESETS
+from banana_space.catalog import CPU_DEFAULTS, FIDELITY, PRESETS, visitor_metrics
 from banana_space.judges import REGISTRY as JUDGES
-from banana_space.plugins import plugins
 from banana_space.pool import POOL
 from banana_space.prompts import DEFAULT_PROMPT
 from banana_space.prompts import PRESETS as PROMPTS
@@ -255,12 +254,15 @@ def build() -> gr.Blocks:
                     prompt_preset = gr.Dropdown([(p.label, k) for k, p in PROMPTS.items()],
                                                 value="replicate", label="Prompt preset")
                     form["prompt"] = gr.Textbox(DEFAULT_PROMPT, label="Prompt", lines=2)
-                    metric_preset = gr.Dropdown(list(PRESETS), value="CPU classics (4)",
+                    offered = visitor_metrics(SETTINGS.visitor_metrics)  # what visitors may ask
+                    metric_preset = gr.Dropdown([name for name, names in PRESETS.items()
+                                                 if set(names) <= set(offered)],
+                                                value="CPU classics (4)",
                                                 label="Metric preset")
                     form["metrics"] = gr.Dropdown(
-                        sorted({m for p in PRESETS.values() for m in p} | set(plugins())),
-                        value=list(CPU_DEFAULTS), multiselect=True, allow_custom_value=True,
-                        label="Metrics (any pyiqa no-reference name)")
+                        offered, value=list(CPU_DEFAULTS), multiselect=True,
+                        allow_custom_value=True,  # a preset's key; the server checks each name
+                        label="Metrics (those this server offers)")
                     form["judges"] = gr.CheckboxGroup(
                         judge_choices, label="VLM judges (reference line)",
                         info=judge_howtos or None,
@@ -386,7 +388,7 @@ def build() -> gr.Blocks:
         api_only.click(api.open_run, api_run_id, api_answer, api_name="open_run")
         api_only.click(api.list_options, None, api_answer, api_name="list_options")
         api_only.click(api.check_degradation, [api_original, api_edited], api_answer,
-                       api_name="check_degradation")
+                       api_name="check_degradation", **chains)  # a chain's queue and caps
         # gradio's own helpers register undocumented events that a client can call by name
         # (the share button's `/lambda`, the examples' loader): plumbing too, so private.
         for event in demo.fns.values():

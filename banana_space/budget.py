@@ -172,20 +172,36 @@ class Reservation:
 
 class MemoryBudget:
     """A first-come, first-served queue for memory. A request larger than the whole budget
-    waits until it can run alone (callers refuse those up front, see `fits`)."""
+    waits until it can run alone (callers refuse those up front, see `fits`).
+
+    What stays resident for the process's life (a loaded metric's weights, `hold`) is counted
+    too, up to `HELD_SHARE` of the capacity: frames share what is left."""
+
+    HELD_SHARE = 0.5
 
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
         self.used = 0
+        self.held = 0  # of `used`: what `hold` took for good
         self._queue: deque[Reservation] = deque()
         self._changed = threading.Condition()
 
     def fits(self, nbytes: int) -> bool:
-        return nbytes <= self.capacity
+        return nbytes <= self.capacity - self.held
+
+    def hold(self, nbytes: int) -> bool:
+        """Count `nbytes` as used from now on (memory already taken that stays: a loaded
+        metric), if all that is held stays within `HELD_SHARE` of the capacity; False (and
+        nothing counted) if it would not."""
+        with self._changed:
+            if self.held + nbytes > self.HELD_SHARE * self.capacity:
+                return False
+            self.held, self.used = self.held + nbytes, self.used + nbytes
+        return True
 
     def request(self, nbytes: int) -> Reservation:
         """Join the queue; the reservation is granted at once if it fits now."""
-        reservation = Reservation(self, min(nbytes, self.capacity))
+        reservation = Reservation(self, min(nbytes, self.capacity - self.held))
         with self._changed:
             self._queue.append(reservation)
             self._grant()

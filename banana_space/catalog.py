@@ -251,6 +251,38 @@ def check_metric_names(names: list[str]) -> None:
         raise ValueError("; ".join(refused))
 
 
+# What a visitor (the page, the API, MCP) may ask this server to build and keep: the CPU
+# classics, the fidelity references and our rulers, each a few MB and a second per frame on any
+# CPU. Installed plug-ins (the operator's choice) join them; BANANA_VISITOR_METRICS widens the
+# list (read once in page/settings.py). Anything else, a 7-9B model such as qalign or
+# qrealign-pro among them, is refused before it is built. The CLI and `table` are the
+# operator's own tools and take every name.
+VISITOR_METRICS = (*CPU_DEFAULTS, *FIDELITY, *RULERS)
+
+
+def visitor_metrics(widened: Sequence[str] = ()) -> list[str]:
+    """The metrics a visitor may choose here: `VISITOR_METRICS`, the installed plug-ins, and
+    `widened` (names or presets the operator added), in that order."""
+    return list(dict.fromkeys([*VISITOR_METRICS, *_plugins(), *expand_metric_names(widened)]))
+
+
+def check_visitor_metrics(names: Sequence[str], allowed: Sequence[str]) -> None:
+    """Refuse, before anything is built, a metric a visitor may not choose here.
+
+    Args:
+        names: the metric names asked for (presets expanded).
+        allowed: `visitor_metrics(...)`.
+
+    Raises:
+        ValueError: naming what was refused and listing what is offered.
+    """
+    refused = [name for name in names if name not in allowed]
+    if refused:
+        raise ValueError(f"not offered to visitors on this server: {', '.join(refused)} (a "
+                         "model costs memory for as long as the server runs); metrics offered "
+                         f"here: {', '.join(allowed)}")
+
+
 def parse_metric_names(names: str | Sequence[str] | None,
                        blank: Sequence[str] = CPU_DEFAULTS) -> list[str]:
     """The one reader of a metric list, for the CLI, the page, the API and MCP.

@@ -15,6 +15,11 @@ window where the original and the last edit differ most.
 An agent checks each edit as it makes it, sending the same original every time: the original's
 measures are kept (by the SHA-256 of its pixels, `ORIGINALS`), so a call after the first scores
 only the edit.
+
+A call's edits are decoded one at a time as they are checked (`edits_in` gives `Edits`, never a
+list of images), each decode and each scoring within the memory budget, so a call holds the
+original and one edit whatever it sends; a call checks at most `MAX_EDITS` edits and
+`MAX_PIXELS` pixels of them (`bench/gate_memory.py` measures both ways).
 """
 
 from __future__ import annotations
@@ -25,7 +30,8 @@ import threading
 import time
 import zipfile
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +52,22 @@ from .scoring import at_input_size
 FIDELITY_MEASURE = "psnr"
 GATE_MEASURES = (FIDELITY_MEASURE, *RULERS)
 MAX_EDITS = 100
+# The pixels of all edits in one call: 128 megapixels is 122 edits of 1024², 30 of 2048².
+MAX_PIXELS = 128_000_000
+
+
+@dataclass(frozen=True)
+class Edits:
+    """The edits in one file, decoded one at a time as they are iterated."""
+
+    count: int
+    read: Callable[[int], Image.Image]
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __iter__(self) -> Iterator[Image.Image]:
+        return (self.read(index) for index in range(self.count))
 
 
 class OriginalScores:
@@ -128,13 +150,14 @@ def _verdict(scores: dict[str, float], start: dict[str, float]) -> dict[str, Any
     return {"degraded": bool(worse), "worse": worse, "measures": measures}
 
 
-def check_degradation(original: Image.Image, edited: Sequence[Image.Image], *,
+def check_degradation(original: Image.Image, edited: Sequence[Image.Image] | Edits, *,
                       pool: MetricPool = POOL) -> dict[str, Any]:
     """Has each edit degraded the image since the original?
 
     Args:
         original: the image before any edit.
-        edited: one edit, or a chain of them in order (each compared with the original).
+        edited: one edit, or a chain of them in order (each compared with the original):
+            images, or `Edits` (read one at a time: only the last is kept).
         pool: the metric pool (the process's own by default).
     Returns:
         A JSON-able dict: `degraded` (the last edit's answer), `worse` (which measures say so),
@@ -142,42 +165,61 @@ def check_degradation(original: Image.Image, edited: Sequence[Image.Image], *,
         left, top, right, bottom in the original's pixels where the last edit differs most),
         `edits` (per edit: degraded, worse, and per measure its oriented Δ, floor and how many
         floors worse), `seconds`.
+
+    Raises:
+        ValueError: no edit, more than `MAX_EDITS`, or more than `MAX_PIXELS` in all (from
+            the count and the original's size before anything is scored, else as soon as
+            the edits read so far pass it).
     """
-    if not edited or len(edited) > MAX_EDITS:
+    if not len(edited) or len(edited) > MAX_EDITS:
         raise ValueError(f"give 1 to {MAX_EDITS} edited images, got {len(edited)}")
+    _check_pixels(len(edited) * original.width * original.height, len(edited))
     began = time.perf_counter()
-    original, edited = original.convert("RGB"), [image.convert("RGB") for image in edited]
+    original = original.convert("RGB")
     reference = to_tensor(original)
     key = ORIGINALS.key(original)
     start = ORIGINALS.get(key)
     if start is None:
         start = _measure(pool, original, original, reference)
         ORIGINALS.keep(key, start)
-    edits = [{"edit": index, **_verdict(_measure(pool, image, original, reference), start)}
-             for index, image in enumerate(edited, 1)]
+    edits, pixels, image = [], 0, original
+    for index, read in enumerate(edited, 1):
+        image = read.convert("RGB")  # the edit before it is dropped here
+        pixels += image.width * image.height
+        _check_pixels(pixels, index)
+        edits.append({"edit": index,
+                      **_verdict(_measure(pool, image, original, reference), start)})
     last = edits[-1]
     first = next((edit["edit"] for edit in edits if edit["degraded"]), None)
     return {"degraded": last["degraded"], "worse": last["worse"], "first_degraded": first,
-            "look_at": list(largest_difference_box(original, edited[-1])),
+            "look_at": list(largest_difference_box(original, image)),
             "edits": edits,
             "rule": "degraded: a measure's oriented delta (negative = worse) is below minus "
                     "its noise floor",
             "seconds": round(time.perf_counter() - began, 3)}
 
 
-def edits_in(path: str | Path) -> list[Image.Image]:
+def _check_pixels(pixels: int, edits: int) -> None:
+    if pixels > MAX_PIXELS:
+        raise ValueError(f"{edits} edit(s) come to {pixels / 1e6:,.0f} megapixels; one call "
+                         f"checks at most {MAX_PIXELS / 1e6:,.0f}: send fewer or smaller edits "
+                         "per call")
+
+
+def edits_in(path: str | Path) -> Edits:
     """The edits in one file: a single image, or a zip / animated GIF / WebP of several in
-    order (each checked as every upload is). Raises `BadImage` with the reason."""
+    order (each checked as every upload is when it is read). Its count is checked here, from
+    the zip's directory or the animation's headers; raises `BadImage` with the reason."""
     path = Path(path)
     if zipfile.is_zipfile(path):
         frames = frames_in_zip(path)
     elif path.suffix.lower() in ANIMATION_SUFFIXES:
         frames = frames_in_animation(path)
     else:
-        return [load_image(path).image]
+        return Edits(1, lambda index: load_image(path).image)
     if len(frames) > MAX_EDITS:
         raise BadImage(f"{path.name} holds {len(frames)} images; at most {MAX_EDITS} are checked")
-    return [frames.frame(index).image for index in range(len(frames))]
+    return Edits(len(frames), lambda index: frames.frame(index).image)
 
 
 def _round(value: float | None) -> float | None:

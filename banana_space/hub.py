@@ -6,18 +6,28 @@ only the files a chain needs are fetched. Three calls are used: the tree listing
 usual image dataset, `shards.py`), HTTP range requests on a file's resolve URL, so only the
 footer, the image paths and the row groups holding a wanted frame are transferred.
 HF_ENDPOINT points them all at another server (the tests' `tests/fake_hub.py`); HF_HUB_OFFLINE=1
-turns the hub off. Sizes come from the listing and are checked before anything is downloaded.
+turns the hub off. Sizes come from the listing and are checked before anything is downloaded:
+each file, and a replay's whole (`MAX_REPLAY_BYTES`, `replay_bytes` for the page's share).
+
+A dataset someone names is read anonymously (`token=False`): the environment's HF_TOKEN (a
+Space's secret) is sent only inside `operator_token()`, which the operator's own reads enter
+(`persist.py`'s BANANA_RUNS_REPO, `real_chains.py`'s dataset), so naming the owner's private
+repo gets a visitor "private or gated", never its files. Files are kept in this engine's own
+folder under HF_HOME (`chains_cache`), apart from the models there, so the page can hold it to
+its share of the disk.
 The dataset card's `license:` line becomes a credit that goes with the frames (Banana100,
 arXiv 2604.03400, is CC BY-NC-SA 4.0).
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import hashlib
 import io
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +51,9 @@ HUB_PATTERN = re.compile(r"hf://datasets/([A-Za-z0-9][\w.-]*/[\w.-]+)(?:/(.*))?"
 MAX_REPLAY_FRAMES = 101
 MAX_CARD_BYTES = 1 << 20
 MAX_ARROW_BYTES = 2 * 2**30
+# All the files one replay downloads whole: 101 lossless 2K frames (~6 MB each) fit 3 times.
+MAX_REPLAY_BYTES = 2 * 2**30
+CACHE_FOLDER = "banana-space-chains"  # under HF_HOME: `files/` (downloads) and `rows/` (shards)
 LICENCES = {"cc-by-nc-sa-4.0": "CC BY-NC-SA 4.0", "cc-by-sa-4.0": "CC BY-SA 4.0",
             "cc-by-nc-4.0": "CC BY-NC 4.0", "cc-by-4.0": "CC BY 4.0", "cc0-1.0": "CC0 1.0",
             "mit": "MIT", "apache-2.0": "Apache 2.0"}
@@ -69,10 +82,43 @@ def _endpoint() -> str | None:
     return os.environ.get("HF_ENDPOINT") or None
 
 
+_OPERATOR = contextvars.ContextVar("banana_hub_operator", default=False)
+
+
+@contextlib.contextmanager
+def operator_token() -> Iterator[None]:
+    """Within this block, and in this thread only (a thread started inside does not inherit
+    it), hub reads send the environment's token: for the operator's own repos alone."""
+    entered = _OPERATOR.set(True)
+    try:
+        yield
+    finally:
+        _OPERATOR.reset(entered)
+
+
+def _token() -> bool | None:
+    """What huggingface_hub is told to send: no token (False), or inside `operator_token`
+    whatever the environment holds (None)."""
+    return None if _OPERATOR.get() else False
+
+
+def chains_cache() -> Path:
+    """Where hub files and shard rows are kept (HF_HOME/banana-space-chains)."""
+    from huggingface_hub import constants
+
+    return Path(constants.HF_HOME) / CACHE_FOLDER
+
+
 def _failed(what: str, error: Exception) -> BadImage:
+    from huggingface_hub.errors import GatedRepoError, RepositoryNotFoundError
+
     if "HF_HUB_OFFLINE" in str(error) or type(error).__name__ == "OfflineModeIsEnabled":
         return BadImage(f"could not read {what}: this server is offline and cannot reach the "
                         "Hugging Face hub. Download the chain elsewhere and upload it as a zip.")
+    if isinstance(error, GatedRepoError | RepositoryNotFoundError):
+        return BadImage(f"could not read {what}: the dataset does not exist, or it is private "
+                        "or gated. This server reads a dataset you name anonymously: only "
+                        "public datasets can be replayed.")
     text = str(error).strip().splitlines()
     return BadImage(f"could not read {what} from the Hugging Face hub: {type(error).__name__}"
                     + (f": {text[0][:200]}" if text else ""))
@@ -89,7 +135,7 @@ def list_files(hub: HubPath) -> list[tuple[str, int]]:
     from huggingface_hub.hf_api import RepoFile
 
     try:
-        entries = HfApi(endpoint=_endpoint()).list_repo_tree(
+        entries = HfApi(endpoint=_endpoint(), token=_token()).list_repo_tree(
             hub.repo_id, path_in_repo=hub.path or None, repo_type="dataset", recursive=True)
         return [(entry.path, entry.size) for entry in entries if isinstance(entry, RepoFile)]
     except EntryNotFoundError as error:
@@ -101,8 +147,9 @@ def list_files(hub: HubPath) -> list[tuple[str, int]]:
 class RemoteFile(io.RawIOBase):
     """A file on the hub read by HTTP range requests (seekable, read-only), for pyarrow."""
 
-    def __init__(self, url: str, size: int, name: str) -> None:
+    def __init__(self, url: str, size: int, name: str, token: bool | None) -> None:
         self.url, self.size, self.name, self.position = url, size, name, 0
+        self.token = token  # pyarrow reads from its own threads: the caller's, kept
 
     def readable(self) -> bool:
         return True
@@ -124,7 +171,8 @@ class RemoteFile(io.RawIOBase):
         end = min(self.position + len(buffer), self.size)
         if end <= self.position:
             return 0
-        headers = {**build_hf_headers(), "Range": f"bytes={self.position}-{end - 1}"}
+        headers = {**build_hf_headers(token=self.token),
+                   "Range": f"bytes={self.position}-{end - 1}"}
         try:
             answer = http_backoff("GET", self.url, headers=headers)
             hf_raise_for_status(answer)
@@ -144,6 +192,7 @@ class HubShards:
 
     def __init__(self, repo_id: str) -> None:
         self.repo_id = repo_id
+        self.token = _token()  # read later, maybe from pyarrow's threads: the maker's
         self._metadata: dict[str, Any] = {}
 
     def _meta(self, shard: str) -> Any:
@@ -152,7 +201,8 @@ class HubShards:
         if shard not in self._metadata:
             url = hf_hub_url(self.repo_id, shard, repo_type="dataset", endpoint=_endpoint())
             try:
-                self._metadata[shard] = (url, get_hf_file_metadata(url, endpoint=_endpoint()))
+                self._metadata[shard] = (url, get_hf_file_metadata(url, token=self.token,
+                                                                   endpoint=_endpoint()))
             except Exception as error:  # offline, not found, refused: one clear message
                 raise _failed(f"{shard} of {self.repo_id}", error) from None
         return self._metadata[shard]
@@ -169,26 +219,26 @@ class HubShards:
         url, meta = self._meta(shard)
         # Unbuffered: pyarrow asks for the footer and whole column chunks, one range each, and
         # a read-ahead would fetch the neighbouring images with every small `path` chunk.
-        return RemoteFile(url, meta.size or 0, f"{shard} of {self.repo_id}")
+        return RemoteFile(url, meta.size or 0, f"{shard} of {self.repo_id}", self.token)
 
     def cache(self, shard: str) -> Path:
-        from huggingface_hub import constants
-
         version = self._meta(shard)[1].etag or ""
         key = hashlib.sha1(f"{self.repo_id}|{shard}|{version}".encode()).hexdigest()[:20]
-        return Path(constants.HF_HOME) / "banana-space-rows" / key
+        return chains_cache() / "rows" / key
 
 
 def fetch(repo_id: str, files: Sequence[str]) -> Path:
-    """Download `files` (or find them in the cache); returns the local folder that holds them
-    at the same relative paths."""
+    """Download `files` (or find them in the cache), with a token only inside
+    `operator_token`; returns the local folder that holds them at the same relative paths."""
     from huggingface_hub import hf_hub_download
 
     root = Path()
     for name in files:
         try:
             local = Path(hf_hub_download(repo_id, name, repo_type="dataset",
-                                         endpoint=_endpoint()))
+                                         cache_dir=chains_cache() / "files",
+                                         endpoint=_endpoint(),
+                                         token=_token()))
         except Exception as error:  # offline, not found, refused: one clear message
             raise _failed(f"{name} of {repo_id}", error) from None
         root = local.parents[len(Path(name).parts) - 1]
@@ -196,10 +246,51 @@ def fetch(repo_id: str, files: Sequence[str]) -> Path:
 
 
 def check_sizes(listing: Sequence[tuple[str, int]]) -> None:
+    """Refuse, from the listing's sizes, a file past the limit per file or a replay whose
+    files come to more than `MAX_REPLAY_BYTES` together."""
     for name, size in listing:
         if size > MAX_MEMBER_BYTES:
             raise BadImage(f"{name} is {size / 2**20:,.0f} MB; the limit per file is "
                            f"{MAX_MEMBER_BYTES / 2**20:,.0f} MB")
+    total = sum(size for _, size in listing)
+    if total > MAX_REPLAY_BYTES:
+        raise BadImage(f"the files to fetch come to {total / 2**20:,.0f} MB; the limit per "
+                       f"replay is {MAX_REPLAY_BYTES / 2**20:,.0f} MB")
+
+
+def replay_bytes(source: str) -> int:
+    """What replaying `source` downloads whole, from the tree listing alone (nothing is
+    fetched): the archive or animation it names, else the frames under it, else its arrow
+    shards (parquet shards are read by range, and only the row groups that hold a frame)."""
+    hub = parse_hub(source)
+    if Path(hub.path).suffix.lower() in ARCHIVE_SUFFIXES | ANIMATION_SUFFIXES | {".arrow"}:
+        return sum(size for name, size in _parent_listing(hub) if name == hub.path)
+    if is_shard_name(hub.path):
+        return 0
+    try:
+        listing = list_files(hub)
+    except NotOnHub:  # a chain in the rows of shards above it
+        return 0
+    images, _ = _frame_files(hub, listing)
+    return sum(size for name, size in images or listing
+               if images or name.lower().endswith(".arrow"))
+
+
+def _parent_listing(hub: HubPath) -> list[tuple[str, int]]:
+    return list_files(HubPath(hub.repo_id, str(Path(hub.path).parent).strip(".")))
+
+
+def _frame_files(hub: HubPath, listing: list[tuple[str, int]]
+                 ) -> tuple[list[tuple[str, int]], list[str]]:
+    """The frame files a replay of the folder `hub` reads from its listing (a run directory's
+    frames only; at most the first 101), and a note where some were left out."""
+    prefix = f"{hub.path}/" if hub.path else ""
+    if any(name == f"{prefix}run.json" for name, _ in listing):  # one of our run directories
+        listing = [(n, s) for n, s in listing if n.startswith(f"{prefix}frames/")]
+    images = sorted(((n, s) for n, s in listing if is_image_name(n)
+                     and not any(p.startswith(".") for p in n.split("/"))),
+                    key=lambda item: natural_key(item[0]))
+    return _at_most_replayed(images)
 
 
 def open_hub_frames(source: str) -> Frames:
@@ -209,8 +300,7 @@ def open_hub_frames(source: str) -> Frames:
     hub = parse_hub(source)
     suffix = Path(hub.path).suffix.lower()
     if suffix in ARCHIVE_SUFFIXES | ANIMATION_SUFFIXES:
-        parent = HubPath(hub.repo_id, str(Path(hub.path).parent).strip("."))
-        listing = [(n, s) for n, s in list_files(parent) if n == hub.path]
+        listing = [(n, s) for n, s in _parent_listing(hub) if n == hub.path]
         if not listing:
             raise BadImage(f"{source} was not found on the hub")
         check_sizes(listing)
@@ -228,18 +318,11 @@ def _hub_folder(hub: HubPath, source: str) -> Frames:
         listing = list_files(hub)
     except NotOnHub:  # a chain inside shards: its folder exists only in the rows' paths
         return _chain_in_shards(hub, source)
-    prefix = f"{hub.path}/" if hub.path else ""
-    run_frames = f"{prefix}frames/"
-    if any(name == f"{prefix}run.json" for name, _ in listing):  # one of our run directories
-        listing = [(n, s) for n, s in listing if n.startswith(run_frames)]
-    images = sorted(((n, s) for n, s in listing if is_image_name(n)
-                     and not any(p.startswith(".") for p in n.split("/"))),
-                    key=lambda item: natural_key(item[0]))
+    images, notes = _frame_files(hub, listing)
     if not images and any(is_shard_name(n) for n, _ in listing):
         return _chain_in_shards(hub, source, listing)
     if not images:
         raise BadImage(f"no images under {source}")
-    images, notes = _at_most_replayed(images)
     check_sizes(images)
     names = [n for n, _ in images]
     frames = frames_from_files(fetch(hub.repo_id, names), names, source)
@@ -292,7 +375,8 @@ def credit(repo_id: str) -> str:
 
     try:
         card = Path(hf_hub_download(repo_id, "README.md", repo_type="dataset",
-                                    endpoint=_endpoint()))
+                                    cache_dir=chains_cache() / "files", endpoint=_endpoint(),
+                                    token=_token()))
         licence = card_licence(card.read_bytes()[:MAX_CARD_BYTES].decode(errors="replace"))
     except Exception:  # a dataset without a card still plays; its licence is then unknown
         licence = "unknown (no dataset card)"

@@ -3,7 +3,9 @@
 Every image the engine touches (an upload, a replayed frame, a generator's output) goes through
 `load_image`, so the rules live in one place: EXIF orientation applied, transparency flattened on
 white, any mode converted to 8-bit RGB, animations reduced to frame 0, and the size checked from
-the header before a single pixel is decoded (a 50 000 x 50 000 "bomb" is refused in microseconds).
+the header before a single pixel is decoded (a 50 000 x 50 000 "bomb" is refused in microseconds;
+so is a strip that the downscale would make thinner than `MIN_SIDE`). Only the formats in
+`FORMATS` are opened: each other format Pillow knows is a decoder a visitor need never reach.
 Each silent-looking change is said out loud in `LoadedImage.notes`.
 """
 
@@ -26,6 +28,11 @@ MAX_DECLARED_PIXELS = 64_000_000
 MAX_SIDE = int(os.environ.get("BANANA_MAX_SIDE", "2048"))
 # Metrics need a few pixels to work with; pyiqa's NIQE/BRISQUE fail below this.
 MIN_SIDE = 8
+# What this app reads, of the ~43 formats Pillow knows: PNG (APNG too), JPEG (its opener reads
+# the multi-picture JPEGs phones write), WebP, GIF, BMP and TIFF: the suffixes a chain's frames may
+# have (`frames.IMAGE_SUFFIXES`).
+FORMATS = ("PNG", "JPEG", "WEBP", "GIF", "BMP", "TIFF")
+FORMAT_NAMES = "PNG, JPEG, WebP, GIF, BMP or TIFF"
 
 
 class BadImage(ValueError):
@@ -47,12 +54,16 @@ def open_image(source: str | Path | bytes) -> Image.Image:
     if not isinstance(source, bytes) and os.path.getsize(source) == 0:
         raise BadImage(f"{Path(source).name} is empty")
     try:
-        image = Image.open(data)
+        image = Image.open(data, formats=FORMATS)
     except Image.DecompressionBombError:
         raise BadImage("the image declares far more pixels than the limit of "
                        f"{MAX_DECLARED_PIXELS // 1_000_000} megapixels (a decompression bomb?)"
                        ) from None
-    except (UnidentifiedImageError, OSError) as error:
+    except UnidentifiedImageError:
+        name = "the file" if isinstance(source, bytes) else Path(source).name
+        raise BadImage(f"{name} is not an image this app can read: send {FORMAT_NAMES}"
+                       ) from None
+    except OSError as error:
         raise BadImage(f"not an image this app can read ({error})") from None
     try:
         _check_size(image)
@@ -63,11 +74,19 @@ def open_image(source: str | Path | bytes) -> Image.Image:
 
 
 def _check_size(image: Image.Image) -> None:
+    """From the header: not too many pixels, and not too thin once downscaled (an 8 x 2000000
+    strip would be decoded, then shrunk to 0 x 2048, and only then refused)."""
     width, height = image.size
     if width * height > MAX_DECLARED_PIXELS:
         raise BadImage(
             f"the image declares {width} x {height} pixels; the limit is "
             f"{MAX_DECLARED_PIXELS // 1_000_000} megapixels")
+    short = min(width, height) * min(1.0, MAX_SIDE / max(width, height, 1))
+    if short < MIN_SIDE:
+        scaled = f" (downscaled to {MAX_SIDE} px on its long side, {short:.1f} px across)" \
+            if max(width, height) > MAX_SIDE else ""
+        raise BadImage(f"the image is {width} x {height} pixels{scaled}; metrics need at "
+                       f"least {MIN_SIDE} x {MIN_SIDE}")
 
 
 def _has_alpha(image: Image.Image) -> bool:

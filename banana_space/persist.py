@@ -19,16 +19,22 @@ until the next restart.
 Restoring is confined like everything a visitor names: the id is checked by `runids.run_path`
 first, only the files a run directory holds are fetched (names and sizes checked from the
 listing), into a staging folder inside the runs folder that is renamed into place at once.
+A restored run keeps its age (run.json's `updated_at` becomes its modification time), so
+retention (`runs.prune_runs`, which the page runs after a restore) sees it as old as it is.
+The repo is the operator's: it is read with the Space's token (`hub.operator_token`), which
+is never sent for a dataset a visitor names.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import secrets
 import shutil
 import sys
 from concurrent.futures import Future, ThreadPoolExecutor
+from datetime import datetime
 from pathlib import Path
 
 from .images import BadImage
@@ -52,50 +58,71 @@ def runs_repo() -> str | None:
     return os.environ.get(RUNS_REPO_ENV, "").strip() or None
 
 
-def restore(root: Path, run_id: object, recorded: Path) -> None:
+def restore(root: Path, run_id: object, recorded: Path,
+            max_bytes: int = MAX_RESTORED_BYTES) -> bool:
     """Put run `run_id` into the runs folder `root` if it is not there and can be found: a
-    bundled recording, else (with BANANA_RUNS_REPO) the run kept on the hub. Raises
-    `BadRunId` for an id that is not one; finding nothing is not an error (the caller's own
-    lookup then says "No run called …")."""
+    bundled recording, else (with BANANA_RUNS_REPO) the run kept on the hub, if its files
+    come to at most `max_bytes`. Raises `BadRunId` for an id that is not one; finding nothing
+    is not an error (the caller's own lookup then says "No run called …").
+
+    Returns:
+        True when a run was brought in (the caller then keeps the runs within their share).
+    """
     target = run_path(root, run_id, must_exist=False)
     if (target / "run.json").is_file():
-        return
+        return False
     if (Path(recorded) / target.name / "run.json").is_file():
         copy_in(Path(recorded) / target.name, root)
-        return
+        return True
     repo = runs_repo()
-    if repo:
-        _download(repo, target)
+    if not repo:
+        return False
+    from .hub import operator_token
+
+    with operator_token():  # the operator's own repo: the Space's token reads it
+        return _download(repo, target, min(max_bytes, MAX_RESTORED_BYTES))
 
 
-def _download(repo: str, target: Path) -> None:
-    """Fetch `runs/<id>/` of the dataset into `target`, or nothing at all."""
+def _download(repo: str, target: Path, max_bytes: int) -> bool:
+    """Fetch `runs/<id>/` of the dataset into `target`, or nothing at all; True if fetched."""
     from .hub import HubPath, fetch, list_files
 
     prefix = f"{IN_REPO}/{target.name}/"
     try:
         listing = list_files(HubPath(repo, prefix.rstrip("/")))
     except BadImage:  # not kept there, or the hub cannot be reached: not restored
-        return
+        return False
     names = [name for name, _ in listing if RUN_FILE.fullmatch(name.removeprefix(prefix))]
     if f"{prefix}run.json" not in names or \
-            sum(size for name, size in listing if name in names) > MAX_RESTORED_BYTES:
-        return
+            sum(size for name, size in listing if name in names) > max_bytes:
+        return False
     try:
         fetched = fetch(repo, names)
     except BadImage:
-        return
+        return False
     staging = target.parent / STAGING / f"{target.name}-{secrets.token_hex(4)}"
     try:
         for name in names:
             relative = name.removeprefix(prefix)
             (staging / relative).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(fetched / name, staging / relative)
+        _keep_age(staging / "run.json")
         os.rename(staging, target)  # at once; fails if someone restored it meanwhile
     except OSError:
-        pass
+        return False
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+    return True
+
+
+def _keep_age(run_json: Path) -> None:
+    """Date a restored run.json by its `updated_at` (when the run last changed), not now."""
+    try:
+        updated = json.loads(run_json.read_text()).get("updated_at", "")
+        when = datetime.strptime(updated, "%Y-%m-%dT%H:%M:%S%z").timestamp()
+    except (ValueError, TypeError, AttributeError):  # no date: it stays dated now
+        return
+    os.utime(run_json, (when, when))
 
 
 def keep(run_dir: Path) -> Future | None:

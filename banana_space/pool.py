@@ -5,6 +5,12 @@ A metric is made by `catalog.build_metric` (pyiqa's, ours or a plug-in's); a per
 lets concurrent runs use one module safely. A metric that cannot be created (weights
 unreachable offline, no GPU, missing package) is reported unavailable with the reason, once,
 and never stops a run.
+
+The pool is bounded: at most `MAX_LOADED` metrics, and every loaded metric's weights (its
+parameters and buffers) are held in the memory budget (`budget.MemoryBudget.hold`) for as long
+as the process keeps them, within the budget's held share; one that does not fit is dropped
+and reported unavailable, with why. Visitors choose only from the metrics the server can
+afford (`catalog.visitor_metrics`); the bound is what holds for the operator's tools too.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ import threading
 import time
 from typing import Any
 
+from .budget import BUDGET, MemoryBudget, describe
 from .catalog import build_metric
 
 
@@ -27,6 +34,8 @@ class MetricUnavailable(RuntimeError):
 LOAD_SECONDS = float(os.environ.get("BANANA_METRIC_LOAD_S", "30"))
 # The most metrics one run may ask for: every creation costs memory and time for everyone.
 MAX_METRICS_PER_RUN = 32
+# The most metrics one process keeps loaded (what visitors may choose is far fewer).
+MAX_LOADED = 48
 
 
 class MetricPool:
@@ -38,9 +47,12 @@ class MetricPool:
     is a creation that overran the limit, so the next run does not wait for it again."""
 
     def __init__(self, device: str | None = None, build: Any = None,
-                 load_seconds: float | None = None) -> None:
+                 load_seconds: float | None = None, budget: MemoryBudget | None = None,
+                 max_loaded: int = MAX_LOADED) -> None:
         self._device = device
         self._build = build or build_metric
+        self.budget = BUDGET if budget is None else budget
+        self.max_loaded = max_loaded
         self.load_seconds = LOAD_SECONDS if load_seconds is None else load_seconds
         self._metrics: dict[str, Any] = {}
         self._failures: dict[str, str] = {}
@@ -69,6 +81,13 @@ class MetricPool:
                 ready = threading.Event()
                 ready.set()
                 return ready
+            if name not in self._loading and (
+                    len(self._metrics) + len(self._loading) >= self.max_loaded):
+                self._failures[name] = (f"this server keeps at most {self.max_loaded} metrics "
+                                        "loaded, and that many are")
+                ready = threading.Event()
+                ready.set()
+                return ready
             if name not in self._loading:
                 self._loading[name] = (threading.Event(), time.monotonic())
                 threading.Thread(target=self._create, args=(name,), name=f"load-{name}",
@@ -78,6 +97,12 @@ class MetricPool:
     def _create(self, name: str) -> None:
         try:
             metric = self._build(name, self.device)
+            weights = resident_bytes(metric)
+            if not self.budget.hold(weights):
+                del metric  # dropped: its memory goes back before anything else is loaded
+                held = describe(int(self.budget.HELD_SHARE * self.budget.capacity))
+                raise MemoryError(f"its weights ({describe(weights)}) would pass the {held} "
+                                  "the memory budget keeps for loaded metrics")
         except Exception as error:  # any failure to build means "unavailable here"
             with self._state:
                 self._failures[name] = _reason(error)
@@ -125,6 +150,13 @@ class MetricPool:
             value = metric(image) if reference is None else metric(image, reference)
         value = float(value.item() if hasattr(value, "item") else value)
         return value if math.isfinite(value) else math.nan
+
+
+def resident_bytes(metric: Any) -> int:
+    """The bytes a built metric keeps: its torch parameters and buffers (a ruler or a plain
+    function keeps none worth counting)."""
+    tensors = [*getattr(metric, "parameters", list)(), *getattr(metric, "buffers", list)()]
+    return sum(t.numel() * t.element_size() for t in tensors)
 
 
 WEIGHTS_UNREACHABLE = "weights not reachable"

@@ -164,9 +164,15 @@ def prepare_chain(ref: ChainRef, plan: Plan, folder: Path) -> Path:
 def prepare(root: Path, plan: Plan | None = None) -> list[Path]:
     """Fetch, score and cache the plan's chains under `root/.real-chains`; never raises (an
     offline hub, a changed dataset: one line in the log, and the page offers what it has)."""
+    from .hub import operator_token
+
+    with operator_token():  # the operator's chosen dataset: the Space's token may read it
+        return _prepare(root, plan or plan_from_env())
+
+
+def _prepare(root: Path, plan: Plan) -> list[Path]:
     from .table.discover import find_chains
 
-    plan = plan or plan_from_env()
     if plan.count <= 0 and not plan.chains:
         return []
     folder = Path(root) / FOLDER

@@ -224,7 +224,8 @@ def mark_owner(run: Path, owner: str) -> None:
     write_atomic(Path(run) / OWNER_NAME, owner.encode())
 
 
-def _owner(run: Path) -> str | None:
+def owner_of(run: Path) -> str | None:
+    """The key `mark_owner` recorded for `run`, or None (a recording, a restored run)."""
     try:
         return (run / OWNER_NAME).read_text()
     except (FileNotFoundError, UnicodeDecodeError):
@@ -248,7 +249,7 @@ def prune_runs(root: Path, keep: int, active: Iterable[Path] = (),
                   reverse=True)
     doomed = []
     if owner is not None:
-        mine = [run for run in runs if _owner(run) == owner]
+        mine = [run for run in runs if owner_of(run) == owner]
         doomed = _beyond(mine, owner_keep or len(mine), owner_bytes, protected)
         runs = [run for run in runs if run not in doomed]
     return doomed + _beyond(runs, keep, keep_bytes, protected)

@@ -69,6 +69,14 @@ def reset_peak() -> None:
     Path("/proc/self/clear_refs").write_text("5")
 
 
+def rss_mb() -> float:
+    """VmRSS: this process's resident memory now."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return math.nan
+
+
 def peak_since_reset_mb() -> float:
     """VmHWM: the peak resident memory since `reset_peak` (or since the start)."""
     for line in Path("/proc/self/status").read_text().splitlines():

@@ -16,13 +16,19 @@ import os
 import re
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import gradio as gr
 
 from banana_space.backends import BackendUnavailable
+from banana_space.catalog import (
+    CPU_DEFAULTS,
+    check_visitor_metrics,
+    parse_metric_names,
+    visitor_metrics,
+)
 from banana_space.events import Event, Started
 from banana_space.images import BadImage
 from banana_space.markup import without_paths
@@ -53,8 +59,33 @@ def public_text(text: str) -> str:
 
 
 def refusal(error: Exception) -> gr.Error:
-    """The error a visitor sees: no server path, no markup."""
-    return gr.Error(html.escape(without_paths(public_text(str(error))), quote=False))
+    """The error a visitor sees: no server path, no markup, and no traceback in the log (a
+    refusal is an answer, not a fault)."""
+    return gr.Error(html.escape(without_paths(public_text(str(error))), quote=False),
+                    print_exception=False)
+
+
+def visitor_metric_names(names: str | Sequence[str] | None,
+                         blank: Sequence[str] = CPU_DEFAULTS) -> list[str]:
+    """A visitor's metric list (the page, the API, MCP), read as `parse_metric_names` reads
+    it and held to the metrics this server offers visitors (`catalog.visitor_metrics`, widened
+    by BANANA_VISITOR_METRICS), or a `gr.Error` listing them: before anything is built."""
+    try:
+        chosen = parse_metric_names(names, blank)
+        check_visitor_metrics(chosen, visitor_metrics(SETTINGS.visitor_metrics))
+    except ValueError as error:
+        raise refusal(error) from None
+    return chosen
+
+
+def mine(path: Path, request: gr.Request) -> Path:
+    """`path` if `request`'s visitor made that run, else a `gr.Error`: only its maker resumes
+    (rewrites) a run; anyone else opens it by its link, read-only."""
+    if not guard.owns(request, path):
+        raise gr.Error("Only the visitor who started this run can resume it (a link opens a "
+                       "run read-only); press Run to make a chain of your own.",
+                       print_exception=False)
+    return path
 
 
 def visitor(request: gr.Request) -> str:
@@ -97,7 +128,8 @@ def confined(run_id: Any) -> Path:
     """A visitor's run id as a directory inside the runs folder, or a clear `gr.Error`. A run
     that is not on disk (a restart wiped it) is brought back first, where it can be."""
     try:
-        restore(SETTINGS.runs_root, run_id, RECORDED)
+        if restore(SETTINGS.runs_root, run_id, RECORDED, max_bytes=SETTINGS.runs_bytes):
+            guard.restored(run_path(SETTINGS.runs_root, run_id))  # within retention
         return run_path(SETTINGS.runs_root, run_id)
     except BadRunId as error:
         raise refusal(error) from None

@@ -24,7 +24,7 @@ import gradio as gr
 from banana_space import gate
 from banana_space.analysis import plain_verdict
 from banana_space.backends import REGISTRY as BACKENDS
-from banana_space.catalog import CPU_DEFAULTS, FIDELITY, PRESETS, parse_metric_names
+from banana_space.catalog import CPU_DEFAULTS, FIDELITY, PRESETS, visitor_metrics
 from banana_space.events import Event, Started
 from banana_space.images import load_image
 from banana_space.judges import REGISTRY as JUDGES
@@ -35,7 +35,16 @@ from banana_space.rundir import live_status, load_run
 from banana_space.runs import completed_steps, resume_run, start_run
 from banana_space.spec import MAX_STEPS, RunSpec
 from page import guard
-from page.access import REFUSALS, confined, owned, received, refusal, whole
+from page.access import (
+    REFUSALS,
+    confined,
+    mine,
+    owned,
+    received,
+    refusal,
+    visitor_metric_names,
+    whole,
+)
 from page.settings import SETTINGS
 
 NOTICES_SHOWN = 5
@@ -138,8 +147,8 @@ def run_chain(image: str | None, steps: float, generator: str, metrics: str, see
         image: the input image (PNG, JPEG or WebP; at most 64 megapixels).
         steps: how many times the output is fed back in, 1-100.
         generator: a generator name from list_options; "simulate" runs anywhere, no key.
-        metrics: comma-separated no-reference metric names or presets (rulers, classics,
-            banana100); blank: the 4 CPU classics.
+        metrics: comma-separated metric names this server offers (list_options'
+            metrics_offered) or presets (rulers, classics); blank: the 4 CPU classics.
         seed: a whole number 0 .. 4294967295; same seed, same simulated frames.
         profile: a profile name, for a generator that takes one (see list_options); blank: default.
         token: a secret of yours (16+ characters): stop_run with it stops this chain. Blank:
@@ -165,7 +174,7 @@ def run_chain(image: str | None, steps: float, generator: str, metrics: str, see
     except REFUSALS as error:
         raise refusal(error) from None
     spec = RunSpec.of_image(loaded, steps, generator, backend_options=options, seed=seed,
-                            metrics=parse_metric_names(metrics))
+                            metrics=visitor_metric_names(metrics))
     return _chain(lambda stop: start_run(spec, SETTINGS.runs_root, stop=stop), request, token,
                   guard.chain_cost(loaded.image, steps))
 
@@ -179,8 +188,8 @@ def score_chain(frames: str | None, metrics: str, token: str = "",
 
     Args:
         frames: a zip of the chain's images (natural order: 2.png before 10.png), or a GIF/WebP.
-        metrics: comma-separated no-reference metric names or presets (rulers, classics,
-            banana100); blank: the 4 CPU classics.
+        metrics: comma-separated metric names this server offers (list_options'
+            metrics_offered) or presets (rulers, classics); blank: the 4 CPU classics.
         token: a secret of yours (16+ characters): stop_run with it stops this chain.
     Returns:
         JSON text: run id, link, status, and per metric delta_5/10/20 (negative = worse), detects.
@@ -188,14 +197,14 @@ def score_chain(frames: str | None, metrics: str, token: str = "",
     if not frames:
         raise gr.Error("Give the chain's frames: a zip of images or an animated GIF/WebP.")
 
-    spec = RunSpec.replay(received(frames), metrics=parse_metric_names(metrics))
+    spec = RunSpec.replay(received(frames), metrics=visitor_metric_names(metrics))
     return _chain(lambda stop: start_run(spec, SETTINGS.runs_root, stop=stop), request, token,
                   guard.chain_cost(None, MAX_STEPS))
 
 
 def resume_chain(run_id: str, api_key: str, token: str = "", request: gr.Request = None) -> str:
-    """Continue a stopped or interrupted run from its last complete frame, then answer as
-    run_chain does.
+    """Continue a stopped or interrupted run of yours (one you started) from its last complete
+    frame, then answer as run_chain does.
 
     Args:
         run_id: the run's id (the `run=` part of its link).
@@ -208,8 +217,9 @@ def resume_chain(run_id: str, api_key: str, token: str = "", request: gr.Request
     if completed_steps(path) is not None:
         raise gr.Error("This run is complete: every step it was asked for is made. Resume goes "
                        "on with a stopped or interrupted run; start a new chain for more.")
+    mine(path, request)  # only its maker rewrites a run; anyone opens it by its link
     return _chain(lambda stop: resume_run(path, stop=stop, api_key=api_key or None), request,
-                  token)
+                  token, guard.resume_cost(path))
 
 
 def open_run(run_id: str, request: gr.Request) -> str:
@@ -229,7 +239,8 @@ def list_options() -> str:
     metric presets, judges and prompt presets.
 
     Returns:
-        JSON text: generators, metric_presets, checked_metrics, judges, prompt_presets, max_steps.
+        JSON text: generators, metric_presets, metrics_offered (what a caller may choose
+        here), checked_metrics, judges, prompt_presets, max_steps.
     """
     def entries(registry: dict[str, Any]) -> list[dict[str, Any]]:
         found = []
@@ -247,11 +258,13 @@ def list_options() -> str:
                for name in (*CPU_DEFAULTS, *FIDELITY)}
     return compact({"generators": entries(BACKENDS), "judges": entries(JUDGES),
                     "metric_presets": {name: list(names) for name, names in PRESETS.items()},
+                    "metrics_offered": visitor_metrics(SETTINGS.visitor_metrics),
                     "checked_metrics": checked, "max_steps": MAX_STEPS,
                     "prompt_presets": {key: p.text for key, p in PROMPTS.items()}})
 
 
-def check_degradation(original: str | None, edited: str | None) -> str:
+def check_degradation(original: str | None, edited: str | None,
+                      request: gr.Request = None) -> str:
     """The quality gate for editing agents: has the image degraded since the original? Call it
     after each edit and stop before the chain collapses (Banana100: copies of copies decay).
 
@@ -266,7 +279,11 @@ def check_degradation(original: str | None, edited: str | None) -> str:
     if not original or not edited:
         raise gr.Error("Give the original image and the edited one (or a zip/GIF of edits).")
     try:
-        return compact(gate.check_degradation(load_image(received(original)).image,
-                                              gate.edits_in(received(edited))))
+        start = load_image(received(original)).image
+        edits = gate.edits_in(received(edited))
+        # A chain's rules: one of the visitor's chains in the queue (app.py), and its cost
+        # (the original's pixels x the edits) within the visitor's share while it is checked.
+        with guard.admitted(request, guard.chain_cost(start, len(edits))):
+            return compact(gate.check_degradation(start, edits))
     except REFUSALS as error:
         raise refusal(error) from None

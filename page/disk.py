@@ -1,9 +1,11 @@
 """Everything a visitor can make on this server's disk, and its share of `BANANA_KEEP_GB`.
 
 Runs (frames, zips), uploads (gradio's upload folder: files sent to `/upload`, and what the MCP
-server saves of a data: URL), and input previews are all counted: uploads may take a quarter of
-the budget and previews a hundredth, runs the rest (`banana_space.runs.prune_runs` keeps them
-within it, and each visitor within a tenth of it). The upload folder belongs to this runs folder
+server saves of a data: URL), input previews and the hub files replays fetched
+(`banana_space.hub.chains_cache`) are all counted: uploads may take a quarter of the budget,
+previews a hundredth, hub files a tenth (`handlers.room_for_replay` makes room before each
+replay), runs the rest (`banana_space.runs.prune_runs` keeps them within it, and each visitor
+within a tenth of it). The upload folder belongs to this runs folder
 (named after it), so the files a killed process left there are removed when the next one starts.
 
 Imported by app.py before gradio: gradio reads its upload folder (`GRADIO_TEMP_DIR`) at import.

@@ -18,12 +18,11 @@ import gradio as gr
 from banana_space.backends import OPTIONS
 from banana_space.backends import REGISTRY as BACKENDS
 from banana_space.backends.base import Option
-from banana_space.catalog import parse_metric_names
 from banana_space.images import load_image
 from banana_space.prompts import DEFAULT_PROMPT
 from banana_space.quota import default_judge_at
 from banana_space.spec import RunSpec
-from page.access import whole
+from page.access import visitor_metric_names, whole
 
 # The backend options with a control on the page (a replayed `source` is the upload itself).
 FORM_OPTIONS: list[Option] = [option for option in OPTIONS.values() if option.label]
@@ -159,7 +158,7 @@ def spec_of(form: RunForm, source: str) -> RunSpec:
     steps, seed = whole(form.steps, "Steps"), whole(form.seed, "The seed")
     entry = BACKENDS.get(form.backend)
     chosen = {"seed": seed, "prompt": form.prompt,
-              "metrics": parse_metric_names(form.metrics, blank=()),
+              "metrics": visitor_metric_names(form.metrics, blank=()),
               "judges": list(form.judges or []),
               "judge_options": {"api_key": form.api_key} if form.api_key else {},
               "judge_at": form.judge_at or default_judge_at()}

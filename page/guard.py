@@ -2,8 +2,9 @@
 may hold (issue 22). The page's, beside `page/handlers.py`; the engine never sees a request.
 
 A visitor, for fairness, is a client address: on a Space the proxy's `X-Forwarded-For` (its
-last entry: the address the proxy itself saw; earlier entries are whatever the client wrote),
-elsewhere the socket's peer. Browser tabs keep their own session for Stop; API and MCP calls
+last entry over every line of the header: the address the proxy itself saw; earlier entries,
+and earlier lines, are whatever the client wrote), elsewhere the socket's peer.
+Browser tabs keep their own session for Stop; API and MCP calls
 have no session slot at all (gradio's MCP server is stateless: every MCP call reaches the app
 through one loopback client and one session hash).
 
@@ -16,7 +17,11 @@ What one address may hold:
   (`admitted`); one chain alone is always admitted, so nothing a single visitor may ask for is
   refused for its size;
 - uploads of at most `upload_bytes_per_visitor` within `uploads_keep_s` (`UploadGuard`);
-- its share of the runs kept (`started`: `runs_per_visitor`, `run_bytes_per_visitor`).
+- its share of the runs kept (`started`: `runs_per_visitor`, `run_bytes_per_visitor`);
+- hub files fetched for its replays within `uploads_keep_s` (`count_hub_bytes`).
+
+A visitor sees and resumes only the runs it made (`owns`); any other run opens by its link,
+read-only.
 
 Each limit is a field of `page.settings.SETTINGS` (its `BANANA_*` variable).
 
@@ -55,7 +60,8 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 
 from banana_space.images import MAX_SIDE
-from banana_space.runs import OWNER_NAME, mark_owner, prune_runs
+from banana_space.rundir import load_run
+from banana_space.runs import OWNER_NAME, mark_owner, owner_of, prune_runs
 from page import disk
 from page.settings import SETTINGS
 
@@ -70,6 +76,7 @@ _upload_lock = threading.Lock()
 _token_lock = threading.Lock()
 _by_token: dict[str, set[threading.Event]] = {}  # token digest -> its API chains' stop flags
 _uploads: dict[str, deque[tuple[float, int]]] = defaultdict(deque)  # address -> (time, bytes)
+_hub_bytes: dict[str, deque[tuple[float, int]]] = defaultdict(deque)  # the same, for replays
 
 
 class Refused(Exception):
@@ -79,8 +86,11 @@ class Refused(Exception):
 def address(request: Any) -> str:
     """The client address of a starlette request or a `gr.Request` (see the module's docstring
     for when X-Forwarded-For is trusted)."""
-    forwarded = request.headers.get("x-forwarded-for", "") if SETTINGS.trust_proxy else ""
-    hops = [hop.strip() for hop in forwarded.split(",") if hop.strip()]
+    headers = request.headers
+    # Every line of the header, in order: a proxy may add its own line after the client's.
+    lines = (headers.getlist("x-forwarded-for") if hasattr(headers, "getlist") else
+             [headers.get("x-forwarded-for", "")]) if SETTINGS.trust_proxy else []
+    hops = [hop.strip() for line in lines for hop in line.split(",") if hop.strip()]
     if hops:
         return hops[-1]
     client = getattr(request, "client", None)
@@ -90,6 +100,19 @@ def address(request: Any) -> str:
 def owner_key(request: Any) -> str:
     """A run's owner as stored beside it: the address, keyed with this process's secret."""
     return hmac.new(_SALT, address(request).encode(), hashlib.sha256).hexdigest()[:24]
+
+
+def owns(request: Any, run_dir: Path) -> bool:
+    """Whether `request` comes from the visitor who made `run_dir` (in this process's life:
+    the key's secret is new at every start, so after a restart nobody owns an old run)."""
+    return owner_of(run_dir) == owner_key(request)
+
+
+def own_runs(request: Any) -> list[str]:
+    """The ids of the runs `request`'s visitor made, newest first."""
+    mine = owner_key(request)
+    return sorted((p.parent.name for p in SETTINGS.runs_root.glob("*/run.json")
+                   if owner_of(p.parent) == mine), reverse=True)
 
 
 # --- the queue ----------------------------------------------------------------------------------
@@ -115,6 +138,19 @@ def install(demo: gr.Blocks) -> None:
 
     queue.push = push
     gr.File._process_single_file = _filepath_without_litter
+    _quiet_refusals()
+
+
+def _quiet_refusals() -> None:
+    """A `gr.Error` is this app's answer to a visitor (bad input, a cap reached), never a
+    fault, yet gradio 6.31 prints each one's traceback (~40 lines) unless it is made with
+    `print_exception=False`: one visitor's refusals would flood the log. This makes that the
+    default for every `gr.Error`; a fault (any other exception) is still printed in full."""
+    init = gr.Error.__init__
+    names = init.__code__.co_varnames[1:init.__code__.co_argcount]
+    defaults = dict(zip(names[-len(init.__defaults__):], init.__defaults__, strict=True))
+    defaults["print_exception"] = False
+    init.__defaults__ = tuple(defaults.values())
 
 
 def _filepath_without_litter(self: gr.File, payload: Any) -> Any:
@@ -217,6 +253,21 @@ def chain_cost(image: Image.Image | None, steps: int) -> float:
     return float(width * height * steps)
 
 
+def resume_cost(run_dir: Path) -> float:
+    """A resume's cost for admission: frame 0's pixels x the steps it has still to make."""
+    saved = load_run(run_dir)
+    with Image.open(saved.path / "frames" / "step_000.png") as first:  # the header only
+        return float(first.width * first.height
+                     * max(int(saved.meta.get("steps", 0)) - saved.last_step, 0))
+
+
+def restored(run_dir: Path) -> None:
+    """After a run was brought back (`persist.restore`): the runs kept within their number
+    and bytes, the restored one spared this once (it is about to be shown) but counted."""
+    prune_runs(SETTINGS.runs_root, SETTINGS.keep_runs, active=[run_dir],
+               keep_bytes=SETTINGS.runs_bytes)
+
+
 def started(run_dir: Path, request: gr.Request) -> None:
     """Once a new run's first event is on disk: its owner is recorded and old runs are pruned,
     the owner's own beyond its share first (the new run counts toward both)."""
@@ -303,14 +354,30 @@ def _admit_upload(request: Request) -> None:
 
 def _count_upload(who: str, size: int) -> None:
     """Add `size` to what `who` uploaded within the window, or `Refused` past the cap."""
+    _count(_uploads, who, size, SETTINGS.upload_bytes_per_visitor, "uploads")
+
+
+def count_hub_bytes(request: Any, size: int) -> None:
+    """Add `size` (what a replay fetches from the hub) to the visitor's share within the
+    upload window, or `Refused` past it (`SETTINGS.hub_bytes_per_visitor`)."""
+    _count(_hub_bytes, address(request), size, SETTINGS.hub_bytes_per_visitor,
+           "replays from the hub")
+
+
+def _count(ledger: dict[str, deque[tuple[float, int]]], who: str, size: int, cap: int,
+           what: str) -> None:
     now = time.monotonic()
     with _upload_lock:
-        recent = _uploads[who]
+        recent = ledger[who]
         while recent and now - recent[0][0] > SETTINGS.uploads_keep_s:
             recent.popleft()
         sent = sum(nbytes for _, nbytes in recent)
-        if sent + size > SETTINGS.upload_bytes_per_visitor:
-            raise Refused(f"You uploaded {sent / 1e6:,.0f} MB recently; at most "
-                          f"{SETTINGS.upload_bytes_per_visitor / 1e6:,.0f} MB per visitor within "
+        if sent + size > cap:
+            raise Refused(f"Your {what} came to {_mb(sent)} recently and this needs "
+                          f"{_mb(size)} more; at most {_mb(cap)} per visitor within "
                           f"{SETTINGS.uploads_keep_s / 3600:g} h.")
         recent.append((now, size))
+
+
+def _mb(nbytes: float) -> str:
+    return f"{nbytes / 1e6:,.0f} MB" if nbytes >= 1e7 else f"{nbytes / 1e6:.2g} MB"

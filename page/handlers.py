@@ -36,6 +36,7 @@ from page.access import (
     REFUSALS,
     claim,
     confined,
+    mine,
     owned,
     public_text,
     received,
@@ -171,10 +172,13 @@ def resume(run_id: str | None, api_key: str, raw: bool, request: gr.Request
                 "stopped or interrupted run; press Run for a longer chain.")
         yield PageOutputs.unchanged()  # the run stays on screen as it is
         return
+    mine(path, request)  # only its maker rewrites a run; anyone opens it by its link
     who = visitor(request)
     stop = claim(who)
-    try:
+    with contextlib.ExitStack() as held:
+        held.callback(release, who, stop)
         try:
+            held.enter_context(guard.admitted(request, guard.resume_cost(path)))
             events = resume_run(path, stop=stop, api_key=api_key or None)
             view = RunView.from_saved(load_run(path))  # read under our writer lock
         except REFUSALS as error:
@@ -182,8 +186,6 @@ def resume(run_id: str | None, api_key: str, raw: bool, request: gr.Request
         # Running again: no old ending, no old zip offered; its metrics load first.
         view.raw, view.ended, view.started = raw, None, False
         yield from stream(view, events, stop, request)
-    finally:
-        release(who, stop)
 
 
 def replay_hub(source: str, steps: float, prompt: str, metrics: list[str], judges: list[str],
@@ -193,9 +195,27 @@ def replay_hub(source: str, steps: float, prompt: str, metrics: list[str], judge
     source = (source or "").strip()
     if not source.startswith("hf://datasets/"):
         raise gr.Error("Write a chain on the hub as hf://datasets/OWNER/NAME/PATH.")
+    room_for_replay(source, request)
     form = RunForm(steps=steps, prompt=prompt, backend="replay", metrics=metrics,
                    judges=judges, seed=seed, raw=raw)
     yield from _chain(form, source, request)
+
+
+def room_for_replay(source: str, request: gr.Request) -> None:
+    """Before a hub replay downloads anything: what it fetches (from the hub's listing, read
+    anonymously) is counted against the visitor's share, and the hub files kept on disk make
+    room for it within their share (`SETTINGS.hub_bytes`, oldest first), or a `gr.Error`."""
+    from banana_space.hub import chains_cache, replay_bytes
+
+    try:
+        needed = replay_bytes(source)
+        if needed > SETTINGS.hub_bytes:
+            raise guard.Refused(f"This replay fetches {needed / 1e6:,.0f} MB; this server keeps "
+                                f"at most {SETTINGS.hub_bytes / 1e6:,.0f} MB of hub files.")
+        guard.count_hub_bytes(request, needed)
+    except REFUSALS as error:
+        raise refusal(error) from None
+    make_room(chains_cache(), needed, SETTINGS.hub_bytes)
 
 
 def hub_credit(source: str) -> str:
@@ -284,8 +304,9 @@ def redraw(run_id: str | None, raw: bool) -> Any:
     return show_saved(confined(run_id), raw) if run_id else PageOutputs.unchanged()
 
 
-def past_runs() -> Any:
-    runs = sorted((p.parent.name for p in SETTINGS.runs_root.glob("*/run.json")), reverse=True)
+def past_runs(request: gr.Request) -> Any:
+    """The picker of past runs: the visitor's own (any other opens by its link)."""
+    runs = guard.own_runs(request)
     return gr.update(choices=runs, value=runs[0] if runs else None)
 
 

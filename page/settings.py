@@ -34,9 +34,11 @@ class Settings:
     chains_waiting: int  # BANANA_CHAINS_WAITING: queued chains, all visitors together
     cost_per_visitor: float  # BANANA_COST_PER_VISITOR: pixel-steps in flight per address
     upload_bytes_per_visitor: int  # BANANA_UPLOAD_MB_PER_VISITOR: per address per upload window
+    hub_bytes_per_visitor: int  # BANANA_HUB_MB_PER_VISITOR: hub files replays fetch, per window
+    visitor_metrics: tuple[str, ...]  # BANANA_VISITOR_METRICS: names/presets visitors may add
 
-    # Shares of `keep_bytes`: uploads a quarter, previews a hundredth, runs the rest, and one
-    # visitor a tenth of the runs' share.
+    # Shares of `keep_bytes`: uploads a quarter, previews a hundredth, the hub files of replays
+    # a tenth, runs the rest, and one visitor a tenth of the runs' share.
     @property
     def uploads_bytes(self) -> int:
         return self.keep_bytes // 4
@@ -46,8 +48,12 @@ class Settings:
         return self.keep_bytes // 100
 
     @property
+    def hub_bytes(self) -> int:
+        return self.keep_bytes // 10
+
+    @property
     def runs_bytes(self) -> int:
-        return self.keep_bytes - self.uploads_bytes - self.previews_bytes
+        return self.keep_bytes - self.uploads_bytes - self.previews_bytes - self.hub_bytes
 
     @property
     def run_bytes_per_visitor(self) -> int:
@@ -76,6 +82,11 @@ class Settings:
             cost_per_visitor=_number(env, "BANANA_COST_PER_VISITOR", "420", float) * 1e6,
             upload_bytes_per_visitor=int(
                 _number(env, "BANANA_UPLOAD_MB_PER_VISITOR", "500", float) * 1e6),
+            hub_bytes_per_visitor=int(
+                _number(env, "BANANA_HUB_MB_PER_VISITOR", "1000", float) * 1e6),
+            visitor_metrics=tuple(name.strip() for name in
+                                  env.get("BANANA_VISITOR_METRICS", "").split(",")
+                                  if name.strip()),
         )
 
 

@@ -9,8 +9,12 @@ makes, for tests of the real `huggingface_hub` client (pointed here by HF_ENDPOI
   read that way). Every range served is recorded (`ranges`).
 
 An unknown dataset answers 404 with `X-Error-Code: RepoNotFound`, an unknown file 404 with
-`EntryNotFound`, as the hub does. Every request path is recorded (`requests`), so a test can
-assert that only the files a chain needs were fetched.
+`EntryNotFound`, as the hub does. A dataset in `private` answers a request without the hub's
+`token` (`Authorization: Bearer …`) as the hub answers one for a private repo: 401 with
+`X-Error-Code: RepoNotFound` and "Repository not found" (a wrong token: 401, "Invalid
+credentials in Authorization header"); one in `gated`, 401 with `X-Error-Code: GatedRepo`.
+Every request path is recorded (`requests`), and those that carried a token (`with_token`),
+so a test can assert that only the files a chain needs were fetched, and by whom.
 
     with FakeHub({"kenantang/Banana100": {"README.md": b"…", "a/0.png": b"…"}}) as hub:
         os.environ["HF_ENDPOINT"] = hub.url
@@ -30,9 +34,12 @@ REVISIONS = ("main", COMMIT)
 
 
 class FakeHub:
-    def __init__(self, datasets: dict[str, dict[str, bytes]]) -> None:
+    def __init__(self, datasets: dict[str, dict[str, bytes]], private: set[str] = frozenset(),
+                 gated: set[str] = frozenset(), token: str = "hf_the_owners_token_0001") -> None:
         self.datasets = datasets
+        self.private, self.gated, self.token = set(private), set(gated), token
         self.requests: list[str] = []
+        self.with_token: list[str] = []
         self.ranges: list[tuple[str, int, int]] = []  # (path in its dataset, first, last byte)
         hub = self
 
@@ -66,7 +73,13 @@ class FakeHub:
         path = unquote(urlsplit(handler.path).path)
         ranged = " (range)" if handler.headers.get("Range") else ""
         self.requests.append(f"{handler.command}{ranged} {path}")
+        if handler.headers.get("Authorization"):
+            self.with_token.append(f"{handler.command} {path}")
         parts = path.strip("/").split("/")
+        repo = ("/".join(parts[2:4]) if parts[:2] == ["api", "datasets"] else
+                "/".join(parts[1:3]) if parts[0] == "datasets" else "")
+        if not self._may_read(handler, repo, with_body):
+            return
         if parts[:2] == ["api", "datasets"] and len(parts) >= 6 and parts[4] == "tree":
             self._tree(handler, self.datasets.get("/".join(parts[2:4])), parts[5],
                        "/".join(parts[6:]))
@@ -74,6 +87,22 @@ class FakeHub:
             self._file(handler, "/".join(parts[1:3]), parts[4], "/".join(parts[5:]), with_body)
         else:
             self._send(handler, 404, b'{"error": "not found"}', {"X-Error-Code": "EntryNotFound"})
+
+    def _may_read(self, handler: BaseHTTPRequestHandler, repo: str, with_body: bool) -> bool:
+        """A private or gated repo's answer to a request without the owner's token."""
+        given = handler.headers.get("Authorization")
+        if given == f"Bearer {self.token}" or repo not in self.private | self.gated:
+            return True
+        if given:
+            code, message = "", "Invalid credentials in Authorization header"
+        elif repo in self.gated:
+            code, message = "GatedRepo", f"Access to dataset {repo} is restricted."
+        else:
+            code, message = "RepoNotFound", "Repository not found"
+        headers = {"X-Error-Message": message, "Content-Type": "application/json",
+                   **({"X-Error-Code": code} if code else {})}
+        self._send(handler, 401, json.dumps({"error": message}).encode(), headers, with_body)
+        return False
 
     def _tree(self, handler: BaseHTTPRequestHandler, files: dict[str, bytes] | None,
               revision: str, folder: str) -> None:

@@ -44,8 +44,9 @@ def is_binary(data: bytes) -> bool:
 
 
 class FakeHubWrite(FakeHub):
-    def __init__(self, datasets: dict[str, dict[str, bytes]] | None = None) -> None:
-        super().__init__(datasets if datasets is not None else {})
+    def __init__(self, datasets: dict[str, dict[str, bytes]] | None = None,
+                 token: str = "hf_the_owners_token_0001") -> None:
+        super().__init__(datasets if datasets is not None else {}, token=token)
         self.spaces: dict[str, dict[str, bytes]] = {}
         self.repos: dict[str, dict] = {}  # "space/OWNER/NAME" -> what create_repo asked
         self.lfs: dict[str, bytes] = {}  # sha256 -> content
@@ -131,6 +132,8 @@ class FakeHubWrite(FakeHub):
             return 409, {"error": "You already created this repo", "url": url}
         store[repo] = {}
         self.repos[f"{kind}/{repo}"] = asked
+        if kind == "dataset" and (asked.get("private") or asked.get("visibility") == "private"):
+            self.private.add(repo)  # read back only with the owner's token, as on the hub
         return 200, {"url": url}
 
     @staticmethod

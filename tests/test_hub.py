@@ -113,7 +113,8 @@ def test_hub_errors_are_one_clear_message(hub, monkeypatch) -> None:
 
     monkeypatch.setenv("HF_ENDPOINT", hub.url)
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
-    with pytest.raises(BadImage, match="could not read .* RepositoryNotFoundError"):
+    with pytest.raises(BadImage, match="could not read .*: the dataset does not exist, or it "
+                                       "is private or gated"):
         open_frames("hf://datasets/nobody/nothing/chain")
     with pytest.raises(BadImage, match="is not a hub dataset path"):
         open_frames("hf://datasets/../etc/passwd")

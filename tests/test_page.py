@@ -28,7 +28,9 @@ def test_settings_are_read_once_from_the_environment_with_named_errors(tmp_path:
     assert settings.runs_root == tmp_path.resolve() and settings.keep_runs == 8
     assert settings.runs_per_visitor == 1  # a tenth of the runs kept, at least one
     assert settings.uploads_bytes == 50_000_000 and settings.previews_bytes == 2_000_000
-    assert settings.runs_bytes + settings.uploads_bytes + settings.previews_bytes == 200_000_000
+    assert settings.hub_bytes == 20_000_000
+    assert (settings.runs_bytes + settings.uploads_bytes + settings.previews_bytes
+            + settings.hub_bytes) == 200_000_000
     assert settings.trust_proxy  # on a Space, the proxy names the visitor
     assert str(tmp_path.resolve()) not in str(Settings.from_env({}).uploads)
     with pytest.raises(dataclasses.FrozenInstanceError):

@@ -24,6 +24,7 @@ from banana_space.runs import RunSpec, start_run
 
 RECORDED = REPO / "assets" / "recorded"
 RUNS_REPO = "banana-lab/banana-runs"
+OWNERS_TOKEN = "hf_fake_token_for_tests_0002"  # the Space's secret: the runs repo is private
 
 
 def test_a_bundled_recording_is_copied_in_when_its_link_is_opened(tmp_path: Path) -> None:
@@ -40,9 +41,9 @@ def test_a_bundled_recording_is_copied_in_when_its_link_is_opened(tmp_path: Path
 def hub(monkeypatch):
     from huggingface_hub import constants
 
-    with FakeHubWrite() as fake:
+    with FakeHubWrite(token=OWNERS_TOKEN) as fake:
         monkeypatch.setenv("HF_ENDPOINT", fake.url)
-        monkeypatch.setenv("HF_TOKEN", "hf_fake_token_for_tests_0002")
+        monkeypatch.setenv("HF_TOKEN", OWNERS_TOKEN)
         monkeypatch.setenv(persist.RUNS_REPO_ENV, RUNS_REPO)
         monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
         monkeypatch.setattr(constants, "HF_HUB_DISABLE_XET", True)
@@ -109,9 +110,9 @@ def test_a_runs_link_survives_a_restart_and_a_recording_opens_cold(tmp_path, pho
     from gradio_client import Client, handle_file
 
     runs = tmp_path / "runs"
-    with FakeHubWrite() as hub:
+    with FakeHubWrite(token=OWNERS_TOKEN) as hub:
         env = {"HF_ENDPOINT": hub.url, "HF_HUB_DISABLE_XET": "1", "HF_HUB_OFFLINE": "0",
-               "HF_TOKEN": "hf_fake_token_for_tests_0003", "HF_HOME": str(tmp_path / "hf"),
+               "HF_TOKEN": OWNERS_TOKEN, "HF_HOME": str(tmp_path / "hf"),
                persist.RUNS_REPO_ENV: RUNS_REPO}
         with running_app(runs, **env) as url:
             answer = json.loads(Client(url, verbose=False).predict(
