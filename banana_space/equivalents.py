@@ -25,6 +25,8 @@ from pyiqa.archs.func_util import preprocess_rgb
 from pyiqa.archs.ssim_arch import SSIM, ssim
 from pyiqa.utils.color_util import to_y_channel
 
+from .nss import FilteredNIQE
+
 # Output pixels per side of an SSIM tile: its unfolded input is 121 x 128² x 8 bytes (16 MB,
 # it stays in cache), and the window's 10-pixel margin adds (138 / 128)² - 1 = 16 % of work.
 SSIM_TILE_SIDE = 128
@@ -95,6 +97,7 @@ def _counted_entropy_network(original: torch.nn.Module) -> torch.nn.Module:
 # pyiqa metric name -> (pyiqa's network -> an exact equivalent of it)
 EQUIVALENTS: dict[str, Callable[[torch.nn.Module], torch.nn.Module]] = {
     "entropy": _counted_entropy_network,
+    "niqe": FilteredNIQE,
     "ssim": _tiled_ssim_network,
 }
 
