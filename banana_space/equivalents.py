@@ -21,11 +21,11 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-from pyiqa.archs.func_util import preprocess_rgb
+from pyiqa.archs.func_util import diff_round, preprocess_rgb
 from pyiqa.archs.ssim_arch import SSIM, ssim
 from pyiqa.utils.color_util import to_y_channel
 
-from .nss import FilteredNIQE
+from .nss import FilteredNIQE, FittedBRISQUE, luma_255
 
 # Output pixels per side of an SSIM tile: its unfolded input is 121 x 128² x 8 bytes (16 MB,
 # it stays in cache), and the window's 10-pixel margin adds (138 / 128)² - 1 = 16 % of work.
@@ -42,7 +42,8 @@ class CountedEntropy(torch.nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.shape[1] == 3:
-            x = to_y_channel(x, self.data_range, self.color_space)
+            x = (luma_255(x) if (self.data_range, self.color_space) == (255, "yiq")
+                 else to_y_channel(x, self.data_range, self.color_space))
         bins = int(self.data_range + 1)
         levels = x.long()
         if levels.numel() and (levels.min() < 0 or levels.max() >= bins):
@@ -78,9 +79,15 @@ class TiledSSIM(SSIM):
             border = self.crop_border
             x = x[..., border:-border, border:-border]
             y = y[..., border:-border, border:-border]
-        x, y = (preprocess_rgb(t, self.test_y_channel, self.data_range, self.color_space
-                               ).to(torch.float64) for t in (x, y))
+        x, y = (self._luma(t).to(torch.float64) for t in (x, y))
         return _tiled_ssim(x, y, self.data_range)
+
+    def _luma(self, x: torch.Tensor) -> torch.Tensor:
+        """pyiqa's `preprocess_rgb`; its Y the frame's shared one where it is the same call."""
+        if (self.test_y_channel and x.shape[1] == 3
+                and (self.data_range, self.color_space) == (255, "yiq")):
+            return diff_round(luma_255(x))  # preprocess_rgb's rounding, as pyiqa writes it
+        return preprocess_rgb(x, self.test_y_channel, self.data_range, self.color_space)
 
 
 def _tiled_ssim_network(original: SSIM) -> SSIM:
@@ -96,6 +103,7 @@ def _counted_entropy_network(original: torch.nn.Module) -> torch.nn.Module:
 
 # pyiqa metric name -> (pyiqa's network -> an exact equivalent of it)
 EQUIVALENTS: dict[str, Callable[[torch.nn.Module], torch.nn.Module]] = {
+    "brisque": FittedBRISQUE,
     "entropy": _counted_entropy_network,
     "niqe": FilteredNIQE,
     "ssim": _tiled_ssim_network,

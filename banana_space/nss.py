@@ -22,10 +22,12 @@ from __future__ import annotations
 
 import functools
 import math
+import weakref
 
 import numpy as np
 import torch
-from pyiqa.archs.func_util import diff_round, safe_sqrt
+from pyiqa.archs.brisque_arch import BRISQUE, rbf_kernel, scale_features
+from pyiqa.archs.func_util import diff_round, normalize_img_with_gauss, safe_sqrt
 from pyiqa.archs.niqe_arch import NIQE, calculate_niqe
 from pyiqa.matlab_utils import blockproc, exact_padding_2d, fspecial, nancov, nanmean
 from pyiqa.matlab_utils import resize as matlab_resize
@@ -98,6 +100,26 @@ def _resize_1d(x: torch.Tensor, dim: int, size: int, scale: float = 0.5) -> torc
         sample = x[:, 0, :, rows].permute(0, 2, 1, 3).contiguous()  # (b, taps, h, size)
         weight = weight.view(1, taps, 1, size)
     return (sample * weight).sum(dim=1, keepdim=True)
+
+
+# id(frame tensor) -> (a weak reference to it, its version, its luma): see `luma_255`
+_LUMA: dict[int, tuple[weakref.ref, int, torch.Tensor]] = {}
+
+
+def luma_255(x: torch.Tensor) -> torch.Tensor:
+    """pyiqa's `to_y_channel(x, 255, "yiq")` (utils/color_util.py: YIQ's Y, x 255, rounded),
+    made once per frame: brisque, niqe, entropy and ssim all begin with this same call on the
+    same tensor (0.3 CPU s at 2K each time). It is kept while the tensor lives and is not
+    changed in place; each metric only reads it."""
+    if x.is_inference() or x.requires_grad or x.shape[1] != 3:
+        return to_y_channel(x, 255, "yiq")
+    key = id(x)
+    kept = _LUMA.get(key)
+    if kept is not None and kept[0]() is x and kept[1] == x._version:
+        return kept[2]
+    luma = to_y_channel(x, 255, "yiq")
+    _LUMA[key] = (weakref.ref(x, lambda _, key=key: _LUMA.pop(key, None)), x._version, luma)
+    return luma
 
 
 @functools.cache
@@ -205,7 +227,8 @@ class FilteredNIQE(torch.nn.Module):
             return calculate_niqe(x, self.crop_border, self.test_y_channel, self.color_space,
                                   self.mu_pris_param, self.cov_pris_param)
         if x.shape[1] == 3:
-            x = to_y_channel(x, 255, self.color_space)
+            x = luma_255(x) if self.color_space == "yiq" else to_y_channel(
+                x, 255, self.color_space)
         elif x.shape[1] == 1:
             x = x * 255
         image = diff_round(x).to(torch.float64)
@@ -234,3 +257,47 @@ def _niqe(image: torch.Tensor, mu_pristine: torch.Tensor, cov_pristine: torch.Te
     invcov = torch.linalg.pinv((cov_pristine + nancov(features)) / 2)
     diff = (mu_pristine - nanmean(features, dim=1)).unsqueeze(1)
     return torch.sqrt(torch.bmm(torch.bmm(diff, invcov), diff.transpose(1, 2)).squeeze())
+
+
+def brisque_features(luma: torch.Tensor, kernel_size: int, sigma: float) -> torch.Tensor:
+    """pyiqa's BRISQUE `natural_scene_statistics` (Mittal et al. 2012, sec. III): the GGD of
+    the MSCN coefficients and the AGGD of their products with four neighbours. The float32
+    MSCN is pyiqa's own call (oneDNN's float32 convolution is fast already)."""
+    normalized = normalize_img_with_gauss(luma, kernel_size, sigma, padding="same")
+    alpha, sigma = ggd_param(normalized)
+    features = [alpha, sigma.pow(2)]
+    for shift in ((0, 1), (1, 0), (1, 1), (-1, 1)):
+        shifted = torch.roll(normalized, shifts=shift, dims=(-2, -1))
+        alpha, sigma_l, sigma_r = aggd_param(normalized * shifted, return_sigma=True)
+        eta = (sigma_r - sigma_l) * torch.exp(
+            torch.lgamma(2.0 / alpha)
+            - (torch.lgamma(1.0 / alpha) + torch.lgamma(3.0 / alpha)) / 2)
+        features.extend((alpha, eta, sigma_l.pow(2), sigma_r.pow(2)))
+    return torch.stack(features, dim=-1)
+
+
+class FittedBRISQUE(torch.nn.Module):
+    """pyiqa's `BRISQUE` network, version 'original' (`brisque`, step by step) with the fits
+    and the half-size resize above; the resize after the last scale, whose result pyiqa
+    throws away, is not made."""
+
+    def __init__(self, original: BRISQUE) -> None:
+        super().__init__()
+        if original.version != "original":
+            raise ValueError("the fitted BRISQUE equals pyiqa's only for version 'original'")
+        self.original = original
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        net = self.original
+        if net.test_y_channel and x.size(1) == 3:
+            x = luma_255(x)
+        else:
+            x = x * 255
+        features = []
+        for scale in range(2):
+            if scale:
+                x = half_size(x)
+            features.append(brisque_features(x, net.kernel_size, net.kernel_sigma))
+        features = scale_features(torch.cat(features, dim=-1))
+        kernel = rbf_kernel(features=features, sv=net.sv.to(x).t(), gamma=net.gamma)
+        return kernel @ net.sv_coef.to(x) - net.rho

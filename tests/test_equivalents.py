@@ -16,7 +16,7 @@ from conftest import EXAMPLES
 from PIL import Image, ImageFilter
 from pyiqa.matlab_utils import exact_padding_2d, fspecial
 
-from banana_space import equivalents
+from banana_space import equivalents, nss
 from banana_space.catalog import build_metric, to_tensor
 
 RELATIVE = 1e-6
@@ -103,9 +103,11 @@ def outcome(metric, *args: torch.Tensor) -> float | type:
 def test_the_engine_builds_the_equivalents(metrics) -> None:
     assert type(metrics["entropy"][0].net) is equivalents.CountedEntropy
     assert type(metrics["ssim"][0].net) is equivalents.TiledSSIM
-    assert type(metrics["niqe"][0].net) is equivalents.FilteredNIQE
+    assert type(metrics["niqe"][0].net) is nss.FilteredNIQE
+    assert type(metrics["brisque"][0].net) is nss.FittedBRISQUE
     assert type(metrics["ssim"][1].net) is not equivalents.TiledSSIM
-    assert type(metrics["niqe"][1].net) is not equivalents.FilteredNIQE
+    assert type(metrics["niqe"][1].net) is not nss.FilteredNIQE
+    assert type(metrics["brisque"][1].net) is not nss.FittedBRISQUE
 
 
 @pytest.mark.parametrize("size", [(7, 7), (11, 11), (1, 9), (12, 40), (300, 451)])
@@ -117,7 +119,7 @@ def test_scipy_filters_as_torch_convolves_bit_for_bit(size, window) -> None:
     image = torch.cat([image.round(), (image * 1.7).round() ** 2]).to(torch.float64)
     kernel = fspecial(*window, 1).to(image)
     padded = exact_padding_2d(image, window[0], mode="replicate")
-    assert torch.equal(equivalents.correlate_valid(padded, kernel), F.conv2d(padded, kernel))
+    assert torch.equal(nss.correlate_valid(padded, kernel), F.conv2d(padded, kernel))
 
 
 @pytest.mark.parametrize("case", list(CASES))
@@ -135,10 +137,47 @@ def test_equivalent_scores_are_pyiqas(metrics, name: str, case: str) -> None:
 
 
 def test_filter_bands_cover_every_row_once(metrics, monkeypatch) -> None:
-    monkeypatch.setattr(equivalents, "FILTER_BAND_ROWS", 5)
+    monkeypatch.setattr(nss, "FILTER_BAND_ROWS", 5)
     image = to_tensor(photo("chelsea.png", (203, 197)))
     ours, theirs = (outcome(metric, image) for metric in metrics["niqe"])
     assert ours == theirs
+
+
+@pytest.mark.parametrize("size", [(2016, 2016), (1023, 517), (5, 9), (96, 97)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_half_size_is_pyiqas_imresize_bit_for_bit(size, dtype) -> None:
+    from pyiqa.matlab_utils import imresize
+
+    image = to_tensor(photo("coffee.png", size[::-1]))[:, :1].to(dtype) * 255
+    assert torch.equal(nss.half_size(image), imresize(image, scale=0.5, antialiasing=True))
+
+
+def test_nearest_index_is_the_full_scans_argmin() -> None:
+    """Inside, between, outside the tables, on an entry, on a midpoint, NaN and infinities."""
+    for dtype in (torch.float32, torch.float64):
+        _, aggd, ggd = nss._shape_tables(dtype)
+        for table in (aggd, ggd):
+            values = torch.cat([
+                torch.linspace(float(table.min()) - 0.1, float(table.max()) + 1, 5001),
+                table[[0, 7, 4000, -1]], (table[100:110] + table[101:111]) / 2,
+                torch.tensor([float("nan"), float("inf"), -float("inf")]),
+            ]).to(dtype).reshape(-1, 1)
+            expected = (values - table).abs().argmin(dim=-1)
+            assert torch.equal(nss.nearest_index(table, values), expected)
+
+
+def test_the_shared_luma_is_pyiqas_and_follows_the_frame() -> None:
+    from pyiqa.utils.color_util import to_y_channel
+
+    frame = to_tensor(photo("chelsea.png"))
+    first = nss.luma_255(frame)
+    assert torch.equal(first, to_y_channel(frame, 255, "yiq"))
+    assert nss.luma_255(frame) is first  # made once per frame
+    frame.mul_(0.5)  # changed in place: made again
+    assert torch.equal(nss.luma_255(frame), to_y_channel(frame, 255, "yiq"))
+    key = id(frame)
+    del frame
+    assert key not in nss._LUMA  # forgotten with its frame
 
 
 def test_ssim_tiles_cover_every_pixel_once(metrics, monkeypatch) -> None:
