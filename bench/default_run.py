@@ -3,9 +3,9 @@
 `start_run` makes it for the app (zip included). Reports the wall time, the scoring seconds
 per frame and the CPU seconds of the whole run, each way in a fresh process after one warm-up
 frame: the engine as it is, with a frame's metrics side by side on every core (the default)
-and one after another (BANANA_SCORING_THREADS=1), and the engine before issue 35 (only
-issue 12's equivalents, entropy and ssim; brisque and niqe pyiqa's own way). The machine's
-load average is printed with the numbers: on a shared machine they are noisy.
+and one after another (BANANA_SCORING_THREADS=1), and the engine before issue 35 (issue 12's
+equivalents only: entropy's bincount, ssim in 128² tiles; brisque and niqe pyiqa's own way).
+The machine's load average is printed with the numbers: on a shared machine they are noisy.
 
     .venv/bin/python bench/default_run.py [--steps 10] [--threads 1,2] [--no-before]
 """
@@ -22,8 +22,6 @@ from pathlib import Path
 import _setup
 
 EXAMPLE = _setup.REPO / "assets" / "examples" / "clean-dunes.png"
-# issue 35's exact equivalents, left out by the "before" way
-ISSUE_35_EQUIVALENTS = ("brisque", "niqe")
 
 
 def one_run(steps: int, before: bool) -> dict:
@@ -34,11 +32,8 @@ def one_run(steps: int, before: bool) -> dict:
 
     from PIL import Image
 
-    from banana_space import equivalents
-
     if before:
-        for name in ISSUE_35_EQUIVALENTS:
-            equivalents.EQUIVALENTS.pop(name)
+        _setup.use_equivalents_before_issue_35()
     from banana_space.catalog import CPU_DEFAULTS
     from banana_space.events import Finished, FrameScored
     from banana_space.runs import RunSpec, start_run
