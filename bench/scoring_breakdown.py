@@ -108,7 +108,7 @@ def by_step(size: tuple[int, int]) -> list[list[Any]]:
              "float32 MSCN (oneDNN) kept; the fits as niqe's"),
             ("ssim: five float64 11x11 filters", lambda: ssim(*ssim_pair, data_range=255),
              lambda: equivalents._tiled_ssim(*ssim_pair, 255.0),
-             "im2col of 121 x the frame; 128² tiles (issue 12)"),
+             "im2col of 121 x the frame; float64 spectra, 256-row strips"),
         ]
         for dtype in (torch.float32, torch.float64):
             nss._shape_tables(dtype)  # built once per process: not a step's cost
