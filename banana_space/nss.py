@@ -14,8 +14,12 @@ bit; what changes is the route (bench/scoring_breakdown.py measures each step):
   value: at 2K that is 441 x 9,801 values, five times per scale. The table here is built once
   by the same expression, and the nearest entry is found by bisection in the monotonic table
   (`nearest_index`), with pyiqa's tie rule; the sums are pyiqa's, over the same tensors.
+- The half-size MATLAB-style resize between the two scales (`half_size`): pyiqa unfolds ten
+  copies of the frame and picks every other row of them; the same taps are gathered directly.
+- The frame's luma (`luma_255`), which brisque, niqe, entropy and ssim each made again.
 
-Nothing here is a new estimate of any quantity: every score is the one pyiqa computes.
+BRISQUE's float32 MSCN stays pyiqa's own call (oneDNN's convolution); a float32 sum in another
+order could flip a fit's argmin. Nothing here is a new estimate of any quantity: every score is the one pyiqa computes.
 """
 
 from __future__ import annotations
