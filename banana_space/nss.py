@@ -19,7 +19,8 @@ bit; what changes is the route (bench/scoring_breakdown.py measures each step):
 - The frame's luma (`luma_255`), which brisque, niqe, entropy and ssim each made again.
 
 BRISQUE's float32 MSCN stays pyiqa's own call (oneDNN's convolution); a float32 sum in another
-order could flip a fit's argmin. Nothing here is a new estimate of any quantity: every score is the one pyiqa computes.
+order could flip a fit's argmin. Nothing here is a new estimate of any quantity: every score
+is the one pyiqa computes.
 """
 
 from __future__ import annotations
