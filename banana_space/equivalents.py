@@ -1,4 +1,4 @@
-"""Exact equivalents of two pyiqa metrics whose own way is pathological at 2K, and nothing else.
+"""Exact equivalents of pyiqa metrics whose own way is pathological at 2K, and nothing else.
 
 Each entry of `EQUIVALENTS` takes the metric object `pyiqa.create_metric` made and swaps its
 network for one that gives the same number (tests/test_equivalents.py compares both on real
@@ -9,10 +9,15 @@ in place, so its input checks, device handling and orientation are pyiqa's own.
   one-hot tensor of H x W x 256 int64: 8.6 GB for one 2048 x 2048 frame. `torch.bincount` gives
   the same integer counts in H x W x 8 bytes; the rest of the formula is pyiqa's, on those counts.
 - ssim (archs/ssim_arch.py) convolves the whole float64 frame with an 11 x 11 window, and
-  PyTorch's CPU convolution for float64 unfolds 121 values per pixel: 3.9 GB at 2048 x 2048.
-  The same map is computed by pyiqa's own `ssim` over tiles that overlap by the window's
-  margin (each output pixel sees exactly the pixels it saw before), the tiles are put back
-  together into the full map, and that map is averaged as pyiqa averages it.
+  PyTorch's CPU convolution for float64 unfolds 121 values per pixel: 3.9 GB at 2048 x 2048,
+  and half of all the scoring time even in 128² tiles. Here the five filters (mu, sigma,
+  sigma12) are products of spectra (`torch.fft`, float64) in strips of rows that overlap by
+  the window's margin, with pyiqa's own window, constants and formula; the map is put back
+  together and averaged as pyiqa averages it. SSIM's map is a smooth function of the
+  filters (no threshold: its ReLU is continuous), so the float64 rounding of the FFT, about
+  1e-16 of the largest value (65025 for a squared 8-bit frame) times log2 of the length,
+  moves a score by about 1e-12 of itself (tests/test_equivalents.py compares to 1e-10).
+- niqe, brisque: banana_space/nss.py.
 """
 
 from __future__ import annotations
@@ -21,13 +26,19 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-from pyiqa.archs.func_util import preprocess_rgb
+import torch.nn.functional as F
+from pyiqa.archs.func_util import diff_round, preprocess_rgb
 from pyiqa.archs.ssim_arch import SSIM, ssim
+from pyiqa.matlab_utils import fspecial
 from pyiqa.utils.color_util import to_y_channel
+from scipy.fft import next_fast_len
 
-# Output pixels per side of an SSIM tile: its unfolded input is 121 x 128² x 8 bytes (16 MB,
-# it stays in cache), and the window's 10-pixel margin adds (138 / 128)² - 1 = 16 % of work.
-SSIM_TILE_SIDE = 128
+from .nss import FilteredNIQE, FittedBRISQUE, luma_255
+
+# Output rows per SSIM strip: five float64 planes of 266 x 2048 (22 MB at 2K) stay under the
+# 32 MiB that glibc maps afresh (budget.MMAP_THRESHOLD), so they are reused, not faulted in;
+# the window's 10-row margin adds 4 % of work.
+SSIM_STRIP_ROWS = 256
 
 
 class CountedEntropy(torch.nn.Module):
@@ -40,7 +51,8 @@ class CountedEntropy(torch.nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.shape[1] == 3:
-            x = to_y_channel(x, self.data_range, self.color_space)
+            x = (luma_255(x) if (self.data_range, self.color_space) == (255, "yiq")
+                 else to_y_channel(x, self.data_range, self.color_space))
         bins = int(self.data_range + 1)
         levels = x.long()
         if levels.numel() and (levels.min() < 0 or levels.max() >= bins):
@@ -52,22 +64,43 @@ class CountedEntropy(torch.nn.Module):
 
 
 def _tiled_ssim(x: torch.Tensor, y: torch.Tensor, data_range: float) -> torch.Tensor:
-    """pyiqa's `ssim` (valid convolution, no downsampling), tile by tile, averaged whole."""
-    margin = 10  # pyiqa's window is fspecial(11, 1.5): a tile needs 10 more input pixels
-    out_h, out_w = x.shape[-2] - margin, x.shape[-1] - margin
-    side = SSIM_TILE_SIDE
-    if out_h <= side and out_w <= side:  # one tile: pyiqa's own call, tiny-frame errors too
+    """pyiqa's `ssim` (valid convolution, no downsampling), strip by strip, averaged whole."""
+    margin = 10  # pyiqa's window is fspecial(11, 1.5): an output row needs 10 more input rows
+    if min(x.shape[-2:]) <= margin:  # pyiqa's own call, and its error for a tiny frame
         return ssim(x, y, data_range=data_range)
-    rows = [torch.cat([ssim(x[..., top:top + side + margin, left:left + side + margin],
-                            y[..., top:top + side + margin, left:left + side + margin],
-                            get_ssim_map=True, data_range=data_range)
-                       for left in range(0, out_w, side)], dim=3)
-            for top in range(0, out_h, side)]
-    return torch.cat(rows, dim=2).mean([1, 2, 3])
+    window = fspecial(11, 1.5, x.shape[1]).to(x)
+    rows = SSIM_STRIP_ROWS
+    strips = [_ssim_map(x[..., top:top + rows + margin, :], y[..., top:top + rows + margin, :],
+                        window, data_range)
+              for top in range(0, x.shape[-2] - margin, rows)]
+    return torch.cat(strips, dim=2).mean([1, 2, 3])
+
+
+def _ssim_map(x: torch.Tensor, y: torch.Tensor, window: torch.Tensor,
+              data_range: float) -> torch.Tensor:
+    """pyiqa's `ssim` map, line by line, its `filter2(..., 'valid')` by `_filtered`."""
+    c1, c2 = (0.01 * data_range) ** 2, (0.03 * data_range) ** 2
+    mu1, mu2, xx, yy, xy = _filtered(torch.stack([x, y, x * x, y * y, x * y]), window)
+    mu1_sq, mu2_sq, mu1_mu2 = mu1.pow(2), mu2.pow(2), mu1 * mu2
+    sigma1_sq, sigma2_sq, sigma12 = xx - mu1_sq, yy - mu2_sq, xy - mu1_mu2
+    cs_map = F.relu((2 * sigma12 + c2) / (sigma1_sq + sigma2_sq + c2))
+    return ((2 * mu1_mu2 + c1) / (mu1_sq + mu2_sq + c1)) * cs_map
+
+
+def _filtered(planes: torch.Tensor, window: torch.Tensor) -> torch.Tensor:
+    """`F.conv2d(plane, window)` (valid, per channel) of every plane, through the spectra:
+    a circular convolution as long as the strip is exact on every output whose window lies
+    inside it, which are the valid ones."""
+    height, width = planes.shape[-2:]
+    size = (next_fast_len(height, real=True), next_fast_len(width, real=True))
+    kernel = torch.fft.rfft2(window[:, 0].flip(-2, -1), s=size)  # correlation = flipped conv
+    full = torch.fft.irfft2(torch.fft.rfft2(planes, s=size) * kernel, s=size)
+    top, left = window.shape[-2] - 1, window.shape[-1] - 1
+    return full[..., top:height, left:width]
 
 
 class TiledSSIM(SSIM):
-    """pyiqa's `SSIM` network; only the map is computed tile by tile."""
+    """pyiqa's `SSIM` network; only the map is computed strip by strip, its filters by FFT."""
 
     def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         assert x.shape == y.shape, (
@@ -76,9 +109,15 @@ class TiledSSIM(SSIM):
             border = self.crop_border
             x = x[..., border:-border, border:-border]
             y = y[..., border:-border, border:-border]
-        x, y = (preprocess_rgb(t, self.test_y_channel, self.data_range, self.color_space
-                               ).to(torch.float64) for t in (x, y))
+        x, y = (self._luma(t).to(torch.float64) for t in (x, y))
         return _tiled_ssim(x, y, self.data_range)
+
+    def _luma(self, x: torch.Tensor) -> torch.Tensor:
+        """pyiqa's `preprocess_rgb`; its Y the frame's shared one where it is the same call."""
+        if (self.test_y_channel and x.shape[1] == 3
+                and (self.data_range, self.color_space) == (255, "yiq")):
+            return diff_round(luma_255(x))  # preprocess_rgb's rounding, as pyiqa writes it
+        return preprocess_rgb(x, self.test_y_channel, self.data_range, self.color_space)
 
 
 def _tiled_ssim_network(original: SSIM) -> SSIM:
@@ -94,7 +133,9 @@ def _counted_entropy_network(original: torch.nn.Module) -> torch.nn.Module:
 
 # pyiqa metric name -> (pyiqa's network -> an exact equivalent of it)
 EQUIVALENTS: dict[str, Callable[[torch.nn.Module], torch.nn.Module]] = {
+    "brisque": FittedBRISQUE,
     "entropy": _counted_entropy_network,
+    "niqe": FilteredNIQE,
     "ssim": _tiled_ssim_network,
 }
 

@@ -100,3 +100,45 @@ def _fmt(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.3g}" if abs(value) < 100 else f"{value:.0f}"
     return str(value)
+
+
+def equivalents_before_issue_35() -> dict[str, Any]:
+    """The engine's exact equivalents as they were before issue 35, for the benchmarks' "before"
+    way: entropy's bincount, and ssim as pyiqa's own `ssim` over 128² tiles (issue 12); brisque
+    and niqe pyiqa's own way."""
+    import torch
+    from pyiqa.archs.ssim_arch import ssim
+
+    from banana_space import equivalents
+
+    def tiled(x: torch.Tensor, y: torch.Tensor, data_range: float) -> torch.Tensor:
+        margin, side = 10, 128
+        out_h, out_w = x.shape[-2] - margin, x.shape[-1] - margin
+        if out_h <= side and out_w <= side:
+            return ssim(x, y, data_range=data_range)
+        rows = [torch.cat([ssim(x[..., top:top + side + margin, left:left + side + margin],
+                                y[..., top:top + side + margin, left:left + side + margin],
+                                get_ssim_map=True, data_range=data_range)
+                           for left in range(0, out_w, side)], dim=3)
+                for top in range(0, out_h, side)]
+        return torch.cat(rows, dim=2).mean([1, 2, 3])
+
+    class TiledBefore(equivalents.TiledSSIM):
+        def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+            x, y = (self._luma(t).to(torch.float64) for t in (x, y))
+            return tiled(x, y, self.data_range)
+
+    def tiled_network(original: Any) -> Any:
+        return TiledBefore(downsample=False, test_y_channel=original.test_y_channel,
+                           color_space=original.color_space).eval()
+
+    return {"entropy": equivalents.EQUIVALENTS["entropy"], "ssim": tiled_network}
+
+
+def use_equivalents_before_issue_35() -> None:
+    """In this process (a benchmark's child), the engine builds metrics as before issue 35."""
+    from banana_space import equivalents
+
+    before = equivalents_before_issue_35()
+    equivalents.EQUIVALENTS.clear()
+    equivalents.EQUIVALENTS.update(before)
