@@ -40,6 +40,7 @@ from banana_space.view import VERDICT_HEADERS
 from page import api, guard, leaderboard_tab
 from page.form import FORM_OPTIONS, inputs_of, option_control
 from page.handlers import (
+    REAL_CHAINS_POLL_S,
     REAL_SLOTS,
     compare,
     cost_note,
@@ -51,6 +52,7 @@ from page.handlers import (
     past_runs,
     preview,
     real_chain_buttons,
+    real_chains_tick,
     redraw,
     reopen,
     replay_hub,
@@ -347,6 +349,10 @@ def build() -> gr.Blocks:
         # a fifth of its opacity, unreadable (and an axe contrast failure) on a slow machine.
         demo.load(real_chain_buttons, None, [examples_heading, *real], api_name="real_chains",
                   show_progress="hidden", **plumbing)
+        # A page opened while they are prepared shows them when they are, without a reload.
+        real_timer = gr.Timer(REAL_CHAINS_POLL_S)
+        real_timer.tick(real_chains_tick, None, [examples_heading, *real, real_timer],
+                        api_name="real_chains_tick", show_progress="hidden", **plumbing)
         # The profile is the simulation's alone.
         form["backend"].change(lambda name: gr.update(visible=name == "simulate"),
                                form["backend"], form["profile"], **plumbing)

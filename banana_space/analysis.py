@@ -1,14 +1,24 @@
 """The paper's arithmetic, as pure functions: oriented deltas, normalisation, verdicts.
 
-Banana100 (arXiv 2604.03400), Sec. 4: a metric *detects* degradation when its score change
-against the input, oriented so that negative means worse, is negative at steps 5, 10 and 20.
-With fewer steps, the checkpoints that exist are used (and the last step when none of them
-does). A missing score (NaN) is missing: it never counts as a pass.
+Banana100 (arXiv 2604.03400): the normalised score difference Δi is the score at step i
+minus the score at step 1, the first copy (the dataset's chains are steps 1..100; the input is
+not among them), and a metric *detects* the degradation when Δ5, Δ10 and Δ20 are all negative.
+Here Δ is oriented so that negative always means worse (the sign flipped for lower-is-better
+scores). The reading taken of "normalised": a rescaling of the score by a positive factor, which
+leaves every sign, and so every verdict, as it is; the Δ columns stay in the score's own units.
+Ours, for runs shorter than the paper's: the checkpoints that exist are used (and the last step
+when none of them does, if it comes after step 1). A missing score (NaN) is missing: it never
+counts as a pass, and a chain with no score at step 1 has no verdict (`undecided_because` says so).
 
-Beside the paper's verdict: `detects_robust`, the same test against a noise floor (`floors.py`),
-and the trend from the first copy (`worse_after_first`, `spearman` over steps 1..N), since a
-"fooled" verdict can come from step 0 -> 1 alone (a smooth start that one dose of static makes
-look "natural") while the metric gets worse with every copy after it (issue 23).
+Fidelity (PSNR, SSIM) is scored against the input, the right answer of a replication chain;
+its Δ is from step 1 like any other score's, so pyiqa's 80 dB cap for "identical" (the input
+against itself) never enters a verdict.
+
+Beside the paper's verdict, ours: `detects_robust`, the same test against a noise floor
+(`floors.py`); the change since the input (`since_input`, the input's own score as the base)
+and the same checkpoints read from it (`worse_than_input`), since a smooth start that one dose
+of static makes look "natural" can be worse than step 1 at every checkpoint and still better
+than the input (issue 23); and the rank correlation with fidelity (`spearman`).
 """
 
 from __future__ import annotations
@@ -24,15 +34,27 @@ from .catalog import ScoreInfo
 from .floors import floor_of
 
 CHECKPOINTS = (5, 10, 20)
+FIRST_COPY = 1  # the base of the paper's Δ: step 1, the first copy
+INPUT = 0  # the base of the change since the input (ours), and fidelity's reference
 # Each checkpoint's column, generated from the table above: the field name in the CSVs and in
 # JSON ("delta_5"), and the header a person reads ("Δ5").
 CHECKPOINT_FIELDS = tuple(f"delta_{step}" for step in CHECKPOINTS)
 CHECKPOINT_HEADERS = tuple(f"Δ{step}" for step in CHECKPOINTS)
+SINCE_INPUT_HEADER = "Δ since input"
 REFERENCE_METRIC = "psnr"  # the fidelity line every metric is rank-correlated with
 PROVISIONAL = " so far"  # after a verdict word while the paper's last checkpoint is ahead
+# The paper's test in one line, for every surface that names it.
+PAPER_TEST = "the paper's test (Δ from step 1 < 0 at steps 5, 10 and 20)"
+# (detects, worse_than_input) -> what it means where the two disagree: one rule, one text.
+INPUT_CONTRASTS = {
+    (True, False): "step 1 scored better than the input; from there it falls, but not below "
+                   "the input at every checkpoint",
+    (False, True): "step 1 scored worse than the input; from there it does not fall at every "
+                   "checkpoint"}
 # One metric's verdict as verdict.csv (and the table's verdicts.csv, after its chain) writes it.
-VERDICT_FIELDS = ("metric", *CHECKPOINT_FIELDS, "detects", "detects_robust", "spearman_vs_psnr",
-                  "spearman_from_first", "worse_after_first")
+VERDICT_FIELDS = ("metric", *CHECKPOINT_FIELDS, "detects", "detects_robust", "undecided_because",
+                  "delta_since_input", "worse_than_input", "spearman_vs_psnr",
+                  "spearman_from_first")
 
 
 @dataclass(frozen=True)
@@ -46,9 +68,10 @@ class _Words:
 
 
 class Verdict(Enum):
-    """The paper's three outcomes for one metric (Banana100, Sec. 4) and the words every
-    surface writes for them; `Verdict(value)` reads the True/False/None that
-    `detects_degradation`, `detects_robust` and `worse_after_first` return."""
+    """One metric's verdict: the paper's two outcomes (it detects the damage, or it is
+    fooled) and ours for a test that cannot be asked yet, with the words every surface writes
+    for them; `Verdict(value)` reads the True/False/None that `detects_degradation`,
+    `detects_robust` and `VerdictRow.worse_than_input` hold."""
 
     DETECTS = True
     FOOLED = False
@@ -93,20 +116,33 @@ def plain_verdict(value: bool | None) -> str:
     return Verdict(value).words.plain
 
 
-def oriented_deltas(scores: Sequence[float], lower_better: bool) -> list[float]:
-    """The paper's oriented Δ (Sec. 4): delta_i = score_i - score_0, sign flipped for
-    lower-is-better, so that negative always means worse.
+def oriented_deltas(scores: Sequence[float], lower_better: bool,
+                    base: int = FIRST_COPY) -> list[float]:
+    """Oriented Δ: delta_i = score_i - score_base, sign flipped for lower-is-better, so that
+    negative always means worse. The paper's base is step 1, the first copy (`FIRST_COPY`);
+    `INPUT` (step 0) gives the change since the input.
 
     Args:
         scores: one score per step, step 0 first (NaN where missing).
         lower_better: the metric's orientation (pyiqa's `lower_better`).
+        base: the step every Δ is measured from.
+
     Returns:
-        One Δ per step (Δ_0 = 0; NaN where either score is missing).
+        One Δ per step: 0 at the base; NaN before it (not on the paper's chain), where the
+        score is missing, and everywhere while the base step has no score.
     """
-    if not scores:
-        return []
+    if len(scores) <= base:
+        return [math.nan] * len(scores)
     sign = -1.0 if lower_better else 1.0
-    return [sign * (score - scores[0]) + 0.0 for score in scores]  # + 0.0: no "-0.0"
+    return [sign * (score - scores[base]) + 0.0 if step >= base else math.nan  # + 0.0: no "-0.0"
+            for step, score in enumerate(scores)]
+
+
+def since_input(scores: Sequence[float], info: ScoreInfo) -> list[float]:
+    """The oriented change since the input (ours, beside the paper's Δ from step 1): a fidelity
+    series first held inside its range (`anchored`), so its curve is not measured from pyiqa's
+    cap for "identical"."""
+    return oriented_deltas(anchored(scores, info), info.lower_better, base=INPUT)
 
 
 def normalised(deltas: Sequence[float]) -> list[float]:
@@ -119,8 +155,8 @@ def normalised(deltas: Sequence[float]) -> list[float]:
 
 
 def range_scaled(scores: Sequence[float], info: ScoreInfo) -> list[float] | None:
-    """Oriented deltas as a share of the score's nominal range (pyiqa's `score_range`), so a
-    move within a metric's noise stays small on the shared axis and a large move looks large;
+    """The change since the input as a share of the score's nominal range (pyiqa's `score_range`),
+    so a move within a metric's noise stays small on the shared axis and a large move looks large;
     None when the score has no range (then `normalised` is the fallback).
 
     A fidelity score is first held inside its range: frame 0 against itself is "identical",
@@ -129,11 +165,12 @@ def range_scaled(scores: Sequence[float], info: ScoreInfo) -> list[float] | None
     if info.score_range is None:
         return None
     low, high = info.score_range
-    return [d / (high - low) for d in oriented_deltas(anchored(scores, info), info.lower_better)]
+    return [d / (high - low) for d in since_input(scores, info)]
 
 
 def anchored(scores: Sequence[float], info: ScoreInfo) -> list[float]:
-    """A fidelity series held inside its range, so that its Δ is measured from a sane anchor:
+    """A fidelity series held inside its range, so that its change since the input is measured
+    from a sane anchor:
     frame 0 against itself is "identical", which pyiqa writes as a cap far above the range
     (PSNR 80 dB; its range tops at 40 dB), and a Δ from the cap says more about the cap than
     about the copy. Any other score, or one without a range, is returned as it is."""
@@ -145,62 +182,73 @@ def anchored(scores: Sequence[float], info: ScoreInfo) -> list[float]:
 
 def checkpoints(last_step: int) -> tuple[int, ...]:
     """The paper's checkpoints (5, 10, 20) a run of `last_step` steps has reached; a shorter
-    run uses its last step as its one checkpoint (none before step 1)."""
+    run uses its last step as its one checkpoint, if it comes after the first copy (a Δ from
+    step 1 at step 1 is 0 by definition, not a measurement)."""
     present = tuple(s for s in CHECKPOINTS if s <= last_step)
-    return present or ((last_step,) if last_step >= 1 else ())
+    return present or ((last_step,) if last_step > FIRST_COPY else ())
 
 
 def detects_degradation(deltas: Sequence[float]) -> bool | None:
-    """The paper's test (Sec. 4): a metric *detects* the damage if its oriented Δ is negative
-    at steps 5, 10 and 20.
+    """The paper's test: a metric *detects* the damage if its oriented Δ is negative at steps
+    5, 10 and 20.
 
     Args:
-        deltas: oriented Δ per step (`oriented_deltas`), step 0 first.
+        deltas: oriented Δ per step (`oriented_deltas`: from step 1 for the paper's test,
+            from the input for `worse_than_input`), step 0 first.
+
     Returns:
         True: every checkpoint's Δ is negative. False: one is zero or positive. None: not
-        decidable (no step yet, or a checkpoint is missing and none says False).
+        decidable (no checkpoint yet, or one is missing and none says False);
+        `undecided_because` says which.
     """
+    return _below_at_checkpoints(deltas, 0.0)
+
+
+def detects_robust(deltas: Sequence[float], floor: float | None) -> bool | None:
+    """The paper's checkpoints, with a noise floor (ours): True when every checkpoint's Δ is
+    below -floor (worse by more than the score moves on nuisance chains), False when a finite
+    one is not, None when undecidable (no floor measured, no checkpoint yet, or one missing
+    and none says False).
+
+    Args:
+        deltas: oriented Δ by step from step 1 (negative = worse), step 0 first.
+        floor: the score's floor from `floors.floor_of`, >= 0, or None.
+    """
+    return None if floor is None else _below_at_checkpoints(deltas, -floor)
+
+
+def _below_at_checkpoints(deltas: Sequence[float], limit: float) -> bool | None:
     steps = checkpoints(len(deltas) - 1)
     if not steps:
         return None
     values = [deltas[s] for s in steps]
-    if any(math.isfinite(v) and v >= 0 for v in values):
+    if any(math.isfinite(v) and v >= limit for v in values):
         return False
     if all(math.isfinite(v) for v in values):
         return True
     return None
 
 
-def detects_robust(deltas: Sequence[float], floor: float | None) -> bool | None:
-    """The paper's checkpoints, with a noise floor: True when every checkpoint's oriented
-    delta is below -floor (worse by more than the score moves on nuisance chains), False
-    when a finite one is not, None when undecidable (no floor measured, no step yet, or a
-    checkpoint missing and none says False).
+def undecided_because(deltas: Sequence[float]) -> str:
+    """Why the paper's test has no verdict on these Δ (from step 1); "" when it has one.
 
     Args:
-        deltas: oriented deltas by step (negative = worse), step 0 first.
-        floor: the score's floor from `floors.floor_of`, >= 0, or None.
+        deltas: oriented Δ per step from `oriented_deltas` with the paper's base.
+
+    Returns:
+        e.g. "no step 1 yet (the paper's Δ is measured from the first copy)".
     """
+    if detects_degradation(deltas) is not None:
+        return ""
+    if len(deltas) <= FIRST_COPY:
+        return "no step 1 yet (the paper's Δ is measured from the first copy)"
+    if not math.isfinite(deltas[FIRST_COPY]):
+        return "no score at step 1, the first copy, which the paper's Δ is measured from"
     steps = checkpoints(len(deltas) - 1)
-    if floor is None or not steps:
-        return None
-    values = [deltas[s] for s in steps]
-    if any(math.isfinite(v) and v >= -floor for v in values):
-        return False
-    if all(math.isfinite(v) for v in values):
-        return True
-    return None
-
-
-def worse_after_first(deltas: Sequence[float]) -> bool | None:
-    """The paper's test with the first copy as the reference instead of the input: True when
-    every checkpoint is worse than step 1, False when a finite one is not, None when
-    undecidable (no checkpoint after step 1 yet, or step 1 or a checkpoint missing)."""
-    steps = [s for s in checkpoints(len(deltas) - 1) if s > 1]
-    if not steps or not math.isfinite(deltas[1]):
-        return None
-    return detects_degradation([0.0, *(deltas[s] - deltas[1] if s in steps else math.nan
-                                       for s in range(1, max(steps) + 1))])
+    if not steps:
+        return "no step after the first copy yet"
+    missing = [str(s) for s in steps if not math.isfinite(deltas[s])]
+    return f"no score at step {', '.join(missing)}"
 
 
 def spearman(a: Sequence[float], b: Sequence[float]) -> float:
@@ -222,15 +270,18 @@ def spearman(a: Sequence[float], b: Sequence[float]) -> float:
 class VerdictRow:
     metric: str
     role: str
-    at_checkpoints: tuple[float, ...]  # the oriented delta at each of CHECKPOINTS, in order
-    detects: bool | None
-    spearman_vs_psnr: float
+    at_checkpoints: tuple[float, ...]  # the paper's Δ (from step 1) at each of CHECKPOINTS
+    detects: bool | None  # the paper's test
+    spearman_vs_psnr: float  # the change since the input, ranked against PSNR's, steps 0..N
     detects_robust: bool | None = None
-    spearman_from_first: float = math.nan  # against PSNR over steps 1..N: the trend
-    worse_after_first: bool | None = None  # every checkpoint worse than the first copy
+    spearman_from_first: float = math.nan  # the same over steps 1..N: the trend
+    delta_since_input: float = math.nan  # the oriented change since the input, last step
+    worse_than_input: bool | None = None  # every checkpoint worse than the input (ours; None
+    # for fidelity, whose score at the input is the input against itself)
+    undecided_because: str = ""  # why `detects` is None ("" when it is decided)
 
     def delta_at(self, step: int) -> float:
-        """The oriented delta at one of CHECKPOINTS (NaN where the run stops short of it)."""
+        """The paper's Δ at one of CHECKPOINTS (NaN where the run stops short of it)."""
         return self.at_checkpoints[CHECKPOINTS.index(step)]
 
     def checkpoint_fields(self) -> dict[str, float]:
@@ -241,13 +292,15 @@ class VerdictRow:
     def record(self) -> list[object]:
         """The row's cells in VERDICT_FIELDS order, verdicts in their plain words."""
         return [self.metric, *self.at_checkpoints, plain_verdict(self.detects),
-                plain_verdict(self.detects_robust), self.spearman_vs_psnr,
-                self.spearman_from_first, plain_verdict(self.worse_after_first)]
+                plain_verdict(self.detects_robust), self.undecided_because,
+                self.delta_since_input, plain_verdict(self.worse_than_input),
+                self.spearman_vs_psnr, self.spearman_from_first]
 
     @property
-    def fooled_by_first_step(self) -> bool:
-        """"Fooled" only because of step 0 -> 1: from the first copy on it gets worse."""
-        return self.detects is False and self.worse_after_first is True
+    def input_contrast(self) -> str:
+        """Where the change since the input tells another story than the paper's Δ from the
+        first copy, in words ("" where the two agree or either is undecided)."""
+        return INPUT_CONTRASTS.get((self.detects, self.worse_than_input), "")
 
 
 class History:
@@ -268,20 +321,26 @@ class History:
             series[step] = float(scores.get(name, math.nan))
 
     def deltas(self, name: str) -> list[float]:
-        """Oriented deltas; a fidelity column's from its anchor (`anchored`), in every output
-        alike: the page, scores.csv and verdict.csv."""
-        info = self.infos[name]
-        return oriented_deltas(anchored(self.scores[name], info), info.lower_better)
+        """The paper's oriented Δ from step 1, for every column alike (fidelity included:
+        its score at step 1 is a measurement, not pyiqa's cap)."""
+        return oriented_deltas(self.scores[name], self.infos[name].lower_better)
+
+    def since_input(self, name: str) -> list[float]:
+        """The oriented change since the input (`since_input`), as the curves draw it."""
+        return since_input(self.scores[name], self.infos[name])
 
     def verdict(self) -> list[VerdictRow]:
-        reference = self.deltas(REFERENCE_METRIC) if REFERENCE_METRIC in self.scores else []
+        reference = self.since_input(REFERENCE_METRIC) if REFERENCE_METRIC in self.scores else []
         rows = []
         for name, info in self.infos.items():
-            deltas = self.deltas(name)
+            deltas, since = self.deltas(name), self.since_input(name)
             at = tuple(deltas[s] if s < len(deltas) else math.nan for s in CHECKPOINTS)
             rows.append(VerdictRow(name, info.role, at,
-                                   detects_degradation(deltas), spearman(deltas, reference),
+                                   detects_degradation(deltas), spearman(since, reference),
                                    detects_robust(deltas, floor_of(name)),
-                                   spearman(deltas[1:], reference[1:]),
-                                   worse_after_first(deltas)))
+                                   spearman(since[1:], reference[1:]),
+                                   since[-1] if since else math.nan,
+                                   # fidelity at the input is the input against itself
+                                   None if info.role == "fidelity" else detects_degradation(since),
+                                   undecided_because(deltas)))
         return rows

@@ -160,22 +160,27 @@ def _show(events: Iterator[Event]) -> Finished:
 
 
 def _summary(run_dir: Path) -> str:
-    from .analysis import CHECKPOINT_HEADERS, Verdict
+    from .analysis import CHECKPOINT_HEADERS, PAPER_TEST, SINCE_INPUT_HEADER, Verdict
     from .rundir import load_run
 
     rows = load_run(run_dir).history.verdict()
     headers = "".join(f"{header:>10}" for header in CHECKPOINT_HEADERS)
-    lines = [f"{'metric':<14}{headers}  detects  beyond floor  ρ vs PSNR  ρ from 1st"]
+    lines = [f"{'metric':<14}{headers}  detects  beyond floor  {SINCE_INPUT_HEADER}  "
+             "ρ vs PSNR  ρ from 1st"]
     for r in rows:
         cells = "".join(f"{v:>10.3g}" if not math.isnan(v) else f"{'-':>10}"
                         for v in r.at_checkpoints)
+        since = f"{r.delta_since_input:>13.3g}" if not math.isnan(r.delta_since_input) \
+            else f"{'-':>13}"
+        notes = [n for n in (r.undecided_because, r.input_contrast) if n]
         lines.append(f"{r.metric:<14}{cells}  {Verdict(r.detects).words.terse:<7}  "
-                     f"{Verdict(r.detects_robust).words.terse:<12} {r.spearman_vs_psnr:>9.2f}  "
-                     f"{r.spearman_from_first:>10.2f}"
-                     + ("  fooled by step 1 only: worse since" if r.fooled_by_first_step
-                        else ""))
+                     f"{Verdict(r.detects_robust).words.terse:<12} {since}  "
+                     f"{r.spearman_vs_psnr:>9.2f}  {r.spearman_from_first:>10.2f}"
+                     + "".join(f"  {note}" for note in notes))
+    lines.append(f"detects: {PAPER_TEST}; Δ5, Δ10, Δ20 are from step 1, the first copy")
     lines.append("beyond floor: every checkpoint worse by more than the score moves on "
                  "nuisance chains (banana_space/floors.csv)")
+    lines.append(f"{SINCE_INPUT_HEADER}: the change at the last step against the input (ours)")
     return "\n".join(lines)
 
 

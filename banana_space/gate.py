@@ -5,8 +5,10 @@ collapses within tens of steps) calls this after each step and stops before the 
 scores the original and each edit with our rulers (noise, grain, lattice, colour cast, green
 tint: cheap measures aimed at what repeated editing adds) and fidelity to the original (PSNR;
 pyiqa's SSIM costs 1.9 s per 1024² frame on one core, four times the gate's budget). An edit
-is degraded when any measure is worse than the original's by more than its noise floor
-(`floors.py`: how far it moves on chains with no damage a person would name); a measure with
+is degraded when any measure is worse than the original's by more than its noise floor since
+the input (`floors.floor_since_input`: how far it moves from the input on chains with no damage
+a person would name; one edit against its original is a change since the input, not the paper's
+Δ from the first copy); a measure with
 no measured floor is reported but does not vote. Where to look is the magnifier's crop: the
 window where the original and the last edit differ most.
 
@@ -30,10 +32,10 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from .analysis import oriented_deltas
+from .analysis import INPUT, oriented_deltas
 from .budget import BUDGET, scoring_bytes
 from .catalog import metric_info, to_tensor
-from .floors import floor_of
+from .floors import floor_since_input
 from .frames import ANIMATION_SUFFIXES, frames_in_animation, frames_in_zip
 from .images import BadImage, load_image
 from .magnifier import largest_difference_box
@@ -114,8 +116,9 @@ def _verdict(scores: dict[str, float], start: dict[str, float]) -> dict[str, Any
     floors worse it is; `worse` names the measures past their floor."""
     measures, worse = {}, []
     for name in GATE_MEASURES:
-        delta = oriented_deltas([start[name], scores[name]], metric_info(name).lower_better)[1]
-        floor = floor_of(name)
+        delta = oriented_deltas([start[name], scores[name]], metric_info(name).lower_better,
+                                base=INPUT)[1]
+        floor = floor_since_input(name)
         past = floor is not None and math.isfinite(delta) and delta < -floor
         measures[name] = {
             "delta": _round(delta), "floor": _round(floor),

@@ -8,11 +8,13 @@ curve falls as the damage piles up, not at step 1. A score with no range falls b
 largest |delta| so far and says so in the legend ("own scale"). The references (fidelity to
 the input, VLM judges) are drawn bold, black and dark grey, each its own dash; every metric has
 its own colour from the Okabe-Ito palette (colour-blind safe; Wong, Nature Methods 8:441, 2011),
-extended by Paul Tol's muted scheme, and its verdict is the line's dash: detects solid, fooled
-dashed, undecided dotted. Our own measures (family "ours") carry "(ours)" and diamond markers.
+extended by Paul Tol's muted scheme, and its verdict (the paper's test: Δ from step 1, not the
+plotted change since the input) is the line's dash: detects solid, fooled dashed, undecided
+dotted. Our own measures (family "ours") carry "(ours)" and diamond markers.
 Every line reads at >= 3:1 on white (WCAG 1.4.11, graphical objects); text is at least 14 px,
 to be read from the back of a lecture hall. A vertical line marks the frame being compared.
-Hover shows the score itself (fidelity in its unit: dB, SSIM 0-1) and its delta.
+Hover shows the score itself (fidelity in its unit: dB, SSIM 0-1) and its change since
+the input.
 
 A figure is a plain dict in plotly's JSON figure format, not a `go.Figure`: the app redraws it
 after every frame, and at 25 curves x 100 steps plotly's validation of a `go.Figure` costs about
@@ -64,7 +66,8 @@ def display_name(info: ScoreInfo) -> str:
 def scaled_curve(history: History, name: str) -> tuple[list[float], bool]:
     """(the plotted curve, whether it is on the score's range); False: its own scale."""
     on_range = range_scaled(history.scores[name], history.infos[name])
-    return (on_range, True) if on_range is not None else (normalised(history.deltas(name)), False)
+    return ((on_range, True) if on_range is not None
+            else (normalised(history.since_input(name)), False))
 
 
 def _style(role: str, detects: bool | None, index: int) -> dict:
@@ -111,14 +114,15 @@ def _template() -> dict:
 
 def delta_figure(history: History, title: str = DELTA_TITLE,
                  marked: int | None = None) -> Figure:
-    """Every column's range-scaled oriented delta against step; references first and bold;
-    a vertical line at step `marked` (the compared frame), if given."""
+    """Every column's range-scaled change since the input against step, dashed by the paper's
+    verdict (Δ from step 1); references first and bold; a vertical line at step `marked` (the
+    compared frame), if given."""
     traces = []
     counters: dict[str, int] = {}
     extent = MIN_HALF_RANGE
     for name, info in history.infos.items():
-        deltas = history.deltas(name)
-        detects = detects_degradation(deltas)
+        deltas = history.since_input(name)
+        detects = detects_degradation(history.deltas(name))
         index = counters[info.role] = counters.get(info.role, -1) + 1
         kind = "reference" if info.role != "metric" else Verdict(detects).words.word
         curve, on_range = scaled_curve(history, name)
@@ -134,7 +138,7 @@ def delta_figure(history: History, title: str = DELTA_TITLE,
             "customdata": [[value_text(name, v), "" if not math.isfinite(d) else f"{d:+.3g}"]
                            for v, d in zip(history.scores[name], deltas, strict=True)],
             "hovertemplate": f"<b>{display_name(info)}</b><br>step %{{x}}<br>"
-                             "score %{customdata[0]} (Δ %{customdata[1]})"
+                             "score %{customdata[0]} (Δ since input %{customdata[1]})"
                              f"<br>{'share of its range' if on_range else 'own scale'} "
                              "%{y:.0%}<extra></extra>"})
     half = round(extent * 1.1, 3)

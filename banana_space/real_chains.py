@@ -190,9 +190,25 @@ def prepare(root: Path, plan: Plan | None = None) -> list[Path]:
     return ready
 
 
+# Set while a `start_preparing` thread runs: a page opened before the chains are ready asks
+# again until it is clear (page/handlers.real_chains_tick).
+_PREPARING = threading.Event()
+
+
+def preparing() -> bool:
+    """Whether the background preparation is still running (more chains may come)."""
+    return _PREPARING.is_set()
+
+
 def start_preparing(root: Path, plan: Plan | None = None) -> threading.Thread:
-    thread = threading.Thread(target=prepare, args=(root, plan), name="real-chains",
-                              daemon=True)
+    def work() -> None:
+        try:
+            prepare(root, plan)
+        finally:
+            _PREPARING.clear()
+
+    _PREPARING.set()
+    thread = threading.Thread(target=work, name="real-chains", daemon=True)
     thread.start()
     return thread
 

@@ -3,9 +3,11 @@
     DIR/frames/step_000.png …   every frame, lossless
     DIR/.thumbs/.step_000.png … each frame at most 256 px, for the app's strip: dot-files,
                                 like every cache here, so never zipped or replayed
-    DIR/scores.csv              step,metric,score,delta (long format; fidelity and judges too)
+    DIR/scores.csv              step,metric,score,delta,delta_since_input (long format;
+                                fidelity and judges too; delta from step 1, the paper's base)
     DIR/verdict.csv             metric,delta_5,delta_10,delta_20,detects,detects_robust,
-                                spearman_vs_psnr,spearman_from_first,worse_after_first
+                                undecided_because,delta_since_input,worse_than_input,
+                                spearman_vs_psnr,spearman_from_first
     DIR/steps.csv               per step: seconds, calls, cost, what the model said
     DIR/run.json                settings, versions, status, timings; never a secret
     DIR/banana-<run id>.zip     all of the above plus README.txt and plot.html, for download
@@ -225,16 +227,22 @@ class RunDir:
         self.meta["last_step"] = event.step
         self._write_meta()
 
-    def _write_tables(self) -> None:
+    def write_scores(self) -> None:
+        """scores.csv and verdict.csv from the scores so far (the verdict's arithmetic is
+        `analysis.History`'s)."""
         rows = []
         for name, series in self.history.scores.items():
-            deltas = self.history.deltas(name)
-            rows += [[step, name, score, deltas[step]] for step, score in enumerate(series)]
+            deltas, since = self.history.deltas(name), self.history.since_input(name)
+            rows += [[step, name, score, deltas[step], since[step]]
+                     for step, score in enumerate(series)]
         rows.sort(key=lambda row: row[0])  # by step, metrics in column order within a step
-        write_atomic(self.path / "scores.csv",
-                     _csv_bytes(["step", "metric", "score", "delta"], rows))
+        write_atomic(self.path / "scores.csv", _csv_bytes(
+            ["step", "metric", "score", "delta", "delta_since_input"], rows))
         write_atomic(self.path / "verdict.csv", _csv_bytes(
             list(VERDICT_FIELDS), [r.record() for r in self.history.verdict()]))
+
+    def _write_tables(self) -> None:
+        self.write_scores()
         write_atomic(self.path / "steps.csv", _csv_bytes(
             ["step", "seconds_generate", "seconds_score", "calls", "cost_usd", "model_text",
              "judge_text"], [self.steps[s] for s in sorted(self.steps)]))
@@ -245,39 +253,62 @@ class RunDir:
         write_atomic(self.path / "run.json", json.dumps(self.meta, indent=2).encode())
 
 
+def rewrite_verdict(run: Path) -> None:
+    """A saved run's scores.csv and verdict.csv written again from its scores, after the
+    verdict's arithmetic changed; its frames, steps.csv and run.json stay as they are.
+
+    Raises:
+        RunBusy: the run is being written right now.
+    """
+    lock = lock_writer(run)
+    writer = RunDir.reopen(load_run(run), lock)
+    try:
+        writer.write_scores()
+    finally:
+        writer.close()
+
+
 ZIP_README = """Banana Space run {run_id}
 {status} after step {last_step} of {steps} ({backend}, seed {seed}).
 
 Banana100 (arXiv 2604.03400): an image editor is asked again and again for an exact replica of
 its own previous output. This archive holds one such chain and its scores.
 
-frames/step_000.png ...  every frame, lossless; step 0 is the input
-scores.csv               step,metric,score,delta: every score of every frame (long format),
-                         the fidelity references (psnr, ssim against step 0) and judges too
+frames/step_000.png ...  every frame, lossless; step 0 is the input, step 1 the first copy
+scores.csv               step,metric,score,delta,delta_since_input: every score of every
+                         frame (long format), the fidelity references (psnr, ssim against
+                         step 0) and judges too
 verdict.csv              metric,delta_5,delta_10,delta_20,detects,detects_robust,
-                         spearman_vs_psnr,spearman_from_first,worse_after_first
+                         undecided_because,delta_since_input,worse_than_input,
+                         spearman_vs_psnr,spearman_from_first
 steps.csv                per step: seconds generating and scoring, calls, cost (USD), and what
                          the model said
 run.json                 settings (prompt, seed, generator, options), versions, status,
                          timings, notices; never an API key
-plot.html                the oriented delta of every metric per step; opens in any browser,
-                         offline (plotly's JavaScript is inside)
+plot.html                every score's change since the input per step; opens in any
+                         browser, offline (plotly's JavaScript is inside)
 README.txt               this file
 
-delta is oriented: delta_i = score_i - score_0, with the sign flipped for metrics where lower
-is better, so a NEGATIVE delta always means WORSE. The fidelity references' deltas (psnr, ssim)
-are measured from the top of their range (40 dB, 1): frame 0 against itself is "identical",
-which pyiqa writes as 80 dB. A metric "detects" the degradation when
-delta_5, delta_10 and delta_20 are all negative (shorter runs use the checkpoints that exist,
-else the last step); "undecided" where a score is missing. detects_robust asks the same with
-a noise floor: every checkpoint's delta must be below -floor, where a score's floor is the
-largest |delta| it showed on chains with no damage a person would name (an identical copy, a
-half-pixel shift, a lossless re-save, one JPEG pass at quality 95; banana_space/floors.csv);
-"undecided" where the score has no floor (PSNR and SSIM, judges). spearman_vs_psnr ranks a
-metric's scores against fidelity to the input (psnr) across steps; spearman_from_first does so
-over steps 1..N only, and worse_after_first says whether every checkpoint is worse than the
-first copy: "detects" = no with worse_after_first = yes means the metric was fooled by step
-0 -> 1 alone and got worse with every copy after it.
+delta is the paper's: delta_i = score_i - score_1, from step 1, the first copy (Banana100's
+chains are steps 1..100; the input is not among them), with the sign flipped for metrics
+where lower is better, so a NEGATIVE delta always means WORSE (empty at step 0). A metric
+"detects" the degradation when delta_5, delta_10 and delta_20 are all negative (shorter runs
+use the checkpoints that exist, else the last step after step 1); "undecided" where it cannot
+be asked, and undecided_because says why (no step 1, or a missing score). The fidelity
+references (psnr, ssim) are scored against the input and their delta is from step 1 too.
+detects_robust (ours) asks the same with a noise floor: every checkpoint's delta must be below
+-floor, where a score's floor is the largest |delta| it showed on chains with no damage a
+person would name (an identical copy, a half-pixel shift, a lossless re-save, one JPEG pass at
+quality 95; banana_space/floors.csv); "undecided" where the score has no floor (PSNR and SSIM,
+judges).
+
+delta_since_input (ours) is the same orientation from step 0, the input (for psnr and ssim
+from the top of their range, 40 dB and 1: frame 0 against itself is "identical", which pyiqa
+writes as 80 dB); verdict.csv gives it at the last step, and worse_than_input says whether
+every checkpoint is worse than the input. They can disagree with "detects": a smooth start
+that one dose of static makes look "natural" scores better at step 1 than the input, then
+worse with every copy. spearman_vs_psnr ranks a metric's change since the input against psnr's
+across steps; spearman_from_first does so over steps 1..N only.
 """
 
 

@@ -39,6 +39,12 @@ from page.access import REFUSALS, confined, owned, received, refusal, whole
 from page.settings import SETTINGS
 
 NOTICES_SHOWN = 5
+# What the numbers in `summary` mean, for an agent that reads no README.
+DELTA_RULE = ("the paper's, oriented: delta_i = score_i - score_1 (from step 1, the first copy), "
+              "negative = worse; detects = negative at steps 5, 10 and 20; detects_robust = "
+              "below minus the score's noise floor there (banana_space/floors.csv); "
+              "delta_since_input = the same from step 0, the input, at the last step, and "
+              "worse_than_input = negative since the input at every checkpoint (ours)")
 
 
 def link(request: gr.Request, run_id: str) -> str:
@@ -62,9 +68,14 @@ def summary(path: Path, request: gr.Request) -> dict[str, Any]:
     verdict = {row.metric: {**{k: _number(v) for k, v in row.checkpoint_fields().items()},
                             "detects": plain_verdict(row.detects),
                             "detects_robust": plain_verdict(row.detects_robust),
+                            **({"undecided_because": row.undecided_because}
+                               if row.undecided_because else {}),
+                            "delta_since_input": _number(row.delta_since_input),
+                            "worse_than_input": plain_verdict(row.worse_than_input),
+                            **({"since_input_note": row.input_contrast}
+                               if row.input_contrast else {}),
                             "spearman_vs_psnr": _number(row.spearman_vs_psnr),
                             "spearman_from_first": _number(row.spearman_from_first),
-                            "fooled_by_first_step": row.fooled_by_first_step,
                             **({"role": row.role} if row.role != "metric" else {})}
                for row in saved.history.verdict()}
     return {"run": path.name, "link": link(request, path.name),
@@ -73,9 +84,7 @@ def summary(path: Path, request: gr.Request) -> dict[str, Any]:
             "last_step": saved.last_step, "steps": meta.get("steps"),
             "verdict": verdict, "unavailable": meta.get("unavailable") or {},
             "notices": [n["message"] for n in meta.get("notices", [])][-NOTICES_SHOWN:],
-            "delta": "oriented: score_i - score_0, negative = worse; detects = negative at "
-                     "steps 5, 10 and 20; detects_robust = below minus the score's noise floor "
-                     "there (banana_space/floors.csv)"}
+            "delta": DELTA_RULE}
 
 
 def _until_end(events: Iterator[Event], request: gr.Request) -> Path:

@@ -25,7 +25,7 @@ from banana_space.images import BadImage, load_image
 from banana_space.markup import plain
 from banana_space.plots import delta_figure, raw_figure
 from banana_space.quota import page_note
-from banana_space.real_chains import LABEL, PLAN, examples, plan_from_env
+from banana_space.real_chains import LABEL, PLAN, examples, plan_from_env, preparing
 from banana_space.remake import full_frame, remake_all
 from banana_space.rundir import load_run, write_atomic
 from banana_space.runids import copy_in
@@ -52,6 +52,7 @@ from page.settings import RECORDED, SETTINGS
 
 # Buttons for real chains, shown once they are prepared (banana_space/real_chains.py).
 REAL_SLOTS = max(PLAN.count, len(plan_from_env().chains))
+REAL_CHAINS_POLL_S = 5  # how often a page asks again while the real chains are prepared
 PREVIEW_SIDE = 512  # the page shows it 120 px tall
 PREVIEW_LIFETIME_S = 3600
 FRAME_QUERY = re.compile(r"[0-9]{1,4}")  # `?frame=`: a step, 0-100 (a few digits to spare)
@@ -244,6 +245,14 @@ def real_chain_buttons() -> list[Any]:
                "(a model of the damage, not a real editor's output).")
     return [heading, *(gr.update(value=real[i].label, visible=True) if i < len(real)
                        else gr.update(visible=False) for i in range(REAL_SLOTS))]
+
+
+def real_chains_tick() -> list[Any]:
+    """`real_chain_buttons` again, for a page opened before the real chains were ready (the
+    visitor who wakes a sleeping Space), and its timer: it stops once the preparation has
+    ended, with chains or without (offline)."""
+    more_may_come = preparing()  # asked first: the buttons read after it are then final
+    return [*real_chain_buttons(), gr.Timer(active=more_may_come)]
 
 
 def open_real_chain(index: int, raw: bool) -> PageOutputs:

@@ -1,9 +1,10 @@
 """Which metrics detect each simulated damage, which are fooled, and which "detect" nothing at
 all, at full size: every `simulate` profile (damage, the blur control and the nuisance chains)
-on the clean starts, with two verdicts per run. The paper's (Banana100, arXiv 2604.03400,
-Sec. 4: the oriented Δ is negative at steps 5, 10 and 20) and the robust one (every checkpoint
-worse by more than the score's noise floor, banana_space/floors.csv), plus the trend from the
-first copy (`VerdictRow.worse_after_first`, ρ against PSNR over steps 1..N).
+on the clean starts, with two verdicts per run. The paper's (Banana100, arXiv 2604.03400: the
+oriented Δ from step 1, the first copy, is negative at steps 5, 10 and 20) and the robust one
+(ours: every checkpoint worse by more than the score's noise floor, banana_space/floors.csv),
+plus where the change since the input reads otherwise (`VerdictRow.input_contrast`) and the
+trend from the first copy (ρ against PSNR over steps 1..N).
 
     .venv/bin/python scripts/measure_floors.py       # first: the floors the tables use
     .venv/bin/python scripts/detection_table.py --metrics classics --out docs/detection_table.md
@@ -27,7 +28,7 @@ from pathlib import Path
 
 import suite_runs
 
-from banana_space.analysis import VERDICT_FIELDS, VerdictRow, plain_verdict
+from banana_space.analysis import INPUT_CONTRASTS, PAPER_TEST, VERDICT_FIELDS, VerdictRow
 from banana_space.backends.simulate import PROFILES, profiles_of_kind
 from banana_space.catalog import expand_metric_names
 
@@ -44,8 +45,8 @@ def _cell(row: VerdictRow | None) -> str:
     if row is None:
         return "unavailable"
     rho = "" if math.isnan(row.spearman_from_first) else f" ρ₁ {row.spearman_from_first:+.2f}"
-    first = " (step 1 only)" if row.fooled_by_first_step else ""
-    return f"{MARK[row.detects]}/{MARK[row.detects_robust]}{first}{rho}"
+    since = " (since input: otherwise)" if row.input_contrast else ""
+    return f"{MARK[row.detects]}/{MARK[row.detects_robust]}{since}{rho}"
 
 
 def collect(jobs: list[suite_runs.Job], runs: Path) -> dict[suite_runs.Job, tuple]:
@@ -68,9 +69,9 @@ def summary(made: dict, metrics: list[str], profiles: list[str], starts: list[st
         for metric in metrics:
             paper = sum(bool(r.get(metric) and r[metric].detects) for r in rows)
             robust = sum(bool(r.get(metric) and r[metric].detects_robust) for r in rows)
-            first = sum(bool(r.get(metric) and r[metric].fooled_by_first_step) for r in rows)
+            since = sum(bool(r.get(metric) and r[metric].input_contrast) for r in rows)
             cells.append(f"{paper}/{len(starts)} · {robust}/{len(starts)}"
-                         + (f" ({first} step 1)" if first else ""))
+                         + (f" ({since} since input: otherwise)" if since else ""))
         info = PROFILES[profile]
         lines.append(f"| {info.label} | {info.kind} | {info.models} | " + " | ".join(cells)
                      + " |")
@@ -93,11 +94,8 @@ def write_verdicts(made: dict, target: Path) -> None:
         out.writerow(["profile", "start", *VERDICT_FIELDS])
         for job, (rows, _, _) in made.items():
             for r in rows.values():
-                out.writerow([job.profile, job.start, r.metric,
-                              *(f"{v:.6g}" for v in r.at_checkpoints), plain_verdict(r.detects),
-                              plain_verdict(r.detects_robust), f"{r.spearman_vs_psnr:.4g}",
-                              f"{r.spearman_from_first:.4g}",
-                              plain_verdict(r.worse_after_first)])
+                out.writerow([job.profile, job.start,
+                              *(f"{v:.6g}" if isinstance(v, float) else v for v in r.record())])
 
 
 def into_readme(readme: Path, key: str, text: str) -> None:
@@ -132,13 +130,14 @@ def main() -> None:
     head = (f"{args.steps} steps, seed 0, at {args.side} px (longest side: larger starts "
             f"are downscaled to it before the chain; frames never are), on "
             f"{', '.join(starts)}; scored at steps {', '.join(map(str, suite_runs.SCORED_STEPS))}. "
-            "Each cell: runs detected by the paper's test (Δ < 0 at steps 5, 10 and 20) · "
-            "beyond the noise floor (every checkpoint below −floor, banana_space/floors.csv); "
-            "\"step 1\": fooled, yet worse at every checkpoint than the first copy. On a "
-            "nuisance chain every detection is a false alarm.")
+            f"Each cell: runs detected by {PAPER_TEST} · beyond the noise floor (every "
+            "checkpoint below −floor, banana_space/floors.csv); \"since input: otherwise\": "
+            "runs where the change since the input (step 0) reads otherwise at the same "
+            "checkpoints. On a nuisance chain every detection is a false alarm.")
     table = "\n".join([head, "", *summary(made, metrics, profiles, starts)])
     legend = ("Each cell: paper's verdict / beyond the floor (✅ detects, ❌ no, … undecided), "
-              "\"step 1 only\" where a fooled verdict comes from step 0 → 1 alone, ρ₁: Spearman "
+              "\"since input: otherwise\" where the change since the input reads otherwise "
+              f"({'; '.join(INPUT_CONTRASTS.values())}), ρ₁: Spearman "
               "ρ against PSNR over steps 1–20 (+1: it falls as fidelity falls).")
     args.out.write_text("\n".join([table, "", "Every run. " + legend, "",
                                    *every_run(made, metrics)]) + "\n")

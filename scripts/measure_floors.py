@@ -1,9 +1,11 @@
 """Measure each score's noise floor on the nuisance chains and write banana_space/floors.csv.
 
-A score's floor is the largest |oriented Δ| it shows at any scored step of any nuisance chain
-(`simulate` profiles of kind "nuisance": an identical copy, a ±0.5 px shift, a lossless PNG
-re-save, one JPEG pass at quality 95) on the clean starts, at full size. `detects_robust`
-(banana_space/analysis.py) then asks every checkpoint to be worse by more than that. The runs
+A score's floor is the largest |oriented Δ| from step 1 (the paper's base) it shows at any
+scored step of any nuisance chain (`simulate` profiles of kind "nuisance": an identical copy, a
+±0.5 px shift, a lossless PNG re-save, one JPEG pass at quality 95) on the clean starts, at
+full size. `detects_robust` (banana_space/analysis.py) then asks every checkpoint to be worse by
+more than that. The same from step 0, the input, is `floor_since_input`: the gate's, which
+checks one edit against its original (banana_space/gate.py). The runs
 are made by scripts/suite_runs.py (kept under docs/detection_runs/, the same runs the rulers'
 table counts false alarms on); missing ones are made first.
 
@@ -28,18 +30,28 @@ from banana_space.backends.simulate import profiles_of_kind
 from banana_space.floors import FLOORS_CSV
 
 
-def floors(runs: Path, jobs: list[suite_runs.Job]) -> list[list[object]]:
-    """Per no-reference score: [metric, floor, the run and step that set it]."""
+def largest_moves(runs: Path, jobs: list[suite_runs.Job],
+                  since_input: bool) -> dict[str, tuple[float, str]]:
+    """Per no-reference score: its largest |oriented Δ| over the jobs' steps after the base,
+    and the run and step that set it; from step 1 (the paper's base), or from the input."""
     largest: dict[str, tuple[float, str]] = {}
     for job in jobs:
         _, history = suite_runs.read(runs, job)
         for name, info in history.infos.items():
             if info.role != "metric":
                 continue
-            for step, delta in enumerate(history.deltas(name)[1:], 1):
+            deltas = history.since_input(name) if since_input else history.deltas(name)
+            for step, delta in enumerate(deltas):
                 if math.isfinite(delta) and abs(delta) >= largest.get(name, (-1.0, ""))[0]:
                     largest[name] = (abs(delta), f"{job.name} step {step}")
-    return [[name, f"{floor:.6g}", where] for name, (floor, where) in largest.items()]
+    return largest
+
+
+def floors(runs: Path, jobs: list[suite_runs.Job]) -> list[list[object]]:
+    """Per no-reference score: [metric, floor, where, floor_since_input, where]."""
+    first, since = largest_moves(runs, jobs, False), largest_moves(runs, jobs, True)
+    return [[name, f"{first[name][0]:.6g}", first[name][1], f"{since[name][0]:.6g}",
+             since[name][1]] for name in since if name in first]
 
 
 def main() -> None:
@@ -56,7 +68,8 @@ def main() -> None:
     suite_runs.run_all(jobs, args.runs)
     rows = floors(args.runs, jobs)
     with args.out.open("w", newline="") as handle:
-        csv.writer(handle).writerows([["metric", "floor", "set_by"], *rows])
+        csv.writer(handle).writerows([["metric", "floor", "set_by", "floor_since_input",
+                                       "set_by_since_input"], *rows])
     csv.writer(sys.stdout).writerows(rows)
 
 

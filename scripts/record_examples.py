@@ -13,6 +13,9 @@ or the metrics (or name the runs to re-make):
     .venv/bin/python scripts/record_examples.py [RUN_NAME ...]
 A recording made before remake.json existed gets one, checked against its kept frames, with
     .venv/bin/python scripts/record_examples.py --manifest-only [RUN_NAME ...]
+After a change to the verdict's arithmetic alone (the scores stay), each recording's scores.csv
+and verdict.csv are written again from its recorded scores with
+    .venv/bin/python scripts/record_examples.py --verdicts-only [RUN_NAME ...]
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from banana_space.backends import create_backend  # noqa: E402
 from banana_space.catalog import CPU_DEFAULTS  # noqa: E402
 from banana_space.chain import make_step  # noqa: E402
 from banana_space.remake import pixel_hash, write_manifest  # noqa: E402
-from banana_space.rundir import frame_name, load_run, zip_path  # noqa: E402
+from banana_space.rundir import frame_name, load_run, rewrite_verdict, zip_path  # noqa: E402
 from banana_space.runs import RunSpec, start_run  # noqa: E402
 
 TARGET = REPO / "assets" / "recorded"
@@ -92,6 +95,10 @@ if __name__ == "__main__":
     if sys.argv[1:2] == ["--manifest-only"]:
         for name in sys.argv[2:] or list(RECORDINGS):
             add_manifest(name)
+        sys.exit()
+    if sys.argv[1:2] == ["--verdicts-only"]:
+        for name in sys.argv[2:] or list(RECORDINGS):
+            rewrite_verdict(TARGET / name)
         sys.exit()
     chosen = sys.argv[1:] or list(RECORDINGS)  # by default all, and nothing else stays
     if not sys.argv[1:]:

@@ -61,3 +61,19 @@ def make_chains(root: Path, photo: Image.Image) -> dict[str, str]:
     return {f"{name}/lab/day1/cat": "folder", f"{name}/lab/zipped.zip": "zip",
             f"{name}/gifs/loop.gif": "animation", f"{name}/runs/sim": "folder",
             f"{name}/broken": "folder", f"{name}/single/one.gif": "animation"}
+
+
+# Planted noise σ (grey levels) per step, steps 0-20, whose verdicts under the paper's test are
+# known: worse at step 1, better after it (fooled: Δ from step 1 is positive at 5, 10 and 20,
+# though every checkpoint is worse than the input), and worse with every copy (detects).
+WORSE_AT_STEP_1_THEN_BETTER = (0.0, 24.0, *(24.0 - step for step in range(1, 20)))
+WORSE_WITH_EVERY_COPY = tuple(2.0 * step for step in range(21))
+
+
+def planted_noise_chain(photo: Image.Image, sigmas: tuple[float, ...]) -> list[Image.Image]:
+    """One noise pattern, scaled by σ at each step: a ruler of white noise (`noise_level`)
+    reads each frame's σ back, so its verdict is known before the chain is scored."""
+    pixels = np.asarray(photo.resize((192, 128)), dtype=float)
+    pattern = np.random.default_rng(0).normal(0, 1, pixels.shape)
+    return [Image.fromarray(np.clip(pixels + sigma * pattern, 0, 255).round().astype(np.uint8))
+            for sigma in sigmas]

@@ -1,4 +1,5 @@
-"""Unit tests of the pure arithmetic: oriented deltas, normalisation, the paper's verdict."""
+"""Unit tests of the pure arithmetic: oriented deltas from step 1 (the paper's base) and from the
+input, normalisation, the paper's verdict and ours."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from banana_space.analysis import (
     oriented_deltas,
     plain_verdict,
     spearman,
-    worse_after_first,
+    undecided_because,
 )
 from banana_space.catalog import ScoreInfo
 
@@ -28,12 +29,20 @@ NAN = math.nan
 
 
 def test_oriented_delta_flips_sign_for_lower_is_better() -> None:
-    assert oriented_deltas([30.0, 35.0, 20.0], lower_better=True) == [0.0, -5.0, 10.0]
-    assert oriented_deltas([30.0, 35.0, 20.0], lower_better=False) == [0.0, 5.0, -10.0]
+    assert oriented_deltas([30.0, 35.0, 20.0], lower_better=True, base=0) == [0.0, -5.0, 10.0]
+    assert oriented_deltas([30.0, 35.0, 20.0], lower_better=False, base=0) == [0.0, 5.0, -10.0]
+
+
+def test_the_papers_delta_is_from_step_1_and_the_input_is_not_on_its_chain() -> None:
+    deltas = oriented_deltas([30.0, 35.0, 20.0], lower_better=False)
+    assert math.isnan(deltas[0]) and deltas[1:] == [0.0, -15.0]
+    assert all(math.isnan(d) for d in oriented_deltas([30.0], lower_better=False))  # no step 1
+    assert all(math.isnan(d) for d in oriented_deltas([30.0, NAN, 2.0], lower_better=False))
 
 
 def test_oriented_delta_has_no_negative_zero() -> None:
-    assert str(oriented_deltas([3.0, 3.0], lower_better=True)[0]) == "0.0"
+    assert str(oriented_deltas([3.0, 3.0], lower_better=True, base=0)[1]) == "0.0"
+    assert str(oriented_deltas([1.0, 3.0, 3.0], lower_better=True)[2]) == "0.0"
 
 
 def test_normalised_spans_minus_one_to_one_and_keeps_nan() -> None:
@@ -42,7 +51,8 @@ def test_normalised_spans_minus_one_to_one_and_keeps_nan() -> None:
 
 
 @pytest.mark.parametrize(("last", "expected"), [
-    (0, ()), (1, (1,)), (4, (4,)), (5, (5,)), (9, (5,)), (10, (5, 10)), (100, (5, 10, 20))])
+    (0, ()), (1, ()), (2, (2,)), (4, (4,)), (5, (5,)), (9, (5,)), (10, (5, 10)),
+    (100, (5, 10, 20))])
 def test_checkpoints_use_the_ones_that_exist(last: int, expected: tuple[int, ...]) -> None:
     assert checkpoints(last) == expected
 
@@ -62,6 +72,58 @@ def test_nan_is_missing_never_a_pass() -> None:
     assert detects_degradation(deltas) is False
 
 
+def test_why_a_verdict_is_undecided_is_said() -> None:
+    assert undecided_because(oriented_deltas([3.0], False)).startswith("no step 1 yet")
+    assert undecided_because(oriented_deltas([3.0, NAN, 2.0, 1.0], False)).startswith(
+        "no score at step 1")
+    assert undecided_because(oriented_deltas([3.0, 2.0], False)) == \
+        "no step after the first copy yet"
+    gap = oriented_deltas([3.0, 2.0, 1.0, 1.0, 1.0, NAN], False)
+    assert detects_degradation(gap) is None and undecided_because(gap) == "no score at step 5"
+    assert undecided_because(oriented_deltas([3.0, 2.0, 1.0], False)) == ""
+
+
+def known_answer_history() -> History:
+    """The issue's known answers: BRISQUE (lower is better) jumps at step 1 and improves after,
+    NIQE (lower is better) gets worse with every copy; PSNR falls 49.4 -> 40.0 -> 33.7 dB at
+    steps 1, 5 and 20, a smooth start's blur control."""
+    history = History([ScoreInfo("psnr", "fidelity", False, score_range=(0.0, 40.0)),
+                       ScoreInfo("brisque", "metric", True), ScoreInfo("niqe", "metric", True)])
+    psnr = {0: 80.0, 1: 49.4, 5: 40.0, 10: 37.0, 20: 33.7}
+    for step in range(21):
+        history.add(step, {"psnr": psnr.get(step, math.nan),
+                           "brisque": 20.0 if step == 0 else 50.0 - 0.5 * step,
+                           "niqe": 3.0 + 0.1 * step})
+    return history
+
+
+def test_the_known_answers_under_the_papers_base() -> None:
+    rows = {row.metric: row for row in known_answer_history().verdict()}
+    # Falls at step 1, rises after: fooled, though worse than the input at every checkpoint.
+    assert rows["brisque"].detects is False and rows["brisque"].worse_than_input is True
+    assert rows["brisque"].delta_at(5) == pytest.approx(2.0)
+    assert rows["brisque"].delta_since_input == pytest.approx(-20.0)
+    assert rows["brisque"].input_contrast.startswith("step 1 scored worse than the input")
+    # Keeps falling: detects, and no other story since the input.
+    assert rows["niqe"].detects is True and rows["niqe"].worse_than_input is True
+    assert rows["niqe"].input_contrast == ""
+    # The reference from step 1 has no cap to clip: 40.0 - 49.4 at step 5.
+    assert rows["psnr"].detects is True
+    assert [rows["psnr"].delta_at(s) for s in (5, 10, 20)] == pytest.approx([-9.4, -12.4, -15.7])
+    assert rows["psnr"].worse_than_input is None  # the input against itself is no measurement
+
+
+def test_a_chain_without_a_step_1_says_why_it_has_no_verdict() -> None:
+    history = History([ScoreInfo("niqe", "metric", True)])
+    for step in (0, 2, 5, 10, 20):  # sampled, step 1 not among them
+        history.add(step, {"niqe": 3.0 + step})
+    row = history.verdict()[0]
+    assert row.detects is None and row.detects_robust is None
+    assert row.undecided_because.startswith("no score at step 1")
+    assert row.worse_than_input is True  # the change since the input can still be read
+    assert plain_verdict(row.detects) == "undecided"
+
+
 def test_metric_that_improves_while_psnr_falls_is_fooled() -> None:
     """The paper's BRISQUE case: the image degrades (PSNR falls), the score says 'better'."""
     history = History([ScoreInfo("psnr", "fidelity", False), ScoreInfo("brisque", "metric", True)])
@@ -71,7 +133,7 @@ def test_metric_that_improves_while_psnr_falls_is_fooled() -> None:
     rows = {row.metric: row for row in history.verdict()}
     assert rows["psnr"].detects is True
     assert rows["brisque"].detects is False
-    assert rows["brisque"].delta_at(20) == pytest.approx(2.2 * 20)
+    assert rows["brisque"].delta_at(20) == pytest.approx(2.2 * 19)
     assert rows["brisque"].spearman_vs_psnr == pytest.approx(-1.0)
 
 
@@ -107,21 +169,21 @@ def test_pyiqa_score_ranges_are_read_as_numbers_or_none() -> None:
 
 
 def test_detects_robust_needs_every_checkpoint_below_the_floor() -> None:
-    worse = [0.0] + [-1.0] * 20
+    worse = [NAN, 0.0] + [-1.0] * 19
     assert detects_robust(worse, floor=0.5) is True
     assert detects_robust(worse, floor=1.0) is False  # -1 is not below -1: inside the floor
     assert detects_robust(worse, floor=None) is None  # no floor measured: undecided
-    tiny = [0.0] + [-1e-13] * 20  # float noise: the paper's verdict fires, the robust one not
+    tiny = [NAN, 0.0] + [-1e-13] * 19  # float noise: the paper's verdict fires, the robust one not
     assert detects_degradation(tiny) is True
     assert detects_robust(tiny, floor=1e-6) is False
-    gap = [0.0] + [-1.0] * 9 + [math.nan] + [-1.0] * 10
+    gap = [NAN, 0.0] + [-1.0] * 8 + [math.nan] + [-1.0] * 10
     assert detects_robust(gap, floor=0.1) is None
-    assert detects_robust([0.0], floor=0.1) is None
+    assert detects_robust([NAN, 0.0], floor=0.1) is None
 
 
 def first_step_history() -> History:
     """Issue 23's BRISQUE on a smooth start: one dose of static makes the first copy score far
-    better (50.6 -> 28.3), then it gets worse with every copy (-> 44.4 at step 20), while PSNR
+    better (50.6 -> 28.3), then it gets worse with every copy (-> 43.5 at step 20), while PSNR
     falls throughout. The paper's other case, a score that keeps improving, beside it."""
     history = History([ScoreInfo("psnr", "fidelity", False), ScoreInfo("brisque", "metric", True),
                        ScoreInfo("piqe", "metric", True)])
@@ -132,21 +194,14 @@ def first_step_history() -> History:
     return history
 
 
-def test_a_fooled_verdict_from_the_first_step_alone_is_told_apart() -> None:
+def test_a_score_better_at_step_1_than_the_input_then_worse_detects_and_says_so() -> None:
     rows = {row.metric: row for row in first_step_history().verdict()}
     brisque, piqe = rows["brisque"], rows["piqe"]
-    assert brisque.detects is False and brisque.worse_after_first is True
-    assert brisque.fooled_by_first_step
+    assert brisque.detects is True and brisque.worse_than_input is False
+    assert brisque.input_contrast.startswith("step 1 scored better than the input")
     assert brisque.spearman_from_first == pytest.approx(1.0)
-    assert piqe.detects is False and piqe.worse_after_first is False
-    assert not piqe.fooled_by_first_step and piqe.spearman_from_first == pytest.approx(-1.0)
-
-
-def test_worse_after_first_needs_a_checkpoint_after_the_first_copy() -> None:
-    assert worse_after_first([0.0, 5.0]) is None  # only the first copy so far
-    assert worse_after_first([0.0, 5.0, 4.0, 3.0]) is True  # step 3 stands in for step 5
-    assert worse_after_first([0.0, math.nan, 4.0, 3.0]) is None
-    assert worse_after_first([0.0, 5.0] + [6.0] * 19) is False
+    assert piqe.detects is False and piqe.worse_than_input is False
+    assert piqe.input_contrast == "" and piqe.spearman_from_first == pytest.approx(-1.0)
 
 
 def test_a_verdict_owns_every_word_each_surface_writes() -> None:
@@ -166,3 +221,4 @@ def test_checkpoint_columns_come_from_the_checkpoints() -> None:
     assert row.checkpoint_fields()["delta_10"] == -2.0 and row.delta_at(5) == -1.0
     assert row.record()[:5] == ["niqe", -1.0, -2.0, row.at_checkpoints[2], "no"]
     assert len(row.record()) == len(VERDICT_FIELDS)
+    assert dict(zip(VERDICT_FIELDS, row.record(), strict=True))["worse_than_input"] == "undecided"

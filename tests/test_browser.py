@@ -288,7 +288,8 @@ def test_a_run_streams_in_frame_by_frame_and_downloads(page: Page, visitors: Vis
     # The summary states the finding as it grows: provisional mid-run, final at the end.
     assert any(s.summary.startswith("So far, after") for s in seen), [s.summary for s in seen]
     assert final.summary.startswith(f"After {steps} steps, PSNR to the input fell"), final.summary
-    assert "quality metrics call it better" in final.summary
+    assert "by the paper's test (Δ from step 1 < 0 at steps 5, 10 and 20)" in final.summary
+    assert "quality metrics detect" in final.summary and "this simulation" in final.summary
     assert final.points % (steps + 1) == 0 and final.points // (steps + 1) >= len(METRICS) + 1
 
     verdicts = verdict_by_metric(final)

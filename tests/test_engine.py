@@ -48,10 +48,13 @@ def test_five_step_simulate_chain_on_a_real_photo(photo, tmp_path, weights_dir) 
     assert sorted(p.name for p in (run / "frames").iterdir()) == [
         f"step_{i:03d}.png" for i in range(6)]
     rows = read_csv(run / "scores.csv")
-    assert list(rows[0]) == ["step", "metric", "score", "delta"]
+    assert list(rows[0]) == ["step", "metric", "score", "delta", "delta_since_input"]
     assert {r["metric"] for r in rows} == {*CPU_METRICS, "psnr", "ssim"}
     assert len(rows) == 6 * 6
-    assert all(float(r["delta"]) == 0 for r in rows if r["step"] == "0")
+    # The paper's Δ is from step 1 (none at the input); the change since the input from step 0.
+    assert all(r["delta"] == "" and float(r["delta_since_input"]) == 0
+               for r in rows if r["step"] == "0")
+    assert all(float(r["delta"]) == 0 for r in rows if r["step"] == "1")
     for row in rows:  # every score is a finite number, as pyiqa computed it
         assert math.isfinite(float(row["score"]))
     assert [f.scores["brisque"] for f in frames] == [
@@ -62,7 +65,8 @@ def test_five_step_simulate_chain_on_a_real_photo(photo, tmp_path, weights_dir) 
     verdict = {r["metric"]: r for r in read_csv(run / "verdict.csv")}
     assert list(next(iter(verdict.values()))) == [
         "metric", "delta_5", "delta_10", "delta_20", "detects", "detects_robust",
-        "spearman_vs_psnr", "spearman_from_first", "worse_after_first"]
+        "undecided_because", "delta_since_input", "worse_than_input", "spearman_vs_psnr",
+        "spearman_from_first"]
     assert verdict["psnr"]["detects"] == "yes" and verdict["ssim"]["detects"] == "yes"
     # Fidelity has no noise floor (floors.csv): its robust verdict is undecided; a metric's is
     # decided, since every CPU classic has one.
@@ -78,6 +82,7 @@ def test_five_step_simulate_chain_on_a_real_photo(photo, tmp_path, weights_dir) 
         readme = archive.read(f"{run.name}/README.txt").decode()
     assert f"{run.name}/frames/step_005.png" in names and f"{run.name}/verdict.csv" in names
     assert "detects_robust" in readme and "noise floor" in readme
+    assert "delta_i = score_i - score_1, from step 1" in readme
 
 
 def test_each_frame_is_on_disk_and_shown_before_its_scores(photo, tmp_path) -> None:

@@ -21,7 +21,7 @@ from banana_space.rulers import RULERS
 # feathers have too few near-neutral pixels for the colour rulers: no score, undecided).
 HELD_OUT = {"clean-feathers.png": {"colour_cast": None, "green_tint": None},
             "astronaut.png": {}}
-STEPS = (5, 10, 20)  # the paper's checkpoints: the only steps a verdict reads
+STEPS = (1, 5, 10, 20)  # the paper's base and checkpoints: the only steps a verdict reads
 
 
 def test_every_cpu_score_has_a_floor_and_fidelity_has_none() -> None:
@@ -42,7 +42,8 @@ def start(request) -> tuple[np.ndarray, dict[str, None]]:
 
 
 def verdicts(frames: dict[int, np.ndarray]) -> dict[str, tuple[bool | None, bool | None]]:
-    """Each ruler's (paper's, robust) verdict on a chain given by its frames at 0 and STEPS."""
+    """Each ruler's (paper's, robust) verdict on a chain given by its frames at 0 and STEPS:
+    its Δ from step 1, the paper's base."""
     found = {}
     for name, ruler in RULERS.items():
         scores = [math.nan] * (max(STEPS) + 1)

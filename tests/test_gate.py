@@ -17,7 +17,7 @@ from test_mcp import answer, data_url, session_call
 
 from banana_space import gate
 from banana_space.backends.simulate import SimulateBackend
-from banana_space.floors import floor_of
+from banana_space.floors import floor_since_input
 from banana_space.magnifier import largest_difference_box
 from banana_space.rulers import RULERS
 
@@ -64,7 +64,7 @@ def test_look_at_is_the_window_a_brute_force_search_finds(seed) -> None:
 
 def test_a_measure_votes_only_past_its_floor(monkeypatch) -> None:
     floors = {"psnr": 5.0, "noise_level": 0.5}
-    monkeypatch.setattr(gate, "floor_of", floors.get)
+    monkeypatch.setattr(gate, "floor_since_input", floors.get)
     start = {name: 1.0 for name in gate.GATE_MEASURES}
     # noise_level is lower-better: +0.6 is 0.6 worse, past its 0.5 floor; psnr 3 dB worse is
     # within its 5 dB floor; grain is far worse but has no floor, so it does not vote.
@@ -78,7 +78,7 @@ def test_a_measure_votes_only_past_its_floor(monkeypatch) -> None:
 
 
 def test_the_gate_says_no_for_a_copy_and_yes_once_damage_passes_the_floor(chain) -> None:
-    assert floor_of("noise_level") is not None, "floors.csv: run scripts/measure_floors.py"
+    assert floor_since_input("noise_level") is not None, "floors.csv: run scripts/measure_floors.py"
     copy = gate.check_degradation(chain[0], [chain[0].copy()])
     assert copy["degraded"] is False and copy["first_degraded"] is None
     assert all(m["delta"] == 0 for m in copy["edits"][0]["measures"].values())

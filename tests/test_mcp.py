@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from app_server import running_app
+from chains import WORSE_AT_STEP_1_THEN_BETTER, WORSE_WITH_EVERY_COPY, planted_noise_chain
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from PIL import Image
@@ -105,6 +106,25 @@ def test_tools_are_listed_and_scoring_a_gif_answers_verdicts(mcp_url, photo) -> 
     assert as_list["last_step"] == 3 and "entropy" in as_list["verdict"]
 
     assert bad.isError and "not a run id" in bad.content[0].text
+
+
+def test_the_answer_reads_the_papers_test_from_step_1(mcp_url, photo) -> None:
+    """Known answers (tests/chains.py): planted noise worse at step 1 and better after is
+    "fooled", though worse than the input at every checkpoint; noise that grows with every copy
+    "detects"."""
+    url, _ = mcp_url
+    _, (fading, growing) = asyncio.run(session_call(url, [
+        ("score_chain", {"frames": data_url(planted_noise_chain(photo, sigmas), "zip"),
+                         "metrics": "noise_level"})
+        for sigmas in (WORSE_AT_STEP_1_THEN_BETTER, WORSE_WITH_EVERY_COPY)]))
+    rule = answer(fading)["delta"]
+    fading, growing = (answer(result)["verdict"]["noise_level"] for result in (fading, growing))
+    assert "delta_i = score_i - score_1 (from step 1, the first copy)" in rule
+    assert (fading["detects"], fading["worse_than_input"]) == ("no", "yes")
+    assert fading["delta_5"] > 0 > fading["delta_since_input"]
+    assert fading["since_input_note"].startswith("step 1 scored worse than the input")
+    assert (growing["detects"], growing["worse_than_input"]) == ("yes", "yes")
+    assert growing["delta_5"] < 0 and "since_input_note" not in growing
 
 
 def test_run_chain_answers_a_verdict_and_a_link(mcp_url, photo) -> None:

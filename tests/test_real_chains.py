@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
+from dataclasses import replace
 from pathlib import Path
 
 import httpx
@@ -17,7 +19,7 @@ from fake_hub import FakeHub
 from PIL import Image
 from shard_data import parquet_shards, png
 
-from banana_space.real_chains import LABEL, Plan, examples, prepare
+from banana_space.real_chains import LABEL, Plan, examples, prepare, start_preparing
 from banana_space.rundir import load_run
 
 REPO = Path(__file__).resolve().parent.parent
@@ -69,7 +71,7 @@ def test_a_real_chain_is_fetched_at_its_steps_scored_once_and_listed_first(
     # The steps keep their numbers: Δ10 is step 10's, and step 4 was never fetched.
     brisque = saved.history.scores["brisque"]
     assert [step for step, v in enumerate(brisque) if not math.isnan(v)] == SAMPLED
-    assert saved.history.deltas("brisque")[10] == pytest.approx(brisque[0] - brisque[10])
+    assert saved.history.deltas("brisque")[10] == pytest.approx(brisque[1] - brisque[10])
     if hub.kind == "files":  # only the sampled frames were downloaded, and the card
         assert sorted(hub.fetched()) == sorted(
             ["README.md", *(f"chains/0001/{s}.png" for s in SAMPLED)])
@@ -98,6 +100,46 @@ def test_offline_start_up_logs_one_line_and_prepares_nothing(tmp_path, caplog) -
     shown = examples(tmp_path / "runs", RECORDED)
     assert shown and not any(e.real for e in shown)
     assert all("simulated" in e.label for e in shown)
+
+
+class GatedHub(FakeHub):
+    """The stand-in hub, answering nothing until `gate` is set: a sleeping Space's first
+    minutes, while its real chains are still being fetched."""
+
+    def __init__(self, datasets: dict[str, dict[str, bytes]]) -> None:
+        super().__init__(datasets)
+        self.gate = threading.Event()
+
+    def answer(self, handler, with_body: bool) -> None:
+        self.gate.wait()
+        super().answer(handler, with_body)
+
+
+def test_a_page_opened_while_the_chains_are_prepared_shows_them_when_they_are(
+        chains, tmp_path, monkeypatch) -> None:
+    """The page's timer calls `real_chains_tick` until the preparation ends: before the chains
+    are ready it offers the recordings and keeps asking; after, the real chain and stops."""
+    import huggingface_hub.constants
+
+    from page import handlers
+
+    monkeypatch.setattr(handlers, "SETTINGS", replace(handlers.SETTINGS,
+                                                      runs_root=tmp_path / "runs"))
+    with GatedHub({DATASET: layout("files", chains)}) as server:
+        monkeypatch.setenv("HF_ENDPOINT", server.url)
+        monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+        monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE",
+                            str(tmp_path / "hf-home" / "hub"))
+        preparation = start_preparing(tmp_path / "runs", Plan(count=1, metrics=("entropy",)))
+        early = handlers.real_chains_tick()
+        assert "**simulated**" in early[0] and not early[1]["visible"] and early[-1].active
+        server.gate.set()
+        preparation.join(timeout=600)
+        assert not preparation.is_alive()
+    ready = handlers.real_chains_tick()
+    assert ready[0].startswith("**Real chains first**") and "simulations" in ready[0]
+    assert ready[1]["visible"] and ready[1]["value"].startswith(LABEL)
+    assert ready[-1].active is False  # nothing more will come: the page stops asking
 
 
 def _config_labels(url: str) -> dict[str, str]:
@@ -138,9 +180,9 @@ def test_the_app_online_lists_and_opens_a_real_chain_with_its_licence(chains,
         index = dependencies(url)
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline:  # prepared in the background after start-up
-            shown = call(url, index["real_chains"], [])
-            if shown.data[1].get("visible"):
-                break
+            shown = call(url, index["real_chains_tick"], [])  # what the page's timer calls
+            if shown.data[1].get("visible") and shown.data[-1].get("active") is False:
+                break  # ready, and the page's timer is told to stop
             time.sleep(2)
         heading, first = shown.data[0], shown.data[1]
         assert first["visible"] and first["value"].startswith(LABEL) and "0002" in first["value"]

@@ -32,18 +32,38 @@ def history(steps: int) -> History:
 
 def test_the_summary_says_the_finding_in_words_and_numbers() -> None:
     text = summarise(history(20), 20, running=False)
-    assert text.startswith("**After 20 steps**, PSNR to the input fell 41 → 22 dB")
-    assert "**2 of 3 quality metrics call it better** (brisque, piqe), 1 worse" in text
-    assert "1 detects the damage and 2 are fooled;" in text and "so far" not in text
+    assert text.startswith("**After 20 steps**, PSNR to the input fell 41 → 22 dB; **by the "
+                           "paper's test (Δ from step 1 < 0 at steps 5, 10 and 20), 1 of 3 "
+                           "quality metrics detects the damage** (niqe), 2 are fooled "
+                           "(brisque, piqe);")
+    assert "so far" not in text and "simulation" not in text  # not said of a real chain
     assert text.endswith("beyond each score's noise floor 1 of 3 detects it.")  # floors.csv
 
 
 def test_the_summary_is_provisional_while_the_run_goes_on() -> None:
     text = summarise(history(6), 20, running=True)
     assert text.startswith("**So far, after 6 of 20 steps**, PSNR to the input fell 41 → 36 dB")
-    assert "are fooled so far;" in text and text.endswith("1 of 3 detects it so far.")
+    assert "are fooled (brisque, piqe) so far;" in text
+    assert text.endswith("1 of 3 detects it so far.")
     assert summarise(history(0), 20, running=True).startswith("Step 0 is your input")
     assert summarise(History(INFOS), 20, running=True) == ""
+    assert summarise(history(1), 20, running=True).endswith(
+        "the paper's test (Δ from step 1 < 0 at steps 5, 10 and 20) cannot be asked yet: no "
+        "step after the first copy yet.")
+
+
+def test_a_simulation_says_whether_it_reproduces_the_papers_finding() -> None:
+    text = summarise(history(20), 20, running=False, simulated=True)
+    assert text.endswith("; this simulation does not reproduce the paper's finding: it is "
+                         "noticed by 1 of 3 quality metrics; on Banana100's real chains none "
+                         "of 21 did so on every image.")
+    fooled = History(INFOS)
+    for step in range(21):
+        fooled.add(step, {"psnr": 80.0 if step == 0 else 42.0 - step, "brisque": 30.0 - step,
+                          "niqe": 5.0 - 0.1 * step, "piqe": 40.0 - 0.5 * step})
+    assert summarise(fooled, 20, running=False, simulated=True).endswith(
+        "; none of the 3 quality metrics notices this simulation, as on Banana100's real "
+        "chains none of 21 did so on every image.")
 
 
 def rows_of(view: RunView) -> dict[str, list[str]]:
@@ -53,16 +73,20 @@ def rows_of(view: RunView) -> dict[str, list[str]]:
 def test_the_table_says_what_its_numbers_are_and_early_verdicts_say_so_far() -> None:
     view = RunView(steps=20, history=history(6), last_step=6)
     rows = rows_of(view)
-    span, now, at_5, at_10 = (VERDICT_HEADERS.index(h) for h in (
-        "score: step 0 → now", "Δ now (oriented)", "Δ5", "Δ10"))
-    # Raw scores at step 0 and now; the oriented Δ with its meaning (BRISQUE fell: better).
-    assert rows["brisque"][span] == "30 → 24" and rows["brisque"][now] == "+6 better"
-    assert rows["niqe"][span] == "5 → 11" and rows["niqe"][now] == "-6 worse"
-    # PSNR's Δ is from its anchor (the top of its 0-40 dB range), never from the 80 dB cap
-    # of frame 0 against itself: 36 dB now is 4 dB worse, and 37 dB at step 5 is -3.
-    assert rows["psnr (reference)"][span] == "identical → 36 dB"
-    assert rows["psnr (reference)"][now] == "-4 worse"
-    assert rows["psnr (reference)"][at_5] == "-3" and rows["psnr (reference)"][at_10] == "—"
+    span, now, since, at_5, at_10 = (VERDICT_HEADERS.index(h) for h in (
+        "score: step 0 → 1 → now", "Δ now (from step 1)", "Δ since input (now)", "Δ5", "Δ10"))
+    # Raw scores at steps 0, 1 and now; the paper's Δ (from step 1) and the change since the
+    # input, each with its meaning (BRISQUE fell: better).
+    assert rows["brisque"][span] == "30 → 29 → 24" and rows["brisque"][now] == "+5 better"
+    assert rows["brisque"][since] == "+6 better"
+    assert rows["niqe"][span] == "5 → 6 → 11" and rows["niqe"][now] == "-5 worse"
+    # PSNR's Δ is from step 1 (41 dB): no cap enters it. Its change since the input is from
+    # its anchor (the top of its 0-40 dB range), never from the 80 dB cap of frame 0 against
+    # itself: 36 dB now is 4 dB below it.
+    assert rows["psnr (reference)"][span] == "identical → 41 dB → 36 dB"
+    assert rows["psnr (reference)"][now] == "-5 worse"
+    assert rows["psnr (reference)"][since] == "-4 worse"
+    assert rows["psnr (reference)"][at_5] == "-4" and rows["psnr (reference)"][at_10] == "—"
     assert rows["brisque"][VERDICT_COLUMN] == "❌ fooled so far"
     assert rows["niqe"][VERDICT_COLUMN] == "✅ detects so far"
     view.history = history(20)
@@ -70,12 +94,16 @@ def test_the_table_says_what_its_numbers_are_and_early_verdicts_say_so_far() -> 
     # Before frame 0 is scored, the table lists the columns with nothing in them yet.
     empty = rows_of(RunView(steps=20, history=History(INFOS)))
     assert empty["psnr (reference)"][at_5] == "—" and empty["brisque"][now] == ""
+    first = rows_of(RunView(steps=20, history=history(0), last_step=0))
+    assert first["niqe"][VERDICT_COLUMN] == \
+        "… undecided (no step 1 yet (the paper's Δ is measured from the first copy))"
 
 
-def test_the_fidelity_anchor_is_the_same_in_the_csv_as_on_the_page() -> None:
+def test_fidelity_is_from_step_1_in_the_verdict_and_from_its_anchor_since_the_input() -> None:
     made = history(6)
     psnr = next(row for row in made.verdict() if row.metric == "psnr")
-    assert psnr.delta_at(5) == 37.0 - 40.0 and made.deltas("psnr")[0] == 0.0
+    assert psnr.delta_at(5) == 37.0 - 41.0 and math.isnan(made.deltas("psnr")[0])
+    assert psnr.delta_since_input == 36.0 - 40.0 and made.since_input("psnr")[0] == 0.0
 
 
 def test_a_notice_replaces_its_earlier_versions_and_loading_ends_with_the_start() -> None:
@@ -117,19 +145,22 @@ def first_step_history() -> History:
     return made
 
 
-def test_a_fooled_verdict_from_step_1_alone_is_said_in_words(monkeypatch) -> None:
+def test_a_score_better_at_step_1_than_the_input_is_said_in_words(monkeypatch) -> None:
     monkeypatch.setattr(analysis, "floor_of", lambda name: {"niqe": 2.0, "brisque": 1.0}.get(name))
     text = summarise(first_step_history(), 20, running=False)
-    assert "brisque is fooled by step 1 alone: from the first copy on, it gets worse at every " \
-        "checkpoint" in text
-    assert "beyond each score's noise floor 1 of 3 detects it" in text
+    assert "2 of 3 quality metrics detect the damage** (brisque, niqe), 1 is fooled (piqe)" in text
+    assert "beyond each score's noise floor 2 of 3 detect it" in text  # brisque: -3.2 at step 5
+    assert "since the input, brisque: step 1 scored better than the input; from there it " \
+        "falls, but not below the input at every checkpoint" in text
     rows = rows_of(RunView(steps=20, history=first_step_history(), last_step=20))
-    beyond, trend = VERDICT_HEADERS.index("beyond floor"), VERDICT_HEADERS.index("from 1st copy")
-    assert rows["brisque"][VERDICT_COLUMN] == "❌ fooled"
-    assert rows["brisque"][trend] == "fooled by step 1 only: worse at every checkpoint since (ρ 1)"
-    assert rows["piqe"][trend] == "-1" and rows["psnr (reference)"][trend] == ""
+    beyond = VERDICT_HEADERS.index("beyond floor")
+    since = VERDICT_HEADERS.index("Δ since input (now)")
+    assert rows["brisque"][VERDICT_COLUMN] == "✅ detects"
+    assert rows["brisque"][since] == "+7.1 better; step 1 scored better than the input; from " \
+        "there it falls, but not below the input at every checkpoint"
+    assert rows["piqe"][since] == "+10 better" and rows["niqe"][since] == "-20 worse"
     assert [rows[m][beyond] for m in ("niqe", "brisque", "piqe", "psnr (reference)")] == \
-        ["✅ detects", "❌ no", "…", "…"]  # piqe and psnr: no floor, undecided
+        ["✅ detects", "✅ detects", "…", "…"]  # piqe and psnr: no floor, undecided
     assert all(len(row) == len(VERDICT_HEADERS) for row in rows.values())
 
 

@@ -1,10 +1,10 @@
 """Ranking the entries from the table's verdicts: pure functions of (chain -> its kind and
 artifact) and (chain -> verdict rows).
 
-Per entry: the detection rate on damage chains by the paper's verdict (Banana100, arXiv
-2604.03400, Sec. 4: the oriented Δ negative at steps 5, 10 and 20) and by the robust one (worse
-than the score's noise floor, `floors.py`); the false-alarm rate on nuisance chains by the
-paper's verdict (the robust one cannot be asked there: the floors are measured on those very
+Per entry: the detection rate on damage chains by the paper's verdict (Banana100, arXiv 2604.03400:
+the oriented Δ from step 1, the first copy, negative at steps 5, 10 and 20) and by the robust one
+(ours: worse than the score's noise floor, `floors.py`); the false-alarm rate on nuisance chains by
+the paper's verdict (the robust one cannot be asked there: the floors are measured on those very
 chains); the mean Spearman ρ against PSNR on damage chains. An undecided verdict counts as not
 detected. Per artifact: which entries catch it.
 """

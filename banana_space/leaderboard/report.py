@@ -110,8 +110,9 @@ th{{background:#f4f4f4}}small{{color:#555}}</style></head><body>
 <p>Suite v{html.escape(str(suite["version"]))}: {len(chains)} chain(s) — each simulated profile
 (<em>simulations</em>, labelled as such) on {len(suite["starts"])} clean start(s) at
 {suite["size"]} px, {suite["steps"]} steps, seed {suite["seed"]}. A score <em>detects</em> the
-damage in a chain when its oriented Δ (negative = worse) is negative at steps 5, 10 and 20
-(Banana100, arXiv 2604.03400); <em>robust</em>: worse than its noise floor at each of them.
+damage in a chain when its oriented Δ from step 1, the first copy (negative = worse), is
+negative at steps 5, 10 and 20 (Banana100, arXiv 2604.03400); <em>robust</em> (ours): worse than
+its noise floor at each of them.
 Detection rates are over damage chains, false alarms over nuisance chains (paper's verdict),
 ρ is Spearman's against PSNR, seconds are CPU seconds per 1024² frame on one thread.
 Made on {html.escape(about["machine"])} in {about["minutes"]} min.</p>

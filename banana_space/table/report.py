@@ -1,10 +1,10 @@
 """report.html: the table, a chains x metrics heat map of the verdicts, and each metric's
-median normalised oriented delta across chains with its spread, in one self-contained page
+median normalised oriented Δ across chains with its spread, in one self-contained page
 (plotly.js is inlined: it opens offline and can be mailed).
 
-Curves use the app's own arithmetic (`analysis.oriented_deltas`, `normalised`): negative is
-worse, each chain's curve divided by its largest |delta|, so chains of different scales share
-one axis. The band is the 25th to 75th percentile across chains at each step.
+Curves use the app's own arithmetic (`History.deltas`, `normalised`): the paper's Δ from step
+1, negative is worse, each chain's curve divided by its largest |Δ|, so chains of different
+scales share one axis. The band is the 25th to 75th percentile across chains at each step.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def heat_map(verdicts: dict[str, list[VerdictRow]], metrics: Sequence[str]) -> d
 
 
 def curves(histories: dict[str, History], infos: dict[str, ScoreInfo]) -> dict:
-    """Median normalised oriented delta per step across chains, with the 25-75 % band."""
+    """Median normalised Δ from step 1 per step across chains, with the 25-75 % band."""
     data = []
     for index, (metric, info) in enumerate(infos.items()):
         series = [normalised(h.deltas(metric)) for h in histories.values() if metric in h.scores]
@@ -64,7 +64,8 @@ def curves(histories: dict[str, History], infos: dict[str, ScoreInfo]) -> dict:
              "legendgroup": group,
              "line": {"color": colour, "width": 4 if info.role != "metric" else 2}}]
     return {"data": data, "layout": {
-        "title": {"text": "Median normalised Δ across chains (negative = worse; band: 25-75 %)"},
+        "title": {"text": "Median normalised Δ from step 1 across chains (negative = worse; "
+                          "band: 25-75 %)"},
         "xaxis": {"title": {"text": "step"}}, "yaxis": {"range": [-1.05, 1.05]},
         "height": 520, "template": "plotly_white"}}
 
@@ -85,7 +86,7 @@ def _colour(index: int, role: str) -> str:
 def table_html(rows: list[list[object]]) -> str:
     head = "".join(f"<th>{h}</th>" for h in ("metric", "chains", "detects", "fooled",
                                               "undecided", "beyond floor",
-                                              "fooled by step 1 only"))
+                                              "worse than the input"))
     body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>"
                    for row in rows)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
@@ -107,12 +108,13 @@ def report_html(rows: list[list[object]], verdicts: dict[str, list[VerdictRow]],
 table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:3px 10px;text-align:right}}
 td:first-child,th:first-child{{text-align:left}}</style></head><body>
 <h1>Does each metric detect the degradation?</h1>
-<p>{len(histories)} chain(s). A metric <em>detects</em> it in a chain when its oriented Δ
-(negative = worse) is negative at steps 5, 10 and 20 (Banana100, arXiv 2604.03400); <em>beyond
-floor</em> when it is below minus the score's noise floor there (its largest move on chains with
-no damage a person would name: an identical copy, a half-pixel shift, a lossless re-save, one
-JPEG pass at quality 95). <em>Fooled by step 1 only</em>: fooled, yet worse at every checkpoint
-than the first copy. psnr and ssim are fidelity to frame 0: the reference.</p>
+<p>{len(histories)} chain(s). A metric <em>detects</em> it in a chain when its oriented Δ from
+step 1, the first copy (negative = worse), is negative at steps 5, 10 and 20 (Banana100, arXiv
+2604.03400); <em>beyond floor</em> (ours) when it is below minus the score's noise floor there
+(its largest move on chains with no damage a person would name: an identical copy, a half-pixel
+shift, a lossless re-save, one JPEG pass at quality 95). <em>Worse than the input</em> (ours):
+the same checkpoints measured from step 0, the input, instead. psnr and ssim are fidelity to
+frame 0: the reference.</p>
 {table_html(rows)}
 <ul>{items}</ul>
 {divs[0]}

@@ -2,14 +2,14 @@
 
     DIR/.chains/<chain>.json   each chain's scores as soon as it is done (the resume state)
     DIR/scores.csv             chain, step, metric, score
-    DIR/verdicts.csv           chain, metric, delta_5, delta_10, delta_20, detects,
-                               detects_robust, spearman_vs_psnr, spearman_from_first,
-                               worse_after_first
-    DIR/table.csv              metric, chains, detects, fooled, undecided: the paper's table
-                               (Banana100, arXiv 2604.03400, Table 2), fidelity rows included;
-                               then detects_robust (beyond the score's noise floor) and
-                               fooled_by_first_step (fooled, yet worse at every checkpoint
-                               than the first copy)
+    DIR/verdicts.csv           chain, then `analysis.VERDICT_FIELDS`: the paper's Δ from
+                               step 1 at its checkpoints, detects, detects_robust, why a
+                               verdict is undecided, the change since the input, …
+    DIR/table.csv              metric, chains, detects, fooled, undecided: the paper's test
+                               (Banana100, arXiv 2604.03400: Δ from step 1 < 0 at steps 5,
+                               10 and 20) counted over chains, fidelity rows included; then
+                               detects_robust (beyond the score's noise floor) and
+                               worse_than_input (ours: every checkpoint worse than the input)
     DIR/report.html            see report.py
 
 Every file is written whole under a temporary name and renamed into place
@@ -34,7 +34,7 @@ from .work import ChainResult
 
 VERDICT_HEADER = ["chain", *VERDICT_FIELDS]
 TABLE_HEADER = ["metric", "chains", "detects", "fooled", "undecided", "detects_robust",
-                "fooled_by_first_step"]
+                "worse_than_input"]
 
 
 def resume_file(out: Path, name: str) -> Path:
@@ -104,8 +104,8 @@ class TableStore:
 
 def table_rows(verdicts: dict[str, list[VerdictRow]]) -> list[list[object]]:
     """Per metric, over chains: how many it detected the degradation in, was fooled by, or
-    could not decide (a missing checkpoint score); then in how many it detected it beyond its
-    noise floor, and in how many its "fooled" came from step 0 -> 1 alone."""
+    could not decide (no step 1, a missing checkpoint score); then in how many it detected it
+    beyond its noise floor, and in how many every checkpoint was worse than the input."""
     counts: dict[str, list[int]] = {}
     for rows in verdicts.values():
         for row in rows:
@@ -113,5 +113,5 @@ def table_rows(verdicts: dict[str, list[VerdictRow]]) -> list[list[object]]:
             tally[0] += 1
             tally[1 + list(Verdict).index(Verdict(row.detects))] += 1  # detects, fooled, undecided
             tally[4] += row.detects_robust is True
-            tally[5] += row.fooled_by_first_step
+            tally[5] += row.worse_than_input is True
     return [[metric, *tally] for metric, tally in counts.items()]
