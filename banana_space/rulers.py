@@ -4,7 +4,12 @@ Banana100 (arXiv 2604.03400) watched Nano Banana Pro copy its own output 100 tim
 noise piles up, a green tint creeps in, dots and crops appear, and 21 popular no-reference
 metrics call the result *better*. Each ruler here is a pure function of one frame (never of
 frame 0: that would be fidelity, which `psnr` and `ssim` already are) aimed at one of those
-artifacts, built from library parts (scikit-image, PyWavelets, scipy's FFT and filters).
+artifacts, built from library parts (scikit-image, PyWavelets, scipy's FFT and filters). Two
+are Mi-Ripple's probes (J. Chen, Y. Xu & M. Wang, "Mi-Ripple: Restoring Images Degraded by
+Iterative AI Editing", 2026), implemented here from their description: the lattice probe and the
+scale index, which read the lattice and the granular texture Mi-Ripple measured in real chains.
+They replace our earlier `lattice` and `grain` rulers, which read the same two artifacts: one
+ruler per artifact, and the one kept is the one with published values to compare against.
 
 A frame is an RGB array (H, W, 3) of floats in [0, 1]. Scores in grey levels are on the 0-255
 scale of an 8-bit image, so "2.0" reads as "two grey levels". `RULERS` is the table the metric

@@ -6,12 +6,13 @@ give the floors are the very runs the tables count false alarms on. Each run mak
 of the chain with the engine's `simulate` backend and scores frames with the engine's `Scorer`
 (the scores `python -m banana_space run` would write), but only at `SCORED_STEPS`: the paper's
 checkpoints 5, 10 and 20, step 1 (the paper's base) and step 0 (the input, fidelity's
-reference); 2 cores shared by six engineers could not score all 21 frames of every run at full
-size in the time there was. A frame identical, bit for bit, to one already scored gets that frame's scores (every
-score here is deterministic), which makes the nuisance chains, whose frames repeat, nearly
-free. Each run's run.json (settings, columns) and scores.csv (step,metric,score,delta, as a
-run directory's) go to `RUNS/<profile>--<start>/`; a run already there is not made again
-(delete its folder to re-make it). At most `workers` processes (spawned: torch's thread pools
+reference); 2 cores shared by six engineers could not score all 21 frames of every run at
+full size in the time there was. A frame identical, bit for bit, to one already scored gets
+that frame's scores (every score here is deterministic), which makes the nuisance chains,
+whose frames repeat, nearly free. Each run's run.json (settings, columns) and scores.csv
+(step,metric,score,delta, as a run directory's) go to `RUNS/<profile>--<start>/`; a run
+already there is not made again (delete its folder to re-make it: the folder's name does not
+hold the size). At most `workers` processes (spawned: torch's thread pools
 do not survive a fork), the cores shared between them.
 """
 

@@ -5,15 +5,16 @@ Each `step` takes a frame as float pixels (H x W x 3, 0..255), a seeded generato
 may be another size where the profile says so. They know nothing of the chain: feeding each
 output back in is what makes their artifacts pile up, as in Banana100 (arXiv 2604.03400,
 abstract: "As images are repeatedly edited, minor artifacts accumulate, rapidly leading to a
-severe accumulation of visible noise").
+severe accumulation of visible noise"). The artifacts Mi-Ripple measured in real chains (a
+lattice, a granular texture) are in `mi_ripple`; the default profile here uses both.
 
-Calibration, the same for every profile, and only against fidelity to the input, never against
-a no-reference metric: on the four clean starts of assets/examples (clean-*.png, 1024 px wide)
-with seed 0, PSNR to the input is close to 30 dB at step 10 (the damage is plainly visible at
-full size within 5-10 steps, the paper's timeline). Each docstring gives the numbers measured
-(`scripts/calibrate_profiles.py` prints them). Every profile's damage is carried forward, so it
-keeps growing; step 100 was measured for the default profile only (15-16.5 dB, severe): 100
-steps of every profile at 1024 px did not fit the 2 shared cores of the day.
+Calibration, only against fidelity to the input and, where one exists, a published measurement
+of the artifact (never against a no-reference metric): the default profile on the photographic
+starts at 1536 px, seed 0 (docs/calibration.md, written by `scripts/calibrate_profiles.py`).
+The older profiles below (contour wrinkles, scattered dots, simplification) model descriptions
+only, with no measurement to match: they were calibrated on the four flat synthetic starts
+(clean-*.png, 1024 px, seed 0) to about 30 dB of PSNR at step 10, and each docstring gives the
+numbers measured then.
 """
 
 from __future__ import annotations
