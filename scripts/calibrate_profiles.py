@@ -61,6 +61,7 @@ def main() -> None:
     parser.add_argument("--starts", default=",".join(STARTS))
     parser.add_argument("--out", type=Path, help="also write the table here (markdown)")
     args = parser.parse_args()
+    POOL.load_seconds = 1800  # loading torch and pyiqa can take minutes on a busy machine
     checkpoints = [int(s) for s in args.steps.split(",")]
     lines = [f"Seed 0, {args.side} px, step 0 (the input) then steps "
              f"{', '.join(map(str, checkpoints))}: PSNR to the input; \"ac\": the residual "

@@ -2,9 +2,10 @@
 
 Each simulate profile (`backends.simulate.PROFILES`, read by its `kind`: every "damage" profile,
 the positive "control" and the "nuisance" chains that set the noise floors) runs on each clean
-start (`assets/examples/clean-*.png`, at `size` px on the long side, lossless PNG frames),
-`steps` times with the same seed, so the suite is the same wherever it is made. Real chains
-(Banana100 through `hf://`, or any folder of chains) join as kind "real", counted as damage.
+start (`assets/examples/photo-*.png` and `clean-*.png`, at `size` px on the long side,
+lossless PNG frames), `steps` times with the same seed, so the suite is the same wherever it
+is made. Real chains (Banana100 through `hf://`, or any folder of chains) join as kind "real",
+counted as damage.
 Every frame is a PNG in `<work>/<profile>/<start>/step_NNN.png`, which `table` reads as it
 reads any folder of frames.
 """
@@ -58,7 +59,9 @@ class Suite:
 
 
 def all_starts() -> tuple[str, ...]:
-    return tuple(sorted(path.stem for path in EXAMPLES.glob("clean-*.png")))
+    """The clean starts: the photographs (`photo-*.png`) and the flat synthetic renders."""
+    return tuple(sorted(path.stem for pattern in ("photo-*.png", "clean-*.png")
+                        for path in EXAMPLES.glob(pattern)))
 
 
 def start_image(start: str, size: int) -> Image.Image:
