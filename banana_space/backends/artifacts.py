@@ -106,11 +106,8 @@ def nano_banana_pro(pixels: Pixels, rng: np.random.Generator, strength: float) -
     few per step, visible at full size, under 0.1 dB of PSNR each step. The reframe chance
     gives a few reframes per 100 steps; its fraction is a visible but small crop.
     """
-    luma = pixels @ LUMA
-    texture = np.sqrt(ndimage.gaussian_filter(mi_ripple.band_pass(luma) ** 2,
-                                              mi_ripple.TEXTURE_SCALE))
-    static = mi_ripple.band_pass(rng.standard_normal(pixels.shape).astype(np.float32))
-    static /= max(float(static.std()), 1e-6)
+    texture = mi_ripple.local_texture(pixels @ LUMA)
+    static = mi_ripple.band_noise(rng, pixels.shape)
     amplitude = strength * (STATIC_FLOOR + STATIC_TEXTURE_GAIN * texture)
     out = (pixels + amplitude[..., None] * static) * (1 + strength * GREEN_GAINS)
     out = scattered_dots(out, rng, strength * NBP_DOTS_PER_MEGAPIXEL / DOTS_PER_MEGAPIXEL)

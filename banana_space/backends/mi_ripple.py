@@ -129,6 +129,17 @@ def band_pass(field: np.ndarray) -> np.ndarray:
     return ndimage.gaussian_filter(field, low) - ndimage.gaussian_filter(field, high)
 
 
+def local_texture(luma: np.ndarray) -> np.ndarray:
+    """The scene's own 3-8 px RMS around each pixel (averaged over `TEXTURE_SCALE` px)."""
+    return np.sqrt(ndimage.gaussian_filter(band_pass(luma) ** 2, TEXTURE_SCALE))
+
+
+def band_noise(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    """Fresh white noise through the 3-8 px band-pass, of RMS 1: blobs about 5 px wide."""
+    blobs = band_pass(rng.standard_normal(shape).astype(np.float32))
+    return blobs / max(float(blobs.std()), 1e-6)
+
+
 def granular_texture(pixels: Pixels, rng: np.random.Generator, strength: float) -> Pixels:
     """Fresh 3-8 px blobs at every step, as strong as the scene is textured there.
 
@@ -146,7 +157,5 @@ def granular_texture(pixels: Pixels, rng: np.random.Generator, strength: float) 
     the numbers measured are in the README's calibration table.
     """
     luma = pixels @ LUMA
-    texture = np.sqrt(ndimage.gaussian_filter(band_pass(luma) ** 2, TEXTURE_SCALE))
-    blobs = band_pass(rng.standard_normal(luma.shape).astype(np.float32))
-    blobs /= max(float(blobs.std()), 1e-6)
-    return pixels + (GRAIN_GAIN * strength * texture * blobs)[..., None]
+    blobs = band_noise(rng, luma.shape)
+    return pixels + (GRAIN_GAIN * strength * local_texture(luma) * blobs)[..., None]
