@@ -3,8 +3,14 @@ the input (every profile), and where a profile models a measured artifact, the m
 Mi-Ripple (J. Chen, Y. Xu & M. Wang 2026) reports for it: the residual autocorrelation at the
 lattice's displacement (Table 5: first and last of ten steps) and the share of qualifying
 128 px tiles (`scale_index`; the moss scene's 0.9 -> 23.7 % over five generations). It
-deliberately prints no no-reference metric's verdict. Writes a markdown table with --out.
-    .venv/bin/python scripts/calibrate_profiles.py [--steps 1,5,10,20] [--side 1536]
+deliberately prints no no-reference metric's verdict. Writes a markdown table with --out. The
+tables in docs/calibration/ (one per profile, run side by side on the shared cores):
+    .venv/bin/python scripts/calibrate_profiles.py --profiles nano-banana-pro --steps 1,5,10 \
+        --out docs/calibration/nano-banana-pro.md
+    .venv/bin/python scripts/calibrate_profiles.py --profiles lattice-ripple --steps 1,5,10 \
+        --out docs/calibration/lattice-ripple.md
+    .venv/bin/python scripts/calibrate_profiles.py --profiles granular --steps 1,2,3,4,5 \
+        --starts photo-moss,photo-nuthatch --out docs/calibration/granular.md
 """
 
 from __future__ import annotations
@@ -83,8 +89,8 @@ def main() -> None:
                     cells.append(measure(frame, start, profile))
             lines.append(f"| {profile} | {stem} | " + " | ".join(cells) + " |")
             print(lines[-1], flush=True)
-    if args.out:
-        args.out.write_text("\n".join(lines) + "\n")
+            if args.out:  # row by row: a long calibration cut short keeps what it measured
+                args.out.write_text("\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":

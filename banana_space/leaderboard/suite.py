@@ -31,7 +31,7 @@ DAMAGE_KINDS = ("damage", "real")  # what a detection rate counts
 class Suite:
     """What the suite is made of; its JSON is written beside the results."""
 
-    starts: tuple[str, ...] = ("clean-dunes", "clean-illustration")
+    starts: tuple[str, ...] = ("photo-moss", "photo-nuthatch")
     size: int = 1024  # px, the long side: the scale the paper's claim is about
     steps: int = 20  # the paper's last checkpoint
     seed: int = 0
