@@ -23,7 +23,7 @@ from ..backends.simulate import PROFILES, SimulateBackend
 from ..prompts import DEFAULT_PROMPT
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "assets" / "examples"
-SUITE_VERSION = "1"
+SUITE_VERSION = "2"  # 2: the profiles modelled on measurements, the photographic starts
 DAMAGE_KINDS = ("damage", "real")  # what a detection rate counts
 
 
