@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from banana_space.analysis import oriented_deltas
+from banana_space.analysis import INPUT, oriented_deltas
 from banana_space.catalog import (
     PRESETS,
     check_metric_names,
@@ -211,7 +211,7 @@ def test_more_damage_means_a_worse_oriented_score(photo, name) -> None:
     if name == "scale_index":
         base = photo_start("photo-nuthatch.png")
     scores = [RULERS[name].measure(_damaged(base, name, amount)) for amount in (0, 2, 4, 8)]
-    deltas = oriented_deltas(scores, RULERS[name].lower_better)
+    deltas = oriented_deltas(scores, RULERS[name].lower_better, base=INPUT)  # from no damage
     assert all(later < earlier for earlier, later in zip(deltas, deltas[1:], strict=False))
 
 
