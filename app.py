@@ -79,9 +79,13 @@ INTRO, HELP = (REPO / "assets" / "copy.md").read_text().split("---HELP---")
 CLAIM, ABOUT = INTRO.split("---ABOUT---")
 # The README's "Licences and terms" section, shown in the page's footer: one text, never two.
 LICENCES = (REPO / "README.md").read_text().split("## Licences and terms\n")[1].split("\n## ")[0]
-# The clean renders first (the paper's kind of start; the first is the default), then photos.
+# The default first (a photograph with texture, the paper's kind of start), then the other
+# photographs, the flat synthetic renders, and the small sample photos.
+DEFAULT_EXAMPLE = "photo-moss.png"
 EXAMPLES = sorted((str(p) for p in (REPO / "assets" / "examples").glob("*.*") if p.suffix != ".md"),
-                  key=lambda path: (not Path(path).name.startswith("clean-"), path))
+                  key=lambda path: (Path(path).name != DEFAULT_EXAMPLE,
+                                    not Path(path).name.startswith("photo-"),
+                                    not Path(path).name.startswith("clean-"), path))
 MAX_UPLOAD = "100mb"  # a 64-Mpx PNG, or ~70 frames of 1024 px PNGs in a zip; gradio refuses more
 DELETE_CACHE = (min(3600, SETTINGS.uploads_keep_s), SETTINGS.uploads_keep_s)  # see disk.py
 # Scoring is CPU-bound and a small Space has 2 cores: 4 chains at once share them (each waits

@@ -162,7 +162,7 @@ def resolve(name: str) -> Resolved:
     takes a built-in's name).
 
     Args:
-        name: a metric name, e.g. "brisque", "psnr", "grain".
+        name: a metric name, e.g. "brisque", "psnr", "scale_index".
 
     Returns:
         Its `ScoreInfo` (family; role "fidelity" for a full-reference score, else "metric";

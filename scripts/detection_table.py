@@ -10,7 +10,7 @@ trend from the first copy (ρ against PSNR over steps 1..N).
     .venv/bin/python scripts/detection_table.py --metrics classics --out docs/detection_table.md
     .venv/bin/python scripts/detection_table.py --metrics rulers --out docs/detection_rulers.md
 
-The runs are scripts/suite_runs.py's (1024 px longest side, 20 steps, seed 0, kept as CSVs in
+The runs are scripts/suite_runs.py's (1536 px longest side, 20 steps, seed 0, kept as CSVs in
 docs/detection_runs/; missing ones are made first, 2 processes). On a nuisance chain every
 detection is a false alarm. `--readme` also writes the summary into README.md between its
 `<!-- BEGIN detection_table.py KEY -->` and `<!-- END detection_table.py KEY -->` lines (KEY:
@@ -33,7 +33,6 @@ from banana_space.backends.simulate import PROFILES, profiles_of_kind
 from banana_space.catalog import expand_metric_names
 
 MARK = {True: "✅", False: "❌", None: "…"}
-KIND_ORDER = ("damage", "control", "nuisance")
 
 
 def _db(value: float) -> str:
@@ -111,13 +110,13 @@ def into_readme(readme: Path, key: str, text: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    suite = [p for kind in KIND_ORDER for p in profiles_of_kind(kind)]
+    suite = [*suite_runs.MEASURED, *profiles_of_kind("control"), *profiles_of_kind("nuisance")]
     parser.add_argument("--metrics", default="classics",
                         help="comma-separated metric names or presets (classics, rulers)")
     parser.add_argument("--profiles", default=",".join(suite))
     parser.add_argument("--starts", default=",".join(suite_runs.CLEAN_STARTS))
     parser.add_argument("--steps", type=int, default=20)
-    parser.add_argument("--side", type=int, default=1024, help="longest side, px")
+    parser.add_argument("--side", type=int, default=suite_runs.SIDE, help="longest side, px")
     parser.add_argument("--runs", type=Path, default=suite_runs.RUNS)
     parser.add_argument("--out", type=Path, required=True, help="the markdown file to write")
     parser.add_argument("--readme", type=Path, help="also write the summary into this README")

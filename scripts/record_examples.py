@@ -1,8 +1,9 @@
 """Re-make the recorded example runs in assets/recorded/ that the app opens instantly.
 
 Each is a run directory of the offline `simulate` backend on a clean start from
-assets/examples (scripts/render_starts.py), at 1024 px: the default profile on two starts and
-the blur control on one. To keep the repository lean (a noisy 1024 px frame is ~1.5 MB
+assets/examples, at 1024 px: the default profile on the photograph of moss (the page's default
+example, scripts/photo_starts.py) and on the flat synthetic dunes (scripts/render_starts.py),
+and the blur control on the dunes. To keep the repository lean (a noisy 1024 px frame is ~1.5 MB
 even losslessly), only the full frames at `KEEP_STEPS` and the last step stay; every step keeps
 its 256 px thumbnail, all its scores (computed on the full frame) and the SHA-256 of its
 pixels (remake.json). The app re-makes the dropped frames from the settings in run.json,
@@ -43,8 +44,8 @@ STEPS = 30
 KEEP_STEPS = (0, 5, 10, 20)  # full frames kept, besides the last
 # run name ("start-tag-steps", as app.recorded_label reads it) -> (start image, profile)
 RECORDINGS = {
+    f"moss-simulated-{STEPS}": ("photo-moss.png", "nano-banana-pro"),
     f"dunes-simulated-{STEPS}": ("clean-dunes.png", "nano-banana-pro"),
-    f"illustration-simulated-{STEPS}": ("clean-illustration.png", "nano-banana-pro"),
     f"dunes-blur-{STEPS}": ("clean-dunes.png", "blur"),
 }
 

@@ -38,7 +38,7 @@ class Brightness:
 
 
 class Grain:
-    name = "grain"  # one of our rulers': refused with a warning, the ruler stays
+    name = "scale_index"  # one of our rulers': refused with a warning, the ruler stays
     lower_better = False
     meaning = "a clash"
 
@@ -107,7 +107,7 @@ def test_a_plugin_is_listed_labelled_and_scored(plugin_site: Path) -> None:
         list(scorer.load())
         scored = scorer.score(image, image)
         info = metric_info("tiny_brightness")
-        families = {name: metric_info(name).family for name in ("grain", "brisque")}
+        families = {name: metric_info(name).family for name in ("scale_index", "brisque")}
         print(json.dumps({"names": no_reference_names(), "label": info.label,
                           "families": families,
                           "family": info.family, "range": info.score_range,
@@ -126,8 +126,8 @@ def test_a_plugin_is_listed_labelled_and_scored(plugin_site: Path) -> None:
     assert done.stderr.count("tiny_broken") == 1  # one warning, never a crash
     # A plug-in named like a ruler or a pyiqa metric: one warning each, listed once, never
     # in place of the metric that has the name.
-    assert answer["names"].count("grain") == 1 and answer["names"].count("brisque") == 1
-    assert answer["families"] == {"grain": "ours", "brisque": "pyiqa"}
+    assert answer["names"].count("scale_index") == 1 and answer["names"].count("brisque") == 1
+    assert answer["families"] == {"scale_index": "ours", "brisque": "pyiqa"}
     assert done.stderr.count("plug-in tiny_grain") == 1
     assert done.stderr.count("plug-in brisque left out") == 1
     assert "left out" in done.stderr
@@ -138,7 +138,7 @@ def test_a_plugin_appears_in_the_leaderboard(plugin_site: Path, tmp_path: Path) 
     done = run_with(plugin_site, "-m", "banana_space", "leaderboard", "--out", str(out),
                     "--starts", "clean-dunes", "--profiles", "nano-banana-pro,blur,identical",
                     "--size", "64", "--steps", "5", "--workers", "1",
-                    "--metrics", "tiny_brightness,tiny_failing,grain")
+                    "--metrics", "tiny_brightness,tiny_failing,scale_index")
     assert done.returncode == 0, done.stderr[-3000:]
     with (out / "leaderboard.csv").open() as handle:
         board = {row["metric"]: row for row in csv.DictReader(handle)}
@@ -146,7 +146,7 @@ def test_a_plugin_appears_in_the_leaderboard(plugin_site: Path, tmp_path: Path) 
     assert plugin["family"] == "plug-in" and plugin["label"].endswith(f"({PACKAGE} 0.1.0)")
     assert plugin["detect_rate"] != "" and float(plugin["seconds_per_frame"]) > 0
     assert board["tiny_failing"]["unavailable"] and board["tiny_failing"]["detect_rate"] == ""
-    assert board["grain"]["family"] == "ours"
+    assert board["scale_index"]["family"] == "ours"
     with (out / "artifacts.csv").open() as handle:
         artifacts = {(row["artifact"], row["metric"]) for row in csv.DictReader(handle)}
     assert ("nano-banana-pro", "tiny_brightness") in artifacts

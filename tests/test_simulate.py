@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from banana_space.backends import artifacts
+from banana_space.backends import artifacts, mi_ripple
 from banana_space.backends.simulate import (
     DEFAULT_PROFILE,
     PROFILES,
@@ -45,12 +45,13 @@ def small_photo(photo) -> Image.Image:
 
 DAMAGING = [name for name, p in PROFILES.items() if p.kind != "nuisance"]
 # Profiles whose frames depend on the seed; the others are deterministic by what they model.
-SEEDED = ["nano-banana-pro", "contour-wrinkles", "scattered-dots", "simplification"]
+SEEDED = ["nano-banana-pro", "contour-wrinkles", "scattered-dots", "simplification",
+          "granular", "white-noise"]
 
 
 def test_the_kinds_name_the_suites() -> None:
     assert profiles_of_kind("nuisance") == ["identical", "subpixel-shift", "resave", "mild-jpeg"]
-    assert profiles_of_kind("control") == ["blur"]
+    assert profiles_of_kind("control") == ["white-noise", "blur"]
     assert {"jpeg", DEFAULT_PROFILE} <= set(profiles_of_kind("damage"))
     assert "soft-copy" not in PROFILES
 
@@ -97,17 +98,88 @@ def test_the_green_excess_grows_with_steps(monkeypatch) -> None:
     assert excess[20] > 5  # grey levels: a cast, not rounding
 
 
-def test_grain_energy_grows_and_is_carried_forward(monkeypatch) -> None:
+def test_the_static_energy_grows_and_is_carried_forward(monkeypatch) -> None:
     monkeypatch.setattr(artifacts, "REFRAME_CHANCE", 0.0)
+    monkeypatch.setattr(artifacts, "NBP_LATTICE_TARGET", 0.0)
     frames = [np.asarray(f, float) for f in chain(grey(), DEFAULT_PROFILE, 20)]
-    grain = [f - f.mean(axis=(0, 1)) for f in frames]  # the cast is uniform; the rest is grain
-    energy = [float(np.mean(g ** 2)) for g in grain]
+    static = [f - f.mean(axis=(0, 1)) for f in frames]  # the cast is uniform; the rest is static
+    energy = [float(np.mean(g ** 2)) for g in static]
     assert energy[5] < energy[10] < energy[20]
     # Energy adds up (variance of a sum of independent static): about linear in the step.
     assert energy[20] / energy[10] == pytest.approx(2, rel=0.25)
-    # Carried forward, not redrawn: step 11 still holds step 10's grain.
-    carried = np.corrcoef(grain[10].ravel(), grain[11].ravel())[0, 1]
+    # Carried forward, not redrawn: step 11 still holds step 10's static.
+    carried = np.corrcoef(static[10].ravel(), static[11].ravel())[0, 1]
     assert carried > 0.9
+
+
+def band_share(pixels: np.ndarray) -> float:
+    """The share of a field's power at 3-8 px wavelengths (Mi-Ripple's granular band)."""
+    power = np.abs(np.fft.fft2(pixels - pixels.mean())) ** 2
+    fy, fx = np.meshgrid(np.fft.fftfreq(pixels.shape[0]), np.fft.fftfreq(pixels.shape[1]),
+                         indexing="ij")
+    radius = np.hypot(fy, fx)
+    return float(power[(radius >= 1 / 8) & (radius <= 1 / 3)].sum() / power.sum())
+
+
+def test_the_default_static_is_not_white_noise(monkeypatch) -> None:
+    """Mi-Ripple's model-made noise lives at 3-8 px; white noise spreads over every frequency
+    (that band, pi (1/9 - 1/64) of the frequency square, holds 30 % of a flat spectrum)."""
+    monkeypatch.setattr(artifacts, "REFRAME_CHANCE", 0.0)
+    monkeypatch.setattr(artifacts, "NBP_LATTICE_TARGET", 0.0)
+    monkeypatch.setattr(artifacts, "NBP_DOTS_PER_MEGAPIXEL", 0)
+    static = np.asarray(chain(grey((128, 128)), DEFAULT_PROFILE, 5)[-1], float)[..., 1]
+    white = np.asarray(chain(grey((128, 128)), "white-noise", 5)[-1], float)[..., 1]
+    assert band_share(static) > 0.7
+    assert band_share(white) == pytest.approx(0.30, abs=0.05)
+
+
+def test_white_noise_is_iid_and_accumulates() -> None:
+    frames = [np.asarray(f, float) for f in chain(grey((128, 128)), "white-noise", 10)]
+    noise = frames[10] - 128
+    assert noise.std() == pytest.approx(2.4 * np.sqrt(10), rel=0.05)
+    neighbours = np.corrcoef(noise[:, :-1, 0].ravel(), noise[:, 1:, 0].ravel())[0, 1]
+    channels = np.corrcoef(noise[..., 0].ravel(), noise[..., 1].ravel())[0, 1]
+    assert abs(neighbours) < 0.05 and abs(channels) < 0.05
+
+
+def test_the_granular_texture_grows_with_the_scenes_texture() -> None:
+    """Where the frame is textured it takes blobs; where it is flat (a face, a beach, a sky:
+    0 % in Mi-Ripple's measurement) it takes none."""
+    rng = np.random.default_rng(0)
+    pixels = np.full((128, 128, 3), 128, np.float32)
+    pixels[:, 64:] += 20 * rng.standard_normal((128, 64, 1)).astype(np.float32)  # textured half
+    start = Image.fromarray(np.clip(np.rint(pixels), 0, 255).astype(np.uint8))
+    frames = [np.asarray(f, float) for f in chain(start, "granular", 3)]
+    change = np.abs(frames[3] - frames[0]).mean(axis=(0, 2))
+    assert change[:24].max() == 0  # 40 px from any texture: its local RMS is nil
+    assert change[88:].mean() > 5
+
+
+def test_the_square_lattice_is_periodic_at_its_displacement() -> None:
+    for displacement in [(5, 0), (0, 5), (3, 3), (8, 0)]:
+        lattice = mi_ripple.square_lattice((96, 96), displacement)
+        dx, dy = displacement
+        assert np.allclose(lattice[dy:, dx:], lattice[:96 - dy, :96 - dx], atol=1e-3)
+        assert lattice.std() == pytest.approx(1.0, rel=0.05)
+
+
+def test_the_lattice_is_redrawn_towards_its_target() -> None:
+    """Each step moves the lattice's amplitude `LATTICE_RATE` of the way to its target: it
+    rises fast, then levels off, as Table 5's first-to-last autocorrelation does."""
+    frames = [np.asarray(f, float) for f in chain(grey((120, 120), 100), "lattice-ripple", 10)]
+    amplitude = [float(np.std(f - frames[0])) for f in frames]
+    rate, target = mi_ripple.LATTICE_RATE, mi_ripple.LATTICE_TARGET
+    for step in (1, 5, 10):
+        assert amplitude[step] == pytest.approx(target * (1 - (1 - rate) ** step), rel=0.05)
+
+
+def test_the_lattice_profile_reads_mi_ripples_autocorrelation_at_its_displacement() -> None:
+    """On a flat frame the lattice is all of the residual, so the autocorrelation at its
+    displacement is near 1, and negative about half a period away along both axes."""
+    frame = np.asarray(chain(grey((120, 120), 100), "lattice-ripple", 3)[-1], np.float32)
+    displacement = mi_ripple.LATTICES[mi_ripple.LATTICE_MODEL].displacement
+    assert mi_ripple.residual_autocorrelation(frame, displacement) > 0.95
+    assert mi_ripple.residual_autocorrelation(frame, (2, 2)) < 0
 
 
 def test_only_the_default_profile_changes_the_frame_size(small_photo) -> None:
@@ -128,23 +200,6 @@ def test_reframe_takes_its_fraction_from_one_axis() -> None:
               for seed in range(20)}
     assert shapes == {(180, 100, 3), (200, 90, 3)}
     assert artifacts.reframe(pixels, np.random.default_rng(0), 0.0).shape == pixels.shape
-
-
-@pytest.mark.parametrize("period", [6, 10])
-def test_the_lattice_has_the_period_it_was_given(period) -> None:
-    side = 120
-    pixels = np.full((side, side, 3), 128, np.float32)
-    ripple = artifacts.lattice_ripple(pixels, np.random.default_rng(0), 1.0, period=period)
-    spectrum = np.abs(np.fft.fft2((ripple - pixels)[..., 0]))
-    spectrum[0, 0] = 0
-    row, col = np.unravel_index(np.argmax(spectrum), spectrum.shape)
-    assert (row, min(col, side - col)) == (0, side // period)
-
-
-def test_the_lattice_accumulates_in_phase() -> None:
-    frames = [np.asarray(f, float) for f in chain(grey(), "lattice-ripple", 8)]
-    amplitude = [float(np.std(f - frames[0])) for f in frames]
-    assert amplitude[8] / amplitude[4] == pytest.approx(2, rel=0.1)
 
 
 def duplicated_blocks(pixels: np.ndarray, side: int) -> int:

@@ -5,15 +5,16 @@ Each `step` takes a frame as float pixels (H x W x 3, 0..255), a seeded generato
 may be another size where the profile says so. They know nothing of the chain: feeding each
 output back in is what makes their artifacts pile up, as in Banana100 (arXiv 2604.03400,
 abstract: "As images are repeatedly edited, minor artifacts accumulate, rapidly leading to a
-severe accumulation of visible noise").
+severe accumulation of visible noise"). The artifacts Mi-Ripple measured in real chains (a
+lattice, a granular texture) are in `mi_ripple`; the default profile here uses both.
 
-Calibration, the same for every profile, and only against fidelity to the input, never against
-a no-reference metric: on the four clean starts of assets/examples (clean-*.png, 1024 px wide)
-with seed 0, PSNR to the input is close to 30 dB at step 10 (the damage is plainly visible at
-full size within 5-10 steps, the paper's timeline). Each docstring gives the numbers measured
-(`scripts/calibrate_profiles.py` prints them). Every profile's damage is carried forward, so it
-keeps growing; step 100 was measured for the default profile only (15-16.5 dB, severe): 100
-steps of every profile at 1024 px did not fit the 2 shared cores of the day.
+Calibration, only against fidelity to the input and, where one exists, a published measurement
+of the artifact (never against a no-reference metric): the default profile on the photographic
+starts at 1536 px, seed 0 (docs/calibration/, written by `scripts/calibrate_profiles.py`).
+The older profiles below (contour wrinkles, scattered dots, simplification) model descriptions
+only, with no measurement to match: they were calibrated on the four flat synthetic starts
+(clean-*.png, 1024 px, seed 0) to about 30 dB of PSNR at step 10, and each docstring gives the
+numbers measured then.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from __future__ import annotations
 import numpy as np
 from PIL import Image
 from scipy import ndimage
+
+from . import mi_ripple
 
 Pixels = np.ndarray  # float32, H x W x 3, 0..255
 LUMA = np.array([0.299, 0.587, 0.114], np.float32)
@@ -61,35 +64,57 @@ def reframe(pixels: Pixels, rng: np.random.Generator, fraction: float) -> Pixels
 
 # --- Nano Banana Pro-like (the default) -------------------------------------------------------
 
-STATIC_SIGMA = 2.4  # grey levels of fresh static per step, on top of all the static before
+STATIC_FLOOR = 1.6  # grey levels RMS of fresh 3-8 px static per step, everywhere
+STATIC_TEXTURE_GAIN = 0.15  # more of it, as a share of the scene's local 3-8 px RMS
 GREEN_GAINS = np.array([-0.0015, 0.003, -0.0015], np.float32)  # per step: green up, red/blue down
+NBP_DOTS_PER_MEGAPIXEL = 10  # new specks per step
+NBP_LATTICE_TARGET = 11.0  # grey levels RMS the (5, 0) grid approaches
+NBP_LATTICE_RATE = 0.05  # of the way there per step: a late lattice
 REFRAME_CHANCE = 0.06  # per step: "now and then"
 REFRAME_FRACTION = 0.015  # of one axis
 
 
 def nano_banana_pro(pixels: Pixels, rng: np.random.Generator, strength: float) -> Pixels:
-    """Fine static carried forward and growing, a slow green cast, now and then a new frame size.
+    """Static that accumulates, a slow green cast, scattered specks, a late faint lattice, and
+    now and then a new frame size.
 
-    Models Nano Banana Pro's replication chains in Banana100 (arXiv 2604.03400). The abstract:
-    "minor artifacts accumulate, rapidly leading to a severe accumulation of visible noise"; the
-    paper's figures, as summarised in this project's issue 16 (not re-verified word for word
-    here), show static that accumulates and is never smoothed away, a green tint, and replicas
-    that "almost always" come back cropped or at another aspect ratio.
+    Built from Banana100's description of Nano Banana Pro's replication chains (arXiv
+    2604.03400; the abstract: "minor artifacts accumulate, rapidly leading to a severe
+    accumulation of visible noise"; its figures, as this project's issue 16 summarised them:
+    static that is never smoothed away, a green tint, scattered dots, replicas that come back
+    cropped or at another aspect ratio) and Mi-Ripple's measurement of Nano Banana Pro's
+    lattice (J. Chen, Y. Xu & M. Wang 2026, Table 5: a late (5, 0) period whose
+    autocorrelation peak rises from 0.07 at the first step to 0.25 at the last of ten, rho
+    with the step 0.99).
 
-    Mechanism: fresh Gaussian static (sigma `STATIC_SIGMA`, independent per channel) is added to
-    a frame that already carries every earlier step's static, with no blur, so the grain's energy
-    grows linearly with the step; per-channel gains `GREEN_GAINS` compound into a green cast;
-    with chance `REFRAME_CHANCE` a step crops or squeezes `REFRAME_FRACTION` of one axis.
+    The static is not white noise: model-made noise is what Mi-Ripple measured as blobs in a
+    3-8 px band (`mi_ripple.band_pass`), so each step adds fresh band-limited static of RMS
+    `STATIC_FLOOR` everywhere plus `STATIC_TEXTURE_GAIN` of the scene's local band RMS (the
+    granular texture's growth with texture, `mi_ripple.granular_texture`), carried forward and
+    never smoothed. Per-channel gains `GREEN_GAINS` compound into a green cast; a Poisson
+    number of specks (`NBP_DOTS_PER_MEGAPIXEL`, 2 px, `scattered_dots`) is set; the (5, 0)
+    lattice is redrawn `NBP_LATTICE_RATE` of the way to `NBP_LATTICE_TARGET`
+    (`mi_ripple.reimpose_lattice`); with chance `REFRAME_CHANCE` a step crops or squeezes
+    `REFRAME_FRACTION` of one axis.
 
-    Calibrated against PSNR to the input only: STATIC_SIGMA and GREEN_GAINS set so that the
-    clean starts reach about 30 dB at step 10 before any reframe (measured, seed 0, 1024 px:
-    33.0-33.4 dB at step 5 on all four; 29.6 dB at step 10 on the dunes; 21.4-22.2 dB on the
-    three starts where a reframe came first, since a reframe misaligns the frame with the input)
-    and 15.0-16.5 dB by step 100. The reframe chance gives a few reframes per 100 steps; its
-    fraction is a visible but small crop (15 px of 1024).
+    Calibrated against fidelity to the input and Mi-Ripple's lattice numbers only
+    (`scripts/calibrate_profiles.py`, docs/calibration/nano-banana-pro.md: the four
+    photographic starts at 1536 px, seed 0): the static and the green gains so that PSNR to
+    the input is near 30 dB at step 10 before any reframe (measured 26.4-29.6 dB: the damage
+    is plain at full size within 5-10 steps); the lattice so that the median autocorrelation
+    at (5, 0) rises late to Table 5's 0.25 at step 10 (measured: -0.01 at step 1, at or below
+    the photographs' own -0.06-0.24, and 0.26 at step 10; moss 0.03, where the scene's fine
+    detail drowns it). The specks' count has no published number: a few per step, visible at
+    full size. The reframe chance gives a few reframes per 100 steps; its fraction is a
+    visible but small crop.
     """
-    out = pixels + rng.normal(0, STATIC_SIGMA * strength, pixels.shape).astype(np.float32)
-    out = out * (1 + strength * GREEN_GAINS)
+    texture = mi_ripple.local_texture(pixels @ LUMA)
+    static = mi_ripple.band_noise(rng, pixels.shape)
+    amplitude = strength * (STATIC_FLOOR + STATIC_TEXTURE_GAIN * texture)
+    out = (pixels + amplitude[..., None] * static) * (1 + strength * GREEN_GAINS)
+    out = scattered_dots(out, rng, strength * NBP_DOTS_PER_MEGAPIXEL / DOTS_PER_MEGAPIXEL)
+    out = mi_ripple.reimpose_lattice(out, mi_ripple.LATTICES["nano-banana-pro"].displacement,
+                                     NBP_LATTICE_TARGET * strength, NBP_LATTICE_RATE)
     if rng.random() < REFRAME_CHANCE:
         out = reframe(out, rng, REFRAME_FRACTION * strength)
     return out
@@ -197,40 +222,3 @@ def simplification(pixels: Pixels, rng: np.random.Generator, strength: float) ->
     side = max(1, int(round(PATCH_FRACTION * min(pixels.shape[:2]))))
     count = int(rng.poisson(PATCHES_PER_STEP * strength))
     return copy_regions(out, rng, count, side, PATCH_REACH)
-
-
-# --- Lattice ripple (hypothetical) ----------------------------------------------------------
-
-LATTICE_PERIOD = 6.0  # px
-LATTICE_AMPLITUDE = 0.6  # grey levels per step, per plane wave
-
-
-def honeycomb(shape: tuple[int, int], period: float) -> np.ndarray:
-    """Three plane waves 60 degrees apart, each of wavelength `period` px: a hexagonal lattice
-    whose peak is 3 and whose mean is 0."""
-    rows, cols = np.mgrid[0:shape[0], 0:shape[1]].astype(np.float32)
-    return sum(np.cos(2 * np.pi * (cols * np.cos(a) + rows * np.sin(a)) / period)
-               for a in (0.0, np.pi / 3, 2 * np.pi / 3))
-
-
-def lattice_ripple(pixels: Pixels, rng: np.random.Generator, strength: float,
-                   period: float = LATTICE_PERIOD) -> Pixels:
-    """A faint periodic honeycomb, invisible in thumbnails, that grows step by step.
-
-    A hypothetical artifact, named after no generator: it is the planted answer for the
-    `lattice` ruler. A "digital ripple" (a faint periodic grid or honeycomb) was reported for
-    GPT-image replication chains only second hand (as cited in issue 16, not verified), and the
-    one real GPT-image replication chain this project could find collapses into a grey hatched
-    sketch with no lattice (issue 23), so no source shows this artifact in a real chain. The
-    lattice is anchored to the pixel grid (as a generator's patch grid would be), so each
-    step's copy lands on the last and its amplitude grows linearly. Its `period` (6 px) is
-    finer than a 4x-downscaled 256 px thumbnail can show. `rng` is unused: the lattice is the
-    same at every step.
-
-    Calibrated against PSNR to the input only: LATTICE_AMPLITUDE set so the starts reach about
-    30 dB at step 10 (measured, seed 0, 1024 px: 29.4-29.9 dB on all four).
-    """
-    lattice = honeycomb(pixels.shape[:2], period)
-    return pixels + (LATTICE_AMPLITUDE * strength * lattice)[..., None]
-
-

@@ -4,6 +4,9 @@ A metric that misses Banana100's decay (arXiv 2604.03400) only means something i
 damage it was built for, and a "detection" only means something if the same score stays put on
 chains with no damage a person would name. So, beside the generator models of `artifacts`:
 
+- `white_noise`, a positive control: i.i.d. Gaussian noise per pixel and channel, LIVE's "WN",
+  the noise classic metrics were fitted on (and what this project's default static was before
+  Mi-Ripple measured model-made noise: issue 32).
 - `accumulated_blur`, the positive control: Gaussian blur, one of the distortions classic
   no-reference metrics were trained on (LIVE: Sheikh, Sabir & Bovik, IEEE TIP 2006; BRISQUE is
   trained on LIVE, Mittal, Moorthy & Bovik, IEEE TIP 2012).
@@ -69,6 +72,26 @@ def accumulated_blur(anchor: Pixels, strength: float, step: int, anchor_step: in
     """
     sigma = BLUR_SIGMA * strength * np.sqrt(step - anchor_step)
     return ndimage.gaussian_filter(anchor, (sigma, sigma, 0), mode="reflect")
+
+
+# --- A positive control: white noise, accumulated ------------------------------------------------
+
+WHITE_NOISE_SIGMA = 2.4  # grey levels of fresh noise per step, on top of all the noise before
+
+
+def white_noise(pixels: Pixels, rng: np.random.Generator, strength: float) -> Pixels:
+    """Fresh i.i.d. Gaussian noise of sigma `WHITE_NOISE_SIGMA` per pixel and channel at
+    every step, carried forward, so its variance grows with the step.
+
+    White noise is one of the five distortions of the LIVE database (Sheikh, Sabir & Bovik,
+    IEEE TIP 2006), on which BRISQUE was trained (Mittal, Moorthy & Bovik, IEEE TIP 2012): the
+    noise the classic metrics were built for, beside the model-made noise of the generator
+    profiles. Calibrated against PSNR to the input only, to the rule every profile follows:
+    after i steps the noise's sigma is 2.4 sqrt(i), so PSNR is 20 log10(255 / 7.6) = 30.5 dB
+    at step 10 and 27.5 dB at step 20 (less where clipping at 0 or 255 cuts it). `strength`
+    scales sigma.
+    """
+    return pixels + rng.normal(0, WHITE_NOISE_SIGMA * strength, pixels.shape).astype(np.float32)
 
 
 # --- A codec's damage: JPEG re-encoded at every step --------------------------------------------

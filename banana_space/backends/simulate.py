@@ -1,13 +1,13 @@
 """`simulate`: offline, seeded models of what one generator round trip does to an image.
 
-A small table of profiles, each a pure step function from `artifacts` or `controls` (whose
-docstrings quote the description each models and say what it was calibrated against). The
-default is *Nano Banana Pro-like*, the generator of Banana100 (arXiv 2604.03400). Each profile
-has a `kind`, so a suite can be picked by it: "damage" (a generator's or a codec's damage),
-"control" (`blur`, the damage classic metrics were built to catch) or "nuisance" (no damage a
-person would name; the chains that set each score's noise floor, `floors.py`). `strength`
-scales every profile (0 = a perfect copy, 1 = calibrated). The same seed gives the same frames,
-bit for bit; no key, no GPU, no network.
+A small table of profiles, each a pure step function from `artifacts`, `mi_ripple` or
+`controls` (whose docstrings quote the description or measurement each models and say what it
+was calibrated against). The default is *Nano Banana Pro-like*, the generator of Banana100
+(arXiv 2604.03400). Each profile has a `kind`, so a suite can be picked by it: "damage" (a
+generator's or a codec's damage), "control" (`white-noise` and `blur`, distortions classic
+metrics were built to catch) or "nuisance" (no damage a person would name; the chains that set
+each score's noise floor, `floors.py`). `strength` scales every profile (0 = a perfect copy,
+1 = calibrated). The same seed gives the same frames, bit for bit; no key, no GPU, no network.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any, Literal
 import numpy as np
 from PIL import Image
 
-from . import artifacts, controls
+from . import artifacts, controls, mi_ripple
 from .base import BackendInfo, Edit, Entry, Option, Report, report_nothing
 
 # (last frame, rng, strength) -> next frame: damage fed back, as a generator's round trip.
@@ -40,8 +40,8 @@ class Profile:
 
 PROFILES: dict[str, Profile] = {
     "nano-banana-pro": Profile(
-        "Nano Banana Pro-like", "accumulating fine static, a slow green cast, now and then a "
-        "crop or aspect change (Banana100)", artifacts.nano_banana_pro),
+        "Nano Banana Pro-like", "accumulating 3-8 px static, a slow green cast, specks, now and "
+        "then a crop (Banana100); a late (5, 0) lattice (Mi-Ripple)", artifacts.nano_banana_pro),
     "contour-wrinkles": Profile(
         "Contour wrinkles", "ripples along object edges (Nano Banana 2)",
         artifacts.contour_wrinkles),
@@ -52,12 +52,18 @@ PROFILES: dict[str, Profile] = {
         "Simplification", "fine texture smoothed away, small regions copied from elsewhere "
         "(Qwen Image Edit)", artifacts.simplification),
     "lattice-ripple": Profile(
-        "Lattice ripple (hypothetical)", "a faint periodic honeycomb, invisible in thumbnails "
-        "(no generator's chain is known to show it: the lattice ruler's planted answer)",
-        artifacts.lattice_ripple),
+        "Lattice ripple", "a faint 5 px lattice redrawn every step, as Mi-Ripple measured in "
+        "Grok Imagine's chains (Table 5)", mi_ripple.measured_lattice),
+    "granular": Profile(
+        "Granular texture", "3-8 px blobs growing with the scene's texture, as Mi-Ripple "
+        "measured (moss: 0.9 -> 23.7 % of tiles)", mi_ripple.granular_texture),
     "jpeg": Profile(
         "JPEG re-save", "each copy re-encoded as JPEG at quality 75, compounding (generation "
         "loss)", controls.jpeg_recompress),
+    "white-noise": Profile(
+        "White noise (control)", "i.i.d. Gaussian noise per pixel, sigma 2.4 per step, "
+        "accumulating: LIVE's WN, what classic metrics were built for", controls.white_noise,
+        "control"),
     "blur": Profile(
         "Blur (control)", "an exact accumulated Gaussian blur, sigma 0.8 x sqrt(step) px: what "
         "classic metrics were built to catch", controls.accumulated_blur, "control",

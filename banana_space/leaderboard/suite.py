@@ -2,9 +2,10 @@
 
 Each simulate profile (`backends.simulate.PROFILES`, read by its `kind`: every "damage" profile,
 the positive "control" and the "nuisance" chains that set the noise floors) runs on each clean
-start (`assets/examples/clean-*.png`, at `size` px on the long side, lossless PNG frames),
-`steps` times with the same seed, so the suite is the same wherever it is made. Real chains
-(Banana100 through `hf://`, or any folder of chains) join as kind "real", counted as damage.
+start (`assets/examples/photo-*.png` and `clean-*.png`, at `size` px on the long side,
+lossless PNG frames), `steps` times with the same seed, so the suite is the same wherever it
+is made. Real chains (Banana100 through `hf://`, or any folder of chains) join as kind "real",
+counted as damage.
 Every frame is a PNG in `<work>/<profile>/<start>/step_NNN.png`, which `table` reads as it
 reads any folder of frames.
 """
@@ -22,7 +23,7 @@ from ..backends.simulate import PROFILES, SimulateBackend
 from ..prompts import DEFAULT_PROMPT
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "assets" / "examples"
-SUITE_VERSION = "1"
+SUITE_VERSION = "2"  # 2: the profiles modelled on measurements, the photographic starts
 DAMAGE_KINDS = ("damage", "real")  # what a detection rate counts
 
 
@@ -30,7 +31,7 @@ DAMAGE_KINDS = ("damage", "real")  # what a detection rate counts
 class Suite:
     """What the suite is made of; its JSON is written beside the results."""
 
-    starts: tuple[str, ...] = ("clean-dunes", "clean-illustration")
+    starts: tuple[str, ...] = ("photo-moss", "photo-nuthatch")
     size: int = 1024  # px, the long side: the scale the paper's claim is about
     steps: int = 20  # the paper's last checkpoint
     seed: int = 0
@@ -58,7 +59,9 @@ class Suite:
 
 
 def all_starts() -> tuple[str, ...]:
-    return tuple(sorted(path.stem for path in EXAMPLES.glob("clean-*.png")))
+    """The clean starts: the photographs (`photo-*.png`) and the flat synthetic renders."""
+    return tuple(sorted(path.stem for pattern in ("photo-*.png", "clean-*.png")
+                        for path in EXAMPLES.glob(pattern)))
 
 
 def start_image(start: str, size: int) -> Image.Image:
