@@ -218,6 +218,14 @@ def scale_index(image: np.ndarray) -> float:
     return float(100 * qualifies.mean())
 
 
+def scale_index_step(side: int) -> float:
+    """One tile's share, in per cent, on the square frame of this side: the most tiles, so the
+    smallest change `scale_index` can show on any frame whose longest side it is."""
+    tile = min(SCALE_TILE, side)
+    per_side = (side - tile) // min(SCALE_STRIDE, tile) + 1
+    return 100 / per_side**2
+
+
 def neutral_ab(image: np.ndarray) -> tuple[float, float]:
     """The mean CIELAB (a*, b*) of the frame's near-neutral pixels: (0, 0) for a neutral
     balance, a* < 0 green, a* > 0 magenta, b* < 0 blue, b* > 0 yellow. NaN when fewer than
@@ -282,6 +290,9 @@ class Ruler:
     lower_better: bool
     meaning: str
     score_range: tuple[float, float] | None = None
+    # The smallest change a quantised ruler can show on frames of a longest side (px); None for
+    # a continuous one. A noise floor is never below it (scripts/measure_floors.py).
+    least_step: Callable[[int], float] | None = None
 
 
 RULERS: dict[str, Ruler] = unique_table("ruler", [
@@ -289,7 +300,7 @@ RULERS: dict[str, Ruler] = unique_table("ruler", [
                           "white-noise sigma in grey levels (wavelet MAD): static piling up")),
     ("scale_index", Ruler(scale_index, True,
                           "% of 128 px tiles with 3-8 px blobs (Mi-Ripple): granular texture",
-                          (0.0, 100.0))),
+                          (0.0, 100.0), scale_index_step)),
     ("lattice_probe", Ruler(lattice_probe, True,
                             "largest log-amplitude spectral excess (Mi-Ripple; >= 2.5 with "
                             "2+ components: a lattice; photos 1.39-1.89)")),

@@ -28,6 +28,7 @@ import suite_runs
 
 from banana_space.backends.simulate import profiles_of_kind
 from banana_space.floors import FLOORS_CSV
+from banana_space.rulers import RULERS
 
 
 def largest_moves(runs: Path, jobs: list[suite_runs.Job],
@@ -47,9 +48,25 @@ def largest_moves(runs: Path, jobs: list[suite_runs.Job],
     return largest
 
 
+def at_least_one_step(moves: dict[str, tuple[float, str]], side: int
+                      ) -> dict[str, tuple[float, str]]:
+    """A quantised ruler that never moved on the nuisance chains still cannot tell a change
+    smaller than its own step (`Ruler.least_step`): that is its floor then."""
+    raised = dict(moves)
+    for name, (move, where) in moves.items():
+        ruler = RULERS.get(name)
+        if ruler is not None and ruler.least_step is not None:
+            step = ruler.least_step(side)
+            if move < step:
+                raised[name] = (step, f"one step of the ruler at {side} px (it never moved)")
+    return raised
+
+
 def floors(runs: Path, jobs: list[suite_runs.Job]) -> list[list[object]]:
     """Per no-reference score: [metric, floor, where, floor_since_input, where]."""
-    first, since = largest_moves(runs, jobs, False), largest_moves(runs, jobs, True)
+    side = max(job.side for job in jobs)
+    first = at_least_one_step(largest_moves(runs, jobs, False), side)
+    since = at_least_one_step(largest_moves(runs, jobs, True), side)
     return [[name, f"{first[name][0]:.6g}", first[name][1], f"{since[name][0]:.6g}",
              since[name][1]] for name in since if name in first]
 

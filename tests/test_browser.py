@@ -471,9 +471,11 @@ def test_the_result_reads_at_every_size(visitors: Visitors, viewport: dict[str, 
               overflow: grid.scrollWidth - grid.clientWidth};
     }""")
     assert gallery["shown"] >= 4 and gallery["overflow"] <= 1, gallery
-    # The app lists the clean renders first (the paper's kind of start), then the photos.
-    first = min((p for p in EXAMPLES.glob("*.*") if p.suffix != ".md"),
-                key=lambda p: (not p.name.startswith("clean-"), p.name)).stem
+    # The gallery's first picture is the app's default example (a photograph with texture).
+    import app
+
+    first = Path(app.EXAMPLES[0]).stem
+    assert first == Path(app.DEFAULT_EXAMPLE).stem
     page.locator("#examples img").first.click()
     page.locator("#upload").get_by_text(first).wait_for()
     texts = page.evaluate(COLOURS_JS, "#backend .info-text, #backend [data-testid=block-info]")
