@@ -102,6 +102,7 @@ PAGE_JS = r"""() => {
      attributeFilter: ['src', 'value', 'aria-label']});
   unlabel();
   nameExamples();
+  document.body.dataset.pageScript = 'ready';  // the browser test waits for it before axe
   // A click on Run, Stop, Resume, Replay or a recorded chain brings the result (its status line
   // first) into view at once, on every screen: otherwise it streams in a screen away.
   document.addEventListener('click', (event) => {
