@@ -2,8 +2,9 @@
 
 An agent that edits an image again and again (Banana100, arXiv 2604.03400: the copy of a copy
 collapses within tens of steps) calls this after each step and stops before the collapse. It
-scores the original and each edit with our rulers (noise, grain, lattice, colour cast, green
-tint: cheap measures aimed at what repeated editing adds) and fidelity to the original (PSNR;
+scores the original and each edit with our rulers (noise, Mi-Ripple's scale index and lattice
+probe, colour cast, green tint: cheap measures aimed at what repeated editing adds) and
+fidelity to the original (PSNR;
 pyiqa's SSIM costs 1.9 s per 1024² frame on one core, four times the gate's budget). An edit
 is degraded when any measure is worse than the original's by more than its noise floor since
 the input (`floors.floor_since_input`: how far it moves from the input on chains with no damage

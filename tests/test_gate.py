@@ -67,13 +67,13 @@ def test_a_measure_votes_only_past_its_floor(monkeypatch) -> None:
     monkeypatch.setattr(gate, "floor_since_input", floors.get)
     start = {name: 1.0 for name in gate.GATE_MEASURES}
     # noise_level is lower-better: +0.6 is 0.6 worse, past its 0.5 floor; psnr 3 dB worse is
-    # within its 5 dB floor; grain is far worse but has no floor, so it does not vote.
-    edit = {**start, "noise_level": 1.6, "psnr": -2.0, "grain": 50.0}
+    # within its 5 dB floor; scale_index is far worse but has no floor, so it does not vote.
+    edit = {**start, "noise_level": 1.6, "psnr": -2.0, "scale_index": 50.0}
     verdict = gate._verdict(edit, start)
     assert verdict["degraded"] is True and verdict["worse"] == ["noise_level"]
     assert verdict["measures"]["noise_level"] == {"delta": -0.6, "floor": 0.5,
                                                   "floors_worse": 1.2}
-    assert verdict["measures"]["grain"]["floor"] is None
+    assert verdict["measures"]["scale_index"]["floor"] is None
     assert gate._verdict(start, start)["degraded"] is False
 
 
