@@ -85,6 +85,20 @@ def peak_since_reset_mb() -> float:
     return math.nan
 
 
+def child_result(script: str, *args: str, env: dict[str, str] | None = None) -> Any:
+    """Run `script` again in a fresh process with `args` (and `env` added to this process's
+    environment), and return the JSON its last line of output prints: each way of a benchmark
+    measured in a process of its own. A child that fails raises with the end of its stderr."""
+    import json
+    import subprocess
+
+    done = subprocess.run([sys.executable, script, *args], env={**os.environ, **(env or {})},
+                          capture_output=True, text=True)
+    if done.returncode:
+        raise RuntimeError(f"{Path(script).name} {' '.join(args)} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def print_table(title: str, headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
     cells = [[str(h) for h in headers]] + [[_fmt(v) for v in row] for row in rows]
     widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]

@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -41,10 +39,8 @@ def main() -> None:
         size_kb = path.stat().st_size / 1e3
         rows = []
         for way in ("before", "after"):
-            done = subprocess.run([sys.executable, __file__, CHILD_FLAG, way, str(path)],
-                                  check=True, capture_output=True, text=True,
-                                  env={**os.environ, "BANANA_MEMORY_GB": "16"})
-            measured = json.loads(done.stdout.strip().splitlines()[-1])
+            measured = _setup.child_result(__file__, CHILD_FLAG, way, str(path),
+                                           env={"BANANA_MEMORY_GB": "16"})
             rows.append([way, measured["first"], measured["last"], measured["all"],
                          measured["mb"]])
     _setup.print_table(f"reading {args.frames} frames of a {args.side}² GIF ({size_kb:.0f} KB) "

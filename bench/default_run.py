@@ -15,8 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import _setup
@@ -76,12 +74,9 @@ def main() -> None:
         ways.insert(1, ("engine before issue 35", str(os.cpu_count())))
     rows = []
     for way, threads in ways:
-        env = {**os.environ, "BANANA_SCORING_THREADS": threads}
         child = "before" if "before" in way else "now"
-        out = subprocess.run([sys.executable, __file__, "--child", child, "--steps",
-                              str(args.steps)], env=env, capture_output=True, text=True,
-                             check=True).stdout
-        result = json.loads(out.strip().splitlines()[-1])
+        result = _setup.child_result(__file__, "--child", child, "--steps", str(args.steps),
+                                     env={"BANANA_SCORING_THREADS": threads})
         rows.append([way, result["threads"], result["wall_s"], result["cpu_s"],
                      result["score_s_per_frame"], result["generate_s_per_step"],
                      result["peak_rss_mb"], f"{result['load_before']} → {result['load_after']}"])

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import io
 import json
-import subprocess
 import sys
 import tempfile
 import time
@@ -41,9 +40,7 @@ def main() -> None:
         zip_kb = archive.stat().st_size / 1e3
         rows = []
         for way in ("before", "after"):
-            done = subprocess.run([sys.executable, __file__, CHILD_FLAG, way, str(original),
-                                   str(archive)], check=True, capture_output=True, text=True)
-            measured = json.loads(done.stdout.strip().splitlines()[-1])
+            measured = _setup.child_result(__file__, CHILD_FLAG, way, str(original), str(archive))
             rows.append([way, measured["mb"], measured["wall_s"], measured["cpu_s"],
                          measured["cpu_s"] / args.edits])
     _setup.print_table(f"gate: one call with {args.edits} flat {args.side}² edits in a "

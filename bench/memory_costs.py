@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import _setup
@@ -74,9 +72,7 @@ def child(row: str, side: int) -> float:
 
 
 def measure(row: str, side: int) -> float:
-    done = subprocess.run([sys.executable, __file__, "--child", row, str(side)],
-                          capture_output=True, text=True, check=True)
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return _setup.child_result(__file__, "--child", row, str(side))
 
 
 def main() -> None:

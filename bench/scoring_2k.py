@@ -20,8 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -110,11 +108,8 @@ def bare(side: int) -> dict:
 
 def in_child(way: str, side: int, **env: str) -> dict:
     load = os.getloadavg()[0]
-    done = subprocess.run([sys.executable, __file__, "--child", way, "--side", str(side)],
-                          env={**os.environ, **env}, capture_output=True, text=True)
-    if done.returncode:
-        raise RuntimeError(done.stderr[-3000:])
-    return {**json.loads(done.stdout.strip().splitlines()[-1]), "load": load}
+    return {**_setup.child_result(__file__, "--child", way, "--side", str(side), env=env),
+            "load": load}
 
 
 def main() -> None:
