@@ -185,11 +185,16 @@ def _gaussian_blur(grey: np.ndarray, sigma: float) -> np.ndarray:
     return along_rows(_transposed(along_rows(_transposed(grey))))
 
 
+def _tiling(*sides: int) -> tuple[int, int]:
+    """The scale index's tile side and stride on a frame of these sides: `SCALE_TILE` at
+    `SCALE_STRIDE` px, or one tile, the whole frame, on a frame smaller than a tile."""
+    tile = min(SCALE_TILE, *sides)
+    return tile, min(SCALE_STRIDE, tile)
+
+
 def _tile_rms(band: np.ndarray) -> np.ndarray:
-    """The RMS of `band` in every `SCALE_TILE` px tile at `SCALE_STRIDE` px (one tile, the
-    whole frame, on a frame smaller than a tile)."""
-    tile = min(SCALE_TILE, *band.shape)
-    stride = min(SCALE_STRIDE, tile)
+    """The RMS of `band` in every tile of `_tiling`."""
+    tile, stride = _tiling(*band.shape)
     windows = np.lib.stride_tricks.sliding_window_view(band**2, (tile, tile))[::stride, ::stride]
     return np.sqrt(windows.mean(axis=(-2, -1)))
 
@@ -221,8 +226,8 @@ def scale_index(image: np.ndarray) -> float:
 def scale_index_step(side: int) -> float:
     """One tile's share, in per cent, on the square frame of this side: the most tiles, so the
     smallest change `scale_index` can show on any frame whose longest side it is."""
-    tile = min(SCALE_TILE, side)
-    per_side = (side - tile) // min(SCALE_STRIDE, tile) + 1
+    tile, stride = _tiling(side)
+    per_side = (side - tile) // stride + 1
     return 100 / per_side**2
 
 

@@ -98,14 +98,19 @@ def _chain(form: RunForm, source: str, request: gr.Request) -> Iterator[PageOutp
         yield from stream(RunView(raw=form.raw), events, stop, request)
 
 
+def _options_so_far(form: RunForm) -> dict[str, Any]:
+    """The backend's options as the form stands; none while a number is half-typed (Run says
+    what is wrong with it)."""
+    try:
+        return chosen_options(form, form.backend)
+    except gr.Error:
+        return {}
+
+
 def _cost_note(form: RunForm, request: gr.Request) -> Any:
     """The line under Run on what the run books on ZeroGPU, shown only when there is one."""
-    try:
-        options = chosen_options(form, form.backend)
-    except gr.Error:  # a half-typed number: Run says what is wrong with it
-        options = {}
     text = page_note(form.upload, form.steps, form.backend, list(form.judges or []),
-                     form.judge_at, form.prompt, options)
+                     form.judge_at, form.prompt, _options_so_far(form))
     return gr.update(value=text, visible=bool(text))
 
 
@@ -116,13 +121,9 @@ def _steps_for_the_gpu(form: RunForm, request: gr.Request) -> Any:
     """On ZeroGPU, picking a GPU generator cuts the steps to what fits the smallest day (2
     minutes without signing in); a visitor may raise them again, and the line under Run says
     what that books."""
-    try:
-        options = chosen_options(form, form.backend)
-    except gr.Error:
-        options = {}
     fits = steps_for_the_smallest_day(form.upload, form.steps, form.backend,
                                       list(form.judges or []), form.judge_at, form.prompt,
-                                      options)
+                                      _options_so_far(form))
     return gr.update() if fits is None else gr.update(value=fits)
 
 

@@ -53,7 +53,7 @@ def at_least_one_step(moves: dict[str, tuple[float, str]], side: int
     """A quantised ruler that never moved on the nuisance chains still cannot tell a change
     smaller than its own step (`Ruler.least_step`): that is its floor then."""
     raised = dict(moves)
-    for name, (move, where) in moves.items():
+    for name, (move, _) in moves.items():
         ruler = RULERS.get(name)
         if ruler is not None and ruler.least_step is not None:
             step = ruler.least_step(side)

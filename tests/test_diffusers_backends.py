@@ -12,10 +12,9 @@ from typing import Any
 
 import numpy as np
 import pytest
+from conftest import REPO
 from PIL import Image
 from tiny_models import tiny_flux2_klein, tiny_flux_kontext, tiny_qwen_image_edit
-
-from conftest import REPO
 
 from banana_space import gpu
 from banana_space.backends import REGISTRY, BackendUnavailable, create_backend
