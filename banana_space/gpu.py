@@ -40,7 +40,6 @@ DEFAULT_GPU_SECONDS = 60
 # `spaces-zerogpu.md`, "Technical Specifications", 2026-08-22): `large`, half an RTX Pro 6000
 # Blackwell with 48 GB, the default; `xlarge`, the whole card with 96 GB, at twice the quota.
 QUOTA_PER_SECOND = {"large": 1, "xlarge": 2}
-GPU_MEMORY_GB = {"large": 48, "xlarge": 96}
 
 
 def call_here(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:

@@ -16,7 +16,7 @@ on ZeroGPU the judges rate only the checkpoints by default: 0, 1, the paper's 5,
 100 and the last step (`judged_steps`), which is all the verdict reads; a visitor may ask for
 every frame. The page states a run's cost in each tier's own unit (a share of that tier's day),
 and on ZeroGPU a GPU generator's default run is cut to what fits the smallest day
-(`steps_within`).
+(`steps_for_the_smallest_day`).
 """
 
 from __future__ import annotations
@@ -101,8 +101,8 @@ def steps_within(budget_s: int, backend: str, options: dict[str, Any], size: tup
 
 
 def share_of_days(total_s: int) -> str:
-    """`total_s` in each tier's unit: "1.4 × the day without signing in (2 min), 48 % of a free
-    account's (5 min), …"."""
+    """`total_s` in each tier's unit: "3.6 × the day without signing in (2 min); 1.4 × the day
+    free account (5 min); 18% of the day PRO (40 min); …"."""
     shares = []
     for who, day in DAILY_QUOTA_S.items():
         ratio = total_s / day
