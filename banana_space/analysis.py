@@ -30,7 +30,7 @@ from enum import Enum
 
 import numpy as np
 
-from .catalog import ScoreInfo
+from .common import ScoreInfo
 from .floors import floor_of
 
 CHECKPOINTS = (5, 10, 20)

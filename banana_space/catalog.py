@@ -22,14 +22,13 @@ import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 from PIL import Image
 
+from .common import Role, ScoreInfo
 from .rulers import RULERS
-
-Role = Literal["metric", "fidelity", "judge"]
 
 # Full-reference fidelity to frame 0: in a replication chain the input *is* the right answer.
 FIDELITY = ("psnr", "ssim")
@@ -59,28 +58,6 @@ NOT_PER_FRAME = {
     "clipscore": "it needs a caption to compare the image with",
     "compare2score": "it compares pairs of images",
 }
-
-
-@dataclass(frozen=True)
-class ScoreInfo:
-    """What a score column is: its name, how to read it, and its role on the plot.
-
-    `family` says whose measure it is: "pyiqa" (every standard metric), "ours" (the rulers in
-    `rulers.py`), "plug-in", or "judge". `score_range` is the metric's nominal (low, high)
-    where its table gives one (pyiqa's `score_range`), for scaling curves by what the metric
-    can move."""
-
-    name: str
-    role: Role
-    lower_better: bool
-    label: str = ""
-    family: str = "pyiqa"
-    score_range: tuple[float, float] | None = None
-    meaning: str = ""
-
-    @property
-    def direction(self) -> str:
-        return "lower is better" if self.lower_better else "higher is better"
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ from typing import Any
 from PIL import Image
 
 from .backends import Backend, BackendUnavailable
-from .backends.base import GenerationFailed
+from .common import GenerationFailed, error_line
 from .events import Finished, FrameJudged, FrameMade, FrameScored, Notice
 from .gpu import GpuRefused
 from .images import BadImage, load_image
@@ -341,4 +341,4 @@ def _describe(error: Exception) -> str:
     text = str(error).strip()
     if isinstance(error, (GenerationFailed, BackendUnavailable, BadImage)) and text:
         return text
-    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+    return error_line(error)

@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from PIL import Image
 
-from .catalog import ScoreInfo
+from .common import ScoreInfo
 
 Status = Literal["completed", "stopped", "failed"]
 

@@ -12,7 +12,6 @@ message that leaves this module. The SDK is imported lazily, so importing this f
 from __future__ import annotations
 
 import importlib
-import io
 import os
 import random
 import time
@@ -22,7 +21,7 @@ from typing import Any, TypeVar
 
 from PIL import Image
 
-from .backends.base import GenerationFailed, Report
+from .common import GenerationFailed, Report, png_bytes
 
 KEY_VARS = ("GEMINI_API_KEY", "GOOGLE_API_KEY")  # first one set wins, after an explicit key
 BASE_URL_VAR = "BANANA_GEMINI_BASE_URL"  # points the SDK at a fake server in tests
@@ -71,12 +70,6 @@ def make_client(api_key: str, base_url: str | None, timeout_s: float) -> Any:
     if base_url:
         options.base_url = base_url
     return genai.Client(vertexai=False, api_key=api_key, http_options=options)
-
-
-def png_bytes(image: Image.Image) -> bytes:
-    buffer = io.BytesIO()
-    image.save(buffer, format="PNG")
-    return buffer.getvalue()
 
 
 @dataclass(frozen=True)

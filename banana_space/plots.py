@@ -29,7 +29,7 @@ from functools import lru_cache
 from typing import Any
 
 from .analysis import History, Verdict, detects_degradation, normalised, range_scaled
-from .catalog import ScoreInfo
+from .common import ScoreInfo
 
 Figure = dict[str, Any]  # {"data": [trace, ...], "layout": {...}}, as plotly.js takes it
 

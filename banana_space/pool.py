@@ -23,6 +23,7 @@ from typing import Any
 
 from .budget import BUDGET, MemoryBudget, describe
 from .catalog import build_metric
+from .common import error_line
 
 
 class MetricUnavailable(RuntimeError):
@@ -166,12 +167,11 @@ _NETWORK_ERRORS = ("urlopen", "Name or service", "resolve", "LocalEntryNotFound"
 
 def _reason(error: Exception) -> str:
     """One short line a visitor can read: never a traceback fragment."""
-    text = str(error).strip().splitlines()[0] if str(error).strip() else ""
-    if any(mark.lower() in f"{type(error).__name__} {text}".lower() for mark in _NETWORK_ERRORS):
+    if any(mark.lower() in error_line(error).lower() for mark in _NETWORK_ERRORS):
         return f"{WEIGHTS_UNREACHABLE} (offline?)"
     if isinstance(error, ImportError) and error.name:
         return f"needs the Python package {error.name.split('.')[0]}"
-    return f"{type(error).__name__}: {text[:120]}" if text else type(error).__name__
+    return error_line(error, limit=120)
 
 
 POOL = MetricPool()

@@ -32,9 +32,10 @@ from pathlib import Path
 from PIL import Image
 
 from .catalog import CPU_DEFAULTS
+from .common import write_atomic
 from .events import Finished, FrameMade, FrameScored, Notice, Started
 from .prompts import DEFAULT_PROMPT
-from .rundir import RunDir, load_run, write_atomic, write_zip
+from .rundir import RunDir, load_run, write_zip
 from .scoring import Scorer, unavailable_notices
 from .table.discover import ChainRef
 

@@ -13,7 +13,6 @@ one that differs spoils only the steps up to the next kept frame.
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import threading
 from collections.abc import Mapping
@@ -23,7 +22,8 @@ from PIL import Image
 
 from .backends import create_backend
 from .chain import make_step
-from .rundir import frame_name, load_run, write_atomic
+from .common import png_bytes, write_atomic
+from .rundir import frame_name, load_run
 
 MANIFEST = "remake.json"  # {"pixels_sha256": {"<step>": "<hex>", ...}}
 _LOCKS: dict[Path, threading.Lock] = {}  # one re-maker per run directory at a time
@@ -97,6 +97,4 @@ def _remake_up_to(run: Path, step: int) -> None:
             FAILED[run.resolve()] = (f"step {current} came out different from the recorded "
                                      "frame (another version of its generator?)")
             return
-        buffer = io.BytesIO()
-        image.save(buffer, format="PNG", compress_level=1)  # a cache: speed over size
-        write_atomic(run / "frames" / frame_name(current), buffer.getvalue())
+        write_atomic(run / "frames" / frame_name(current), png_bytes(image, fast=True))

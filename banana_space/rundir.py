@@ -24,7 +24,6 @@ from __future__ import annotations
 import csv
 import fcntl
 import html
-import io
 import json
 import math
 import os
@@ -40,7 +39,7 @@ from typing import Any
 from PIL import Image
 
 from .analysis import VERDICT_FIELDS, History
-from .catalog import ScoreInfo
+from .common import ScoreInfo, csv_bytes, png_bytes, temporary_name, write_atomic
 from .events import Event, Finished, FrameJudged, FrameMade, FrameScored, Notice, Started
 
 FORMAT_VERSION = 1
@@ -64,18 +63,6 @@ def new_run_id() -> str:
 def zip_path(run: Path) -> Path:
     """The run's download, named after it (several downloads must not all be one name)."""
     return Path(run) / f"banana-{Path(run).name}.zip"
-
-
-def _temporary_name(path: Path) -> Path:
-    """A name no other write can be using: two threads, or two processes, writing the same file
-    (a thumbnail, run.json) must never rename each other's half-written temporary."""
-    return path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(6)}.tmp")
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    temporary = _temporary_name(path)
-    temporary.write_bytes(data)
-    os.replace(temporary, path)
 
 
 class RunBusy(RuntimeError):
@@ -110,32 +97,10 @@ def live_status(run: Path, status: str) -> str:
     return "interrupted" if status == "running" else status
 
 
-def _png(image: Image.Image) -> bytes:
-    buffer = io.BytesIO()
-    image.save(buffer, format="PNG")
-    return buffer.getvalue()
-
-
 def _thumbnail(image: Image.Image) -> Image.Image:
     small = image.copy()
     small.thumbnail((THUMB_SIDE, THUMB_SIDE))
     return small
-
-
-def _csv_bytes(header: list[str], rows: list[list[Any]]) -> bytes:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(header)
-    writer.writerows([[_cell(v) for v in row] for row in rows])
-    return buffer.getvalue().encode()
-
-
-def _cell(value: Any) -> Any:
-    if isinstance(value, float):  # repr round-trips exactly, so a resumed run adds up the same
-        return "" if math.isnan(value) else repr(value)
-    if value is None:
-        return ""
-    return value
 
 
 def versions() -> dict[str, str]:
@@ -225,8 +190,8 @@ class RunDir:
         frame without scores yet is not part of the run until they come (`load_run`)."""
         thumb = thumb_path(self.path, step)
         thumb.parent.mkdir(exist_ok=True)
-        write_atomic(thumb, _png(_thumbnail(image)))
-        write_atomic(self.frames / frame_name(step), _png(image))
+        write_atomic(thumb, png_bytes(_thumbnail(image)))
+        write_atomic(self.frames / frame_name(step), png_bytes(image))
 
     def _scores(self, event: FrameScored) -> None:
         self.history.add(event.step, event.scores)
@@ -251,14 +216,14 @@ class RunDir:
             rows += [[step, name, score, deltas[step], since[step]]
                      for step, score in enumerate(series)]
         rows.sort(key=lambda row: row[0])  # by step, metrics in column order within a step
-        write_atomic(self.path / "scores.csv", _csv_bytes(
+        write_atomic(self.path / "scores.csv", csv_bytes(
             ["step", "metric", "score", "delta", "delta_since_input"], rows))
-        write_atomic(self.path / "verdict.csv", _csv_bytes(
+        write_atomic(self.path / "verdict.csv", csv_bytes(
             list(VERDICT_FIELDS), [r.record() for r in self.history.verdict()]))
 
     def _write_tables(self) -> None:
         self.write_scores()
-        write_atomic(self.path / "steps.csv", _csv_bytes(
+        write_atomic(self.path / "steps.csv", csv_bytes(
             ["step", "seconds_generate", "seconds_score", "calls", "cost_usd", "model_text",
              "judge_text"], [self.steps[s] for s in sorted(self.steps)]))
 
@@ -347,7 +312,7 @@ def write_zip(run: Path) -> Path:
                    include_plotlyjs=True, full_html=True).replace(
         "<head>", f"<head><title>{html.escape(title)}</title>", 1)
     target = zip_path(saved.path)
-    temporary = _temporary_name(target)
+    temporary = temporary_name(target)
     with zipfile.ZipFile(temporary, "w", zipfile.ZIP_DEFLATED) as archive:
         folder = saved.path.name
         archive.writestr(f"{folder}/README.txt", readme)
@@ -388,13 +353,6 @@ class SavedRun:
         return [self.path / "frames" / frame_name(s) for s in range(self.last_step + 1)]
 
 
-def _score_info(column: dict[str, Any]) -> ScoreInfo:
-    """A column of run.json (JSON has no tuples; older runs lack the newer fields)."""
-    if column.get("score_range") is not None:
-        column = {**column, "score_range": tuple(column["score_range"])}
-    return ScoreInfo(**column)
-
-
 def has_frame(run: Path, step: int) -> bool:
     """The step's frame was made: its full frame is here, or its thumbnail alone (a bundled
     recording keeps full frames at a few steps only, to stay small: scripts/record_examples.py).
@@ -414,7 +372,7 @@ def never_made(history: History, step: int) -> bool:
 def read_history(path: Path, meta: dict[str, Any]) -> History:
     """The scores in `path`/scores.csv, as columns of run.json (`meta`) describe them; a step
     or score missing from the file is NaN."""
-    history = History([_score_info(column) for column in meta.get("columns", [])])
+    history = History([ScoreInfo.from_record(column) for column in meta.get("columns", [])])
     scores_file = path / "scores.csv"
     if scores_file.is_file():
         by_step: dict[int, dict[str, float]] = {}

@@ -23,7 +23,8 @@ from typing import Any
 from PIL import Image
 
 from .budget import BUDGET, MemoryBudget, describe, scoring_bytes
-from .catalog import FIDELITY, ScoreInfo, metric_info, to_tensor
+from .catalog import FIDELITY, metric_info, to_tensor
+from .common import ScoreInfo, error_line
 from .events import Notice
 from .judges import Judge
 from .pool import POOL, MetricPool, MetricUnavailable
@@ -144,7 +145,7 @@ class Scorer:
         try:
             verdict = judge.rate(image)
         except Exception as error:  # a judge's outage is one missing cell, not a failed run
-            result.warnings.append(f"{label} failed on this frame: {_short(error)}")
+            result.warnings.append(f"{label} failed on this frame: {error_line(error, limit=200)}")
             return math.nan
         if verdict.warning:
             result.warnings.append(f"{label}: {verdict.warning}")
@@ -159,7 +160,7 @@ class Scorer:
         try:
             value = compute(name, *args)
         except Exception as error:  # any metric failure is one missing cell
-            result.warnings.append(f"{name} failed on this frame: {_short(error)}")
+            result.warnings.append(f"{name} failed on this frame: {error_line(error, limit=200)}")
             return math.nan
         if math.isnan(value):
             result.warnings.append(f"{name} gave no finite score on this frame")
@@ -184,6 +185,3 @@ def unavailable_notices(unavailable: dict[str, str]) -> list[Notice]:
             for reason, names in by_reason.items()]
 
 
-def _short(error: Exception) -> str:
-    text = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {text[0][:200]}" if text else type(error).__name__

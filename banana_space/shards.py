@@ -31,10 +31,10 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Protocol
 
 from .budget import BUDGET, describe
+from .common import write_atomic
 from .frames import MAX_MEMBER_BYTES, SHARD_SUFFIXES, Frames, is_image_name
 from .images import BadImage, load_image
 from .listing import ChainFormat, chains_in
-from .rundir import write_atomic
 
 ROW_MARK = "#"
 MAX_FOOTER_BYTES = 64 * 2**20  # a footer of a few thousand row groups is a few MB

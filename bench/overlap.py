@@ -33,9 +33,10 @@ from typing import Any
 
 import _setup
 
-from banana_space.backends.base import BackendInfo, Edit, Report, report_nothing
+from banana_space.backends.base import BackendInfo, Edit
 from banana_space.catalog import CPU_DEFAULTS
 from banana_space.chain import Chain, run_chain
+from banana_space.common import Report, report_nothing
 from banana_space.events import Finished, FrameScored, Started
 from banana_space.rundir import RunDir
 from banana_space.scoring import Scorer

@@ -8,7 +8,6 @@ live, complete, zipped?) the engine's (`banana_space.runs`).
 from __future__ import annotations
 
 import contextlib
-import io
 import re
 import secrets
 import threading
@@ -20,6 +19,7 @@ from typing import Any
 import gradio as gr
 from PIL import Image
 
+from banana_space.common import png_bytes, write_atomic
 from banana_space.events import Event
 from banana_space.images import BadImage, load_image
 from banana_space.markup import plain
@@ -27,7 +27,7 @@ from banana_space.plots import delta_figure, raw_figure
 from banana_space.quota import page_note, steps_for_the_smallest_day
 from banana_space.real_chains import LABEL, PLAN, examples, plan_from_env, preparing
 from banana_space.remake import full_frame, remake_all
-from banana_space.rundir import load_run, write_atomic
+from banana_space.rundir import load_run
 from banana_space.runids import copy_in
 from banana_space.runs import completed_steps, open_saved, resume_run, start_run
 from banana_space.view import RunView, shown_frame
@@ -355,10 +355,9 @@ def write_preview(image: Image.Image) -> str:
             if time.time() - old.stat().st_mtime > PREVIEW_LIFETIME_S:
                 old.unlink()
     path = PREVIEWS / f"{secrets.token_hex(8)}.png"
-    buffer = io.BytesIO()
-    image.save(buffer, format="PNG")
-    make_room(PREVIEWS, len(buffer.getvalue()), SETTINGS.previews_bytes)
-    write_atomic(path, buffer.getvalue())
+    data = png_bytes(image)
+    make_room(PREVIEWS, len(data), SETTINGS.previews_bytes)
+    write_atomic(path, data)
     return str(path)
 
 

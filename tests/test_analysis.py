@@ -23,7 +23,7 @@ from banana_space.analysis import (
     spearman,
     undecided_because,
 )
-from banana_space.catalog import ScoreInfo
+from banana_space.common import ScoreInfo
 
 NAN = math.nan
 

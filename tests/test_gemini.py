@@ -32,8 +32,8 @@ from fake_gemini import (
 from PIL import Image
 
 from banana_space.backends import REGISTRY, BackendUnavailable, backend_names, create_backend
-from banana_space.backends.base import GenerationFailed
 from banana_space.backends.gemini import closest_aspect_ratio
+from banana_space.common import GenerationFailed
 from banana_space.gemini_client import MISSING_KEY
 from banana_space.judges import REGISTRY as JUDGES
 from banana_space.judges import create_judge

@@ -24,9 +24,10 @@ from gradio_client import Client, handle_file
 from PIL import Image
 from raw_api import call, dependencies
 
+from banana_space.common import write_atomic
 from banana_space.events import Finished, FrameScored, Started
 from banana_space.markup import plain
-from banana_space.rundir import RunBusy, lock_writer, write_atomic, zip_path
+from banana_space.rundir import RunBusy, lock_writer, zip_path
 from banana_space.runids import BadRunId, run_path
 from banana_space.runs import RunSpec, prune_runs, resume_run, start_run
 from banana_space.view import RunView

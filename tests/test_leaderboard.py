@@ -12,6 +12,7 @@ import pytest
 
 from banana_space.analysis import VerdictRow
 from banana_space.backends.simulate import PROFILES
+from banana_space.common import csv_bytes
 from banana_space.leaderboard import chain_kinds
 from banana_space.leaderboard.rank import (
     ARTIFACT_HEADER,
@@ -21,7 +22,6 @@ from banana_space.leaderboard.rank import (
     leaderboard_rows,
 )
 from banana_space.leaderboard.suite import Suite
-from banana_space.rundir import _csv_bytes
 
 KINDS = {"dots": "damage", "static": "damage", "shift": "nuisance"}
 CHAINS = ["suite/dots/a", "suite/dots/b", "suite/static/a", "suite/shift/a", "mine/real-1"]
@@ -89,9 +89,9 @@ def test_the_tab_filters_by_family_and_artifact(verdicts, tmp_path: Path, monkey
     chains = chain_kinds(CHAINS, "suite", KINDS)
     entries = [Entry("dull", "pyiqa", "dull"), Entry("sharp", "ours", "sharp"),
                Entry("deep", "pyiqa", "deep", "weights not reachable")]
-    (tmp_path / "leaderboard.csv").write_bytes(_csv_bytes(
+    (tmp_path / "leaderboard.csv").write_bytes(csv_bytes(
         LEADERBOARD_HEADER, leaderboard_rows(entries, verdicts, chains, {})))
-    (tmp_path / "artifacts.csv").write_bytes(_csv_bytes(
+    (tmp_path / "artifacts.csv").write_bytes(csv_bytes(
         ARTIFACT_HEADER, artifact_rows(entries, verdicts, chains)))
     monkeypatch.setattr(leaderboard_tab, "RESULTS", tmp_path)
     monkeypatch.setattr(leaderboard_tab, "CARDS", tmp_path / "chains")

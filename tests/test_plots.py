@@ -9,7 +9,8 @@ import plotly.graph_objects as go
 import pytest
 
 from banana_space.analysis import History, range_scaled
-from banana_space.catalog import ScoreInfo, parse_score_range
+from banana_space.catalog import parse_score_range
+from banana_space.common import ScoreInfo
 from banana_space.plots import (
     FONT_PX,
     METRIC_COLOURS,

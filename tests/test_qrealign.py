@@ -19,10 +19,10 @@ import torch
 from PIL import Image
 from tiny_models import tiny_qwen3_5_vl
 
-from banana_space.backends.base import report_nothing
 from banana_space.backends.simulate import SimulateBackend
 from banana_space.catalog import to_tensor
 from banana_space.chain import Chain, run_chain
+from banana_space.common import report_nothing
 from banana_space.events import Finished, FrameJudged, FrameScored, Notice, Started
 from banana_space.images import load_image
 from banana_space.judges import REGISTRY, create_judge

@@ -16,8 +16,8 @@ from banana_space import gpu, quota
 from banana_space.analysis import History
 from banana_space.backends.diffusers_edit import EditJob, generate, work_size
 from banana_space.backends.simulate import SimulateBackend
-from banana_space.catalog import ScoreInfo
 from banana_space.chain import Chain, run_chain
+from banana_space.common import ScoreInfo
 from banana_space.events import Finished, FrameJudged, FrameScored, Started
 from banana_space.judges.base import JudgeInfo, Verdict
 from banana_space.judges.visualquality_r1 import RateJob, VisualQualityR1Judge, answer

@@ -11,7 +11,7 @@ from PIL import Image
 
 from banana_space import analysis
 from banana_space.analysis import History
-from banana_space.catalog import ScoreInfo
+from banana_space.common import ScoreInfo
 from banana_space.events import Finished, Notice
 from banana_space.magnifier import CROP, GAP, box_around, largest_difference_box, side_by_side
 from banana_space.view import (

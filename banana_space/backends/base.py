@@ -13,28 +13,7 @@ from typing import Any, Protocol
 
 from PIL import Image
 
-# A backend may call this while it waits (e.g. "429 from the API, retrying in 2.1 s…").
-# The chain turns each call into a `Notice` event that the UI and CLI show at once.
-Report = Callable[[str], None]
-
-
-def report_nothing(message: str) -> None:
-    """The default `Report`: used where nobody listens (tests, one-off calls)."""
-
-
-class BackendUnavailable(RuntimeError):
-    """Raised when a backend cannot run here (no key, no GPU, missing package).
-
-    The message is shown to the user as is, so it must say what to do, and must never contain
-    a secret.
-    """
-
-
-class GenerationFailed(RuntimeError):
-    """Raised by `edit` when the generator answered but gave no usable image (a safety block,
-    an empty candidate, text only). The chain ends the run as *failed at step k* with this
-    message and keeps every frame made before.
-    """
+from ..common import Report, report_nothing
 
 
 @dataclass(frozen=True)

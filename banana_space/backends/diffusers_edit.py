@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
+from ..common import BackendUnavailable, Report, report_nothing
 from ..gpu import (
     QUOTA_PER_SECOND,
     ModelCache,
@@ -38,7 +39,7 @@ from ..gpu import (
     gpu_task,
     run_on_gpu,
 )
-from .base import BackendInfo, BackendUnavailable, Edit, Entry, Option, Report, report_nothing
+from .base import BackendInfo, Edit, Entry, Option
 
 NEEDS_GPU = ("needs a GPU: this backend runs on CUDA / ZeroGPU; "
              "on this machine use simulate or replay")

@@ -21,18 +21,10 @@ from typing import Any
 
 from PIL import Image
 
+from ..common import BackendUnavailable, GenerationFailed, Report, report_nothing
 from ..gemini_client import GeminiConnection, key_missing
 from ..images import BadImage, load_image
-from .base import (
-    BackendInfo,
-    BackendUnavailable,
-    Edit,
-    Entry,
-    GenerationFailed,
-    Option,
-    Report,
-    report_nothing,
-)
+from .base import BackendInfo, Edit, Entry, Option
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,10 @@ from typing import Any
 
 from PIL import Image
 
+from ..common import GenerationFailed, Report, report_nothing
 from ..images import BadImage, LoadedImage
 from ..sources import HUB_PREFIX, open_frames
-from .base import BackendInfo, Edit, Entry, GenerationFailed, Option, Report, report_nothing
+from .base import BackendInfo, Edit, Entry, Option
 
 INFO = BackendInfo(
     name="replay",

@@ -19,8 +19,9 @@ from typing import Any, Literal
 import numpy as np
 from PIL import Image
 
+from ..common import Report, report_nothing
 from . import artifacts, controls, mi_ripple
-from .base import BackendInfo, Edit, Entry, Option, Report, report_nothing
+from .base import BackendInfo, Edit, Entry, Option
 
 # (last frame, rng, strength) -> next frame: damage fed back, as a generator's round trip.
 StepFunction = Callable[[np.ndarray, np.random.Generator, float], np.ndarray]

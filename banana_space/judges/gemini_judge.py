@@ -19,7 +19,7 @@ from typing import Any
 
 from PIL import Image
 
-from ..backends.base import BackendUnavailable, GenerationFailed, Report, report_nothing
+from ..common import BackendUnavailable, GenerationFailed, Report, report_nothing
 from ..gemini_client import GeminiConnection, key_missing
 from .answer import PROMPT, read_verdict
 from .base import Entry, JudgeInfo, Verdict

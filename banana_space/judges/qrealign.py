@@ -51,7 +51,7 @@ from typing import Any
 
 from PIL import Image
 
-from ..backends.base import BackendUnavailable, Report, report_nothing
+from ..common import BackendUnavailable, Report, report_nothing
 from ..gpu import ModelCache, cuda_available
 from .base import Entry, JudgeInfo, Verdict
 

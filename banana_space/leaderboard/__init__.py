@@ -24,8 +24,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ..catalog import FIDELITY, metric_info, to_tensor
+from ..common import csv_bytes, write_atomic
 from ..pool import POOL, MetricUnavailable
-from ..rundir import _csv_bytes, versions, write_atomic
+from ..rundir import versions
 from ..table import find_chains, run_table
 from ..table.store import TableStore
 from .rank import (
@@ -177,9 +178,9 @@ def run_leaderboard(out: Path, suite: Suite, *, sources: Sequence[str] = (),
     verdicts = {name: history.verdict() for name, history in store.histories().items()}
     chains = chain_kinds([ref.name for ref in refs], work.name, suite.describe()["kinds"])
     board = leaderboard_rows(entries, verdicts, chains, seconds)
-    write_atomic(out / "leaderboard.csv", _csv_bytes(LEADERBOARD_HEADER, board))
+    write_atomic(out / "leaderboard.csv", csv_bytes(LEADERBOARD_HEADER, board))
     per_artifact = artifact_rows(entries, verdicts, chains)
-    write_atomic(out / "artifacts.csv", _csv_bytes(ARTIFACT_HEADER, per_artifact))
+    write_atomic(out / "artifacts.csv", csv_bytes(ARTIFACT_HEADER, per_artifact))
     cards = chain_cards(refs, chains, out / "chains")
     about = {"suite": suite.describe(), "sources": list(sources), "chains": len(verdicts),
              "machine": machine(workers, ray), "minutes": round((time.monotonic() - began)

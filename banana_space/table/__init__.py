@@ -14,8 +14,8 @@ import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from ..common import write_atomic
 from ..images import BadImage
-from ..rundir import write_atomic
 from .discover import ChainRef, describe, find_all
 from .report import report_html
 from .store import TableStore, table_rows

@@ -27,9 +27,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ..analysis import VERDICT_FIELDS, History, Verdict, VerdictRow
-from ..catalog import ScoreInfo
+from ..common import ScoreInfo, csv_bytes, write_atomic
 from ..frames import natural_key
-from ..rundir import _csv_bytes, _score_info, write_atomic
 from .work import ChainResult
 
 VERDICT_HEADER = ["chain", *VERDICT_FIELDS]
@@ -71,7 +70,7 @@ class TableStore:
         histories = {}
         for name in sorted(self.results, key=natural_key):  # the same order, however run
             result = self.results[name]
-            history = History([_score_info(column) for column in result.columns])
+            history = History([ScoreInfo.from_record(column) for column in result.columns])
             for step in range(result.frames):
                 history.add(step, {k: v[step] for k, v in result.scores.items()})
             histories[name] = history
@@ -87,10 +86,10 @@ class TableStore:
                       for metric, series in history.scores.items()
                       for score in (series[step],)]
         write_atomic(self.out / "scores.csv",
-                     _csv_bytes(["chain", "step", "metric", "score"], score_rows))
+                     csv_bytes(["chain", "step", "metric", "score"], score_rows))
         verdict_rows = [[name, *r.record()] for name, rows in verdicts.items() for r in rows]
-        write_atomic(self.out / "verdicts.csv", _csv_bytes(VERDICT_HEADER, verdict_rows))
-        write_atomic(self.out / "table.csv", _csv_bytes(TABLE_HEADER, table_rows(verdicts)))
+        write_atomic(self.out / "verdicts.csv", csv_bytes(VERDICT_HEADER, verdict_rows))
+        write_atomic(self.out / "table.csv", csv_bytes(TABLE_HEADER, table_rows(verdicts)))
         return verdicts
 
     def infos(self) -> dict[str, ScoreInfo]:
@@ -98,7 +97,7 @@ class TableStore:
         seen: dict[str, ScoreInfo] = {}
         for result in self.results.values():
             for column in result.columns:
-                seen.setdefault(column["name"], _score_info(column))
+                seen.setdefault(column["name"], ScoreInfo.from_record(column))
         return seen
 
 

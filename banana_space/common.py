@@ -1,0 +1,124 @@
+"""The words every layer shares, on the ground floor: it imports nothing of ours.
+
+- `ScoreInfo`: what a score column is (every metric, ruler, plug-in, fidelity score and judge).
+- `Report`, `BackendUnavailable`, `GenerationFailed`: how a generator or a judge says it waits,
+  cannot run here, or answered without an image.
+- `write_atomic`, `csv_bytes`, `png_bytes`: every file we write is written whole and renamed
+  into place, so a process killed at any instant leaves only complete files.
+- `error_line`: an exception as one line a person can read.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import os
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from PIL import Image
+
+Role = Literal["metric", "fidelity", "judge"]
+
+
+@dataclass(frozen=True)
+class ScoreInfo:
+    """What a score column is: its name, how to read it, and its role on the plot.
+
+    `family` says whose measure it is: "pyiqa" (every standard metric), "ours" (the rulers in
+    `rulers.py`), "plug-in", or "judge". `score_range` is the metric's nominal (low, high)
+    where its table gives one (pyiqa's `score_range`), for scaling curves by what the metric
+    can move."""
+
+    name: str
+    role: Role
+    lower_better: bool
+    label: str = ""
+    family: str = "pyiqa"
+    score_range: tuple[float, float] | None = None
+    meaning: str = ""
+
+    @property
+    def direction(self) -> str:
+        return "lower is better" if self.lower_better else "higher is better"
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> ScoreInfo:
+        """A `dataclasses.asdict` record read back from JSON (JSON has no tuples; older runs
+        lack the newer fields)."""
+        if record.get("score_range") is not None:
+            record = {**record, "score_range": tuple(record["score_range"])}
+        return cls(**record)
+
+
+# A backend or judge may call this while it waits (e.g. "429 from the API, retrying in 2.1 s…").
+# The chain turns each call into a `Notice` event that the UI and CLI show at once.
+Report = Callable[[str], None]
+
+
+def report_nothing(message: str) -> None:
+    """The default `Report`: used where nobody listens (tests, one-off calls)."""
+
+
+class BackendUnavailable(RuntimeError):
+    """Raised when a backend (or judge) cannot run here (no key, no GPU, missing package).
+
+    The message is shown to the user as is, so it must say what to do, and must never contain
+    a secret.
+    """
+
+
+class GenerationFailed(RuntimeError):
+    """Raised by `edit` when the generator answered but gave no usable image (a safety block,
+    an empty candidate, text only). The chain ends the run as *failed at step k* with this
+    message and keeps every frame made before.
+    """
+
+
+def error_line(error: BaseException, limit: int | None = None) -> str:
+    """`error` as one line a person can read: its type and the first line of its message (at
+    most `limit` characters), never a traceback fragment."""
+    lines = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {lines[0][:limit]}" if lines else type(error).__name__
+
+
+def temporary_name(path: Path) -> Path:
+    """A name beside `path` that no other write can be using: two threads, or two processes,
+    writing the same file (a thumbnail, a run's record) must never rename each other's
+    half-written temporary. Write to it, then `os.replace` it onto `path`."""
+    return path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(6)}.tmp")
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """`data` at `path`, written whole to a temporary file and renamed into place."""
+    temporary = temporary_name(path)
+    temporary.write_bytes(data)
+    os.replace(temporary, path)
+
+
+def png_bytes(image: Image.Image, *, fast: bool = False) -> bytes:
+    """`image` as a lossless PNG; `fast` for caches (speed over size)."""
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG", **({"compress_level": 1} if fast else {}))
+    return buffer.getvalue()
+
+
+def csv_bytes(header: list[str], rows: list[list[Any]]) -> bytes:
+    """A CSV file's bytes: floats written so they read back exactly, NaN and None empty."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(header)
+    writer.writerows([[_cell(v) for v in row] for row in rows])
+    return buffer.getvalue().encode()
+
+
+def _cell(value: Any) -> Any:
+    if isinstance(value, float):  # repr round-trips exactly, so a resumed run adds up the same
+        return "" if math.isnan(value) else repr(value)
+    if value is None:
+        return ""
+    return value
