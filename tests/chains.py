@@ -4,13 +4,13 @@ backend), a broken chain (a truncated frame), a one-frame GIF, and a stray singl
 
 from __future__ import annotations
 
-import io
 import zipfile
 from pathlib import Path
 
 import numpy as np
 from PIL import Image
 
+from banana_space.common import png_bytes
 from banana_space.runs import RunSpec, start_run
 
 METRICS = ["brisque", "entropy"]
@@ -28,11 +28,6 @@ def noisy_chain(photo: Image.Image, seed: int, count: int = FRAMES) -> list[Imag
     return frames
 
 
-def _png(image: Image.Image) -> bytes:
-    buffer = io.BytesIO()
-    image.save(buffer, format="PNG")
-    return buffer.getvalue()
-
 
 def make_chains(root: Path, photo: Image.Image) -> dict[str, str]:
     """Write the chains under `root`; returns chain name -> kind, as the table names them."""
@@ -42,7 +37,7 @@ def make_chains(root: Path, photo: Image.Image) -> dict[str, str]:
         frame.save(folder / f"frame_{i}.png")
     with zipfile.ZipFile(root / "lab" / "zipped.zip", "w") as archive:
         for i, frame in enumerate(noisy_chain(photo, 2)):
-            archive.writestr(f"chain/{i}.png", _png(frame))
+            archive.writestr(f"chain/{i}.png", png_bytes(frame))
     gif_frames = noisy_chain(photo, 3)
     (root / "gifs").mkdir()
     gif_frames[0].save(root / "gifs" / "loop.gif", save_all=True, append_images=gif_frames[1:])
@@ -51,7 +46,7 @@ def make_chains(root: Path, photo: Image.Image) -> dict[str, str]:
     broken = root / "broken"
     broken.mkdir()
     for i, frame in enumerate(noisy_chain(photo, 4)):
-        data = _png(frame)
+        data = png_bytes(frame)
         (broken / f"{i}.png").write_bytes(data[:120] if i == 3 else data)
     (root / "single").mkdir()
     photo.resize((96, 64)).save(root / "single" / "one.gif")

@@ -32,6 +32,8 @@ from typing import Any
 
 from PIL import Image
 
+from banana_space.common import png_bytes
+
 PATH = re.compile(r"^/(v1beta|v1|v1alpha)/models/([^/:]+):generateContent$")
 REPLICA_TEXT = "Here is the exact replica."
 
@@ -78,11 +80,6 @@ class Recorded:
 
 
 # Builders of reply parts and replies.
-
-def png_of(image: Image.Image) -> bytes:
-    buffer = io.BytesIO()
-    image.save(buffer, format="PNG")
-    return buffer.getvalue()
 
 
 def image_part(png: bytes, *, thought: bool = False) -> dict[str, Any]:
@@ -143,7 +140,7 @@ def replica_png(request_png: bytes) -> bytes:
     """The input, nudged: red + 1 everywhere (clipped), so each frame differs from the last."""
     image = Image.open(io.BytesIO(request_png)).convert("RGB")
     red, green, blue = image.split()
-    return png_of(Image.merge("RGB", (red.point(lambda v: min(255, v + 1)), green, blue)))
+    return png_bytes(Image.merge("RGB", (red.point(lambda v: min(255, v + 1)), green, blue)))
 
 
 class _Handler(BaseHTTPRequestHandler):

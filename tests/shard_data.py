@@ -10,20 +10,17 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from PIL import Image
 
+from banana_space.common import png_bytes
+
 IMAGE = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
 
-
-def png(image: Image.Image) -> bytes:
-    buffer = io.BytesIO()
-    image.save(buffer, format="PNG")
-    return buffer.getvalue()
 
 
 def parquet_shards(chains: dict[str, list[Image.Image]], shards: int = 2,
                    rows_per_group: int = 3, prefix: str = "data/train") -> dict[str, bytes]:
     """The rows of every chain (`NAME/STEP.png`, chain after chain) split evenly over
     `shards` parquet files, so a chain may straddle two shards; returns name -> file bytes."""
-    rows = [{"bytes": png(frame), "path": f"{name}/{step}.png"}
+    rows = [{"bytes": png_bytes(frame), "path": f"{name}/{step}.png"}
             for name, frames in chains.items() for step, frame in enumerate(frames)]
     rows.append({"bytes": b"not read", "path": None})  # a row with no path is skipped
     table = pa.table({"image": pa.array(rows, IMAGE),

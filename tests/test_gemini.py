@@ -22,7 +22,6 @@ from fake_gemini import (
     error,
     hang,
     image_part,
-    png_of,
     rate_limited,
     server_error,
     stopped,
@@ -33,7 +32,7 @@ from PIL import Image
 
 from banana_space.backends import REGISTRY, BackendUnavailable, backend_names, create_backend
 from banana_space.backends.gemini import closest_aspect_ratio
-from banana_space.common import GenerationFailed
+from banana_space.common import GenerationFailed, png_bytes
 from banana_space.gemini_client import MISSING_KEY
 from banana_space.judges import REGISTRY as JUDGES
 from banana_space.judges import create_judge
@@ -129,8 +128,8 @@ def test_fixed_size_model_sends_no_size_and_refuses_one(server, no_env_key):
 def test_final_image_found_after_thoughts_and_text(server, no_env_key):
     draft, final = Image.new("RGB", (64, 48), "red"), Image.new("RGB", (64, 48), "blue")
     server.script(answer(text_part("Planning a faithful copy.", thought=True),
-                         image_part(png_of(draft), thought=True),
-                         text_part("Done."), image_part(png_of(final))))
+                         image_part(png_bytes(draft), thought=True),
+                         text_part("Done."), image_part(png_bytes(final))))
     backend, _ = make(server)
     result = edit(backend)
     assert result.image.getpixel((5, 5)) == (0, 0, 255)

@@ -19,6 +19,7 @@ from fake_hub import FakeHub
 from PIL import Image
 from shard_data import parquet_shards, row_group_spans
 
+from banana_space.common import png_bytes
 from banana_space.images import BadImage
 from banana_space.sources import open_frames
 
@@ -27,11 +28,6 @@ DATASET = "kenantang/Banana100"
 CARD = b"---\nlicense: cc-by-nc-sa-4.0\npretty_name: Banana100\n---\n# Banana100\n"
 
 
-def _png(image: Image.Image) -> bytes:
-    buffer = io.BytesIO()
-    image.save(buffer, format="PNG")
-    return buffer.getvalue()
-
 
 def _zip(frames: list[Image.Image]) -> bytes:
     import zipfile
@@ -39,7 +35,7 @@ def _zip(frames: list[Image.Image]) -> bytes:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
         for i, frame in enumerate(frames):
-            archive.writestr(f"{i}.png", _png(frame))
+            archive.writestr(f"{i}.png", png_bytes(frame))
     return buffer.getvalue()
 
 
@@ -49,10 +45,10 @@ def files() -> dict[str, bytes]:
     files no chain needs (which must never be fetched)."""
     with Image.open(REPO / "assets" / "examples" / "chelsea.png") as photo:
         photo = photo.convert("RGB")
-    dataset = {"README.md": CARD, "docs/overview.png": _png(photo.resize((40, 30))),
+    dataset = {"README.md": CARD, "docs/overview.png": png_bytes(photo.resize((40, 30))),
                "paper/figures/unrelated.bin": b"\0" * 1000,
                "chains/zipped/loop.zip": _zip(noisy_chain(photo, 2))}
-    dataset |= {f"chains/cat/step_{i}.png": _png(frame)
+    dataset |= {f"chains/cat/step_{i}.png": png_bytes(frame)
                 for i, frame in enumerate(noisy_chain(photo, 1))}
     return dataset
 

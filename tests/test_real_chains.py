@@ -17,8 +17,9 @@ import pytest
 from chains import METRICS, noisy_chain
 from fake_hub import FakeHub
 from PIL import Image
-from shard_data import parquet_shards, png
+from shard_data import parquet_shards
 
+from banana_space.common import png_bytes
 from banana_space.real_chains import LABEL, Plan, examples, prepare, start_preparing
 from banana_space.rundir import load_run
 
@@ -39,7 +40,7 @@ def chains() -> dict[str, list[Image.Image]]:
 
 def layout(kind: str, chains: dict[str, list[Image.Image]]) -> dict[str, bytes]:
     if kind == "files":
-        return {"README.md": CARD, **{f"chains/{name}/{step}.png": png(frame)
+        return {"README.md": CARD, **{f"chains/{name}/{step}.png": png_bytes(frame)
                                       for name, frames in chains.items()
                                       for step, frame in enumerate(frames)}}
     return {"README.md": CARD, **parquet_shards(chains, rows_per_group=4)}

@@ -14,10 +14,11 @@ import pyarrow.parquet as pq
 import pytest
 from chains import METRICS, noisy_chain
 from PIL import Image
-from shard_data import IMAGE, parquet_shards, png
+from shard_data import IMAGE, parquet_shards
 
 import banana_space.shards
 from banana_space.cli import main as cli
+from banana_space.common import png_bytes
 from banana_space.images import BadImage
 from banana_space.sources import open_frames
 from banana_space.table.discover import find_chains
@@ -69,7 +70,7 @@ def test_replay_names_a_chain_in_the_rows_and_gets_every_pixel(dataset, chains) 
 @pytest.mark.parametrize("writer", [pa.ipc.new_stream, pa.ipc.new_file])
 def test_an_arrow_shard_as_datasets_saves_it(writer, chains, tmp_path) -> None:
     """`datasets.save_to_disk` writes arrow IPC streams; bare file names make one chain."""
-    rows = [{"bytes": png(frame), "path": f"{step}.png"}
+    rows = [{"bytes": png_bytes(frame), "path": f"{step}.png"}
             for step, frame in enumerate(chains["cat"])]
     table = pa.table({"image": pa.array(rows, IMAGE)})
     path = tmp_path / "data-00000-of-00001.arrow"
@@ -108,7 +109,7 @@ def test_a_row_group_too_large_to_read_at_once_is_refused(chains, tmp_path,
 
 def test_an_image_row_over_the_size_limit_is_refused(chains, tmp_path, monkeypatch) -> None:
     monkeypatch.setattr(banana_space.shards, "MAX_MEMBER_BYTES", 1000)
-    rows = [{"bytes": png(frame), "path": f"c/{step}.png"}
+    rows = [{"bytes": png_bytes(frame), "path": f"c/{step}.png"}
             for step, frame in enumerate(chains["cat"][:2])]
     buffer = io.BytesIO()
     pq.write_table(pa.table({"image": pa.array(rows, IMAGE)}), buffer)

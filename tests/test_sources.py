@@ -6,7 +6,6 @@ a subprocess's peak RSS, never by a time."""
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import struct
@@ -19,6 +18,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
+from banana_space.common import png_bytes
 from banana_space.frames import (
     MAX_MEMBER_BYTES,
     MAX_RATIO,
@@ -34,11 +34,6 @@ BOMB_BYTES = 2 * 2**30  # zeros in one member: what the issue's 2.6 MB upload he
 # A CLI that imports torch and pyiqa peaks near 1 GB here; inflating the bomb adds 2 GB.
 RSS_BOUND_MB = 1536
 
-
-def _png(image: Image.Image) -> bytes:
-    buffer = io.BytesIO()
-    image.save(buffer, format="PNG")
-    return buffer.getvalue()
 
 
 def _frames(photo: Image.Image, count: int) -> list[Image.Image]:
@@ -102,7 +97,7 @@ def test_zip_and_animated_gif_give_the_same_frames(photo, tmp_path) -> None:
     archive = tmp_path / "chain.zip"
     with zipfile.ZipFile(archive, "w") as zipped:
         for i, frame in enumerate(originals):
-            zipped.writestr(f"chain/{i}.png", _png(frame))
+            zipped.writestr(f"chain/{i}.png", png_bytes(frame))
     gif = tmp_path / "chain.gif"
     originals[0].save(gif, save_all=True, append_images=originals[1:], duration=100)
     from_zip, from_gif = open_frames(archive), open_frames(gif)
@@ -140,7 +135,7 @@ def test_a_zip_member_over_the_pixel_limit_is_refused_from_its_header(photo, tmp
         (b"IDAT", zlib.compress(b"\0" * 64)), (b"IEND", b"")))
     archive = tmp_path / "chain.zip"
     with zipfile.ZipFile(archive, "w") as zipped:
-        zipped.writestr("0.png", _png(photo))
+        zipped.writestr("0.png", png_bytes(photo))
         zipped.writestr("1.png", header)
     frames = open_frames(archive)
     with pytest.raises(BadImage, match=f"declares {side} x {side} pixels"):
@@ -213,7 +208,7 @@ def test_app_replay_refuses_a_zip_bomb_with_flat_memory(bomb, photo, tmp_path) -
         honest = tmp_path / "honest.zip"
         with zipfile.ZipFile(honest, "w") as archive:
             for i, frame in enumerate(_frames(photo, 3)):
-                archive.writestr(f"{i}.png", _png(frame))
+                archive.writestr(f"{i}.png", png_bytes(frame))
         assert "Completed" in replay(honest)[0]
         before = _peak_kb(app.pid)
         with pytest.raises(Exception, match="declares 2,048 MB uncompressed") as refused:
