@@ -36,7 +36,7 @@ def test_card_python_is_one_zerogpu_runs_and_pyproject_admits_it_and_the_tests_p
 
     assert card in SpecifierSet(requires)
     assert "3.11.7" in SpecifierSet(requires), "the Python the tests run on must stay installable"
-    assert re.search(r"tests ran on Python 3\.11\.7", (REPO / "README.md").read_text())
+    assert re.search(r"tests ran on Python 3\.11\.7", (REPO / "docs" / "publishing.md").read_text())
 
 
 def test_every_pin_has_a_distribution_for_the_cards_python() -> None:
