@@ -77,8 +77,8 @@ from page.style import (
 
 INTRO, HELP = (REPO / "assets" / "copy.md").read_text().split("---HELP---")
 CLAIM, ABOUT = INTRO.split("---ABOUT---")
-# The README's "Licences and terms" section, shown in the page's footer: one text, never two.
-LICENCES = (REPO / "README.md").read_text().split("## Licences and terms\n")[1].split("\n## ")[0]
+# docs/licences.md, shown in the page's footer: one text, never two.
+LICENCES = (REPO / "docs" / "licences.md").read_text()
 # The default first (a photograph with texture, the paper's kind of start), then the other
 # photographs, the flat synthetic renders, and the small sample photos.
 DEFAULT_EXAMPLE = "photo-moss.png"

@@ -3,7 +3,7 @@
 Import it first (`import _setup`): before anything imports pyiqa it points TORCH_HOME at a fresh
 temporary folder, which the engine seeds from ../shared/weights (BANANA_WEIGHTS_DIR), and puts
 the repository on sys.path. The helpers print the machine and a small table, so every number
-in the README says where it came from.
+in docs/performance.md says where it came from.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Needs CUDA and the weights in the Hugging Face cache (or a network to fetch them). Prints, per
 backend, the load time, seconds per step and peak GPU memory (torch.cuda.max_memory_allocated),
 then the judge's seconds per frame and scores. These numbers size the ZeroGPU bookings
-(`seconds_per_step` in banana_space/backends/diffusers_edit.py) and the README's VRAM table.
+(`seconds_per_step` in banana_space/backends/diffusers_edit.py) and docs/generators.md's VRAM table.
 
     .venv/bin/python bench/gpu_check.py [--steps 3] [--image assets/examples/chelsea.png]
         [--backends qwen-image-edit,flux-kontext,flux2,flux2:dev] [--no-judge]

@@ -5,7 +5,7 @@ and PyWavelets use one), called as a run calls them (`MetricPool.score` on a ten
 busy shared machine inflates less than wall time; both are printed. Goal: each ruler <= 0.1 s.
 
 What each ruler detects is measured by the same script as every metric's verdicts:
-`scripts/detection_table.py --metrics rulers` (README, "Chain-aware rulers").
+`scripts/detection_table.py --metrics rulers` (docs/metrics.md, "Chain-aware rulers").
 
     .venv/bin/python bench/rulers.py [--metrics rulers,classics] [--repeats 5]
 """

@@ -3,7 +3,7 @@
 `SETTINGS` is made when this module is first imported (app.py imports `page.disk` first, which
 reads it); nothing else in `page/` reads the environment for a setting. The engine's own
 variables (`BANANA_MEMORY_GB`, `BANANA_SCORING_THREADS`, `BANANA_REAL_CHAINS`, …) stay with the
-engine module they shape; the README's table lists them all. No gradio here.
+engine module they shape; docs/settings.md lists them all. No gradio here.
 """
 
 from __future__ import annotations

@@ -7,12 +7,14 @@ plus where the change since the input reads otherwise (`VerdictRow.input_contras
 trend from the first copy (ρ against PSNR over steps 1..N).
 
     .venv/bin/python scripts/measure_floors.py       # first: the floors the tables use
-    .venv/bin/python scripts/detection_table.py --metrics classics --out docs/detection_table.md
-    .venv/bin/python scripts/detection_table.py --metrics rulers --out docs/detection_rulers.md
+    .venv/bin/python scripts/detection_table.py --metrics classics --out docs/detection_table.md \
+        --page docs/generators.md
+    .venv/bin/python scripts/detection_table.py --metrics rulers --out docs/detection_rulers.md \
+        --page docs/metrics.md
 
 The runs are scripts/suite_runs.py's (1536 px longest side, 20 steps, seed 0, kept as CSVs in
 docs/detection_runs/; missing ones are made first, 2 processes). On a nuisance chain every
-detection is a false alarm. `--readme` also writes the summary into README.md between its
+detection is a false alarm. `--page` also writes the summary into that docs page between its
 `<!-- BEGIN detection_table.py KEY -->` and `<!-- END detection_table.py KEY -->` lines (KEY:
 the --metrics value); docs/detection_runs/verdicts.csv gets every run's verdict rows.
 """
@@ -97,14 +99,14 @@ def write_verdicts(made: dict, target: Path) -> None:
                               *(f"{v:.6g}" if isinstance(v, float) else v for v in r.record())])
 
 
-def into_readme(readme: Path, key: str, text: str) -> None:
-    """Replace the README's block for `key` with `text` (the markers stay)."""
+def into_page(page: Path, key: str, text: str) -> None:
+    """Replace the docs page's block for `key` with `text` (the markers stay)."""
     begin, end = (f"<!-- {word} detection_table.py {key} -->" for word in ("BEGIN", "END"))
     pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end), re.S)
-    source = readme.read_text()
+    source = page.read_text()
     if not pattern.search(source):
-        raise SystemExit(f"{readme} has no {begin} ... {end} block")
-    readme.write_text(pattern.sub(lambda _: f"{begin}\n{text}\n{end}", source))
+        raise SystemExit(f"{page} has no {begin} ... {end} block")
+    page.write_text(pattern.sub(lambda _: f"{begin}\n{text}\n{end}", source))
 
 
 def main() -> None:
@@ -119,7 +121,8 @@ def main() -> None:
     parser.add_argument("--side", type=int, default=suite_runs.SIDE, help="longest side, px")
     parser.add_argument("--runs", type=Path, default=suite_runs.RUNS)
     parser.add_argument("--out", type=Path, required=True, help="the markdown file to write")
-    parser.add_argument("--readme", type=Path, help="also write the summary into this README")
+    parser.add_argument("--page", type=Path,
+                        help="also write the summary into this docs page, between its markers")
     args = parser.parse_args()
     profiles, starts = args.profiles.split(","), args.starts.split(",")
     jobs = suite_runs.jobs_for(profiles, starts, args.steps, args.side)
@@ -144,8 +147,8 @@ def main() -> None:
                             suite_runs.SUITE_METRICS)
              for folder in sorted(args.runs.iterdir()) if "--" in folder.name]
     write_verdicts(collect(every, args.runs), args.runs / "verdicts.csv")  # every run kept
-    if args.readme:
-        into_readme(args.readme, args.metrics, table)
+    if args.page:
+        into_page(args.page, args.metrics, table)
     print(table)
 
 

@@ -131,10 +131,10 @@ def test_recorded_examples_are_copied_in_before_anything_writes(site) -> None:
     assert snapshot(REPO / "assets") == before
 
 
-def test_the_readme_api_example_runs_a_chain_and_reads_the_verdict(site, photo_path,
-                                                                   capsys) -> None:
-    readme = (REPO / "README.md").read_text()
-    example = readme.split("## API", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+def test_the_api_pages_example_runs_a_chain_and_reads_the_verdict(site, photo_path,
+                                                                  capsys) -> None:
+    page = (REPO / "docs" / "api.md").read_text()
+    example = page.split("## API", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
     assert len(example.strip().splitlines()) == 5
     exec(example.replace("http://127.0.0.1:7860/", site["url"])
          .replace('"photo.png"', repr(str(photo_path))), {})

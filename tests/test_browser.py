@@ -16,8 +16,8 @@ npm, run through axe-playwright-python, whose own copy is older) finding no seri
 violation. Any error in the browser console, and any error
 toast, fails the test. Screenshots are always
 taken (a page that cannot be drawn fails); they land in $BANANA_SCREENSHOTS when set
-(`BANANA_SCREENSHOTS=docs/screenshots` refreshes the README's), else in a temporary folder, so a
-plain test run leaves the working tree clean.
+(`BANANA_SCREENSHOTS=docs/screenshots` refreshes the README's and docs/using.md's), else in a
+temporary folder, so a plain test run leaves the working tree clean.
 
 Chromium comes from apt (`apt-get install chromium`; scripts/test.sh does it), never from
 Playwright's own download: without /usr/bin/chromium these tests fail in CI and skip locally.

@@ -54,7 +54,7 @@ def test_card_preloads_the_default_open_editor_and_the_judges() -> None:
 
 def test_card_names_licence_dataset_tags_and_hardware() -> None:
     card = front_matter()
-    assert card["license"] == "apache-2.0"  # the code's own; the README's table has the rest
+    assert card["license"] == "apache-2.0"  # the code's own; docs/licences.md has the rest
     assert (REPO / "LICENSE").read_text().lstrip().startswith("Apache License")
     assert card["datasets"] == ["kenantang/Banana100"]
     assert {"image-quality-assessment", "mcp-server"} <= set(card["tags"])
@@ -62,11 +62,10 @@ def test_card_names_licence_dataset_tags_and_hardware() -> None:
     assert card["app_file"] == "app.py" and card["sdk"] == "gradio"
 
 
-def test_readme_has_the_licences_table_and_the_page_links_to_it() -> None:
-    readme = (REPO / "README.md").read_text()
-    assert "## Licences and terms" in readme
+def test_the_licences_page_has_the_table_and_the_page_links_to_it() -> None:
+    licences = (REPO / "docs" / "licences.md").read_text()
     for thing in ("PolyForm Noncommercial", "CC BY-NC-SA 4.0", "FLUX.1 [dev] Non-Commercial"):
-        assert thing in readme, thing
+        assert thing in licences, thing
     assert "#licences-and-terms" in (REPO / "app.py").read_text()
 
 

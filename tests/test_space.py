@@ -36,7 +36,7 @@ def test_card_python_is_one_zerogpu_runs_and_pyproject_admits_it_and_the_tests_p
 
     assert card in SpecifierSet(requires)
     assert "3.11.7" in SpecifierSet(requires), "the Python the tests run on must stay installable"
-    assert re.search(r"tests ran on Python 3\.11\.7", (REPO / "README.md").read_text())
+    assert re.search(r"tests ran on Python 3\.11\.7", (REPO / "docs" / "publishing.md").read_text())
 
 
 def test_every_pin_has_a_distribution_for_the_cards_python() -> None:
@@ -102,6 +102,7 @@ def test_every_tracked_binary_travels_through_lfs() -> None:
 
 def test_space_files_take_the_app_and_leave_venv_runs_caches_and_secrets(tmp_path: Path) -> None:
     for name in ("app.py", "page/handlers.py", "README.md", "LICENSE", "requirements.txt",
+                 "docs/licences.md",
                  ".gitattributes", "banana_space/chain.py", "banana_space/judges/base.py",
                  "assets/recorded/dunes/run.json", "docs/screenshots/wide.png",
                  ".env", ".venv/lib/x.py", "runs/abc/run.json", "tests/test_x.py",
@@ -111,7 +112,8 @@ def test_space_files_take_the_app_and_leave_venv_runs_caches_and_secrets(tmp_pat
         (tmp_path / name).write_text("x")
     assert [f.path for f in space_files(tmp_path)] == [
         ".gitattributes", "LICENSE", "README.md", "app.py", "assets/recorded/dunes/run.json",
-        "banana_space/chain.py", "banana_space/judges/base.py", "docs/screenshots/wide.png",
+        "banana_space/chain.py", "banana_space/judges/base.py", "docs/licences.md",
+        "docs/screenshots/wide.png",
         "page/handlers.py", "requirements.txt"]
 
 
