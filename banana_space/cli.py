@@ -163,7 +163,13 @@ def _show(events: Iterator[Event]) -> Finished:
 
 
 def _summary(run_dir: Path) -> str:
-    from .analysis import CHECKPOINT_HEADERS, PAPER_TEST, SINCE_INPUT_HEADER, Verdict
+    from .analysis import (
+        CHECKPOINT_HEADERS,
+        FLOOR_RULE,
+        PAPER_TEST,
+        SINCE_INPUT_HEADER,
+        Verdict,
+    )
     from .rundir import load_run
 
     rows = load_run(run_dir).history.verdict()
@@ -181,8 +187,7 @@ def _summary(run_dir: Path) -> str:
                      f"{r.spearman_vs_psnr:>9.2f}  {r.spearman_from_first:>10.2f}"
                      + "".join(f"  {note}" for note in notes))
     lines.append(f"detects: {PAPER_TEST}; Δ5, Δ10, Δ20 are from step 1, the first copy")
-    lines.append("beyond floor: every checkpoint worse by more than the score moves on "
-                 "nuisance chains (banana_space/floors.csv)")
+    lines.append(f"beyond floor: at every checkpoint, {FLOOR_RULE}")
     lines.append(f"{SINCE_INPUT_HEADER}: the change at the last step against the input (ours)")
     return "\n".join(lines)
 
