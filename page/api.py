@@ -43,7 +43,7 @@ from page.access import (
     received,
     refusal,
     visitor_metric_names,
-    whole,
+    whole_number,
 )
 from page.settings import SETTINGS
 
@@ -168,7 +168,7 @@ def run_chain(image: str | None, steps: float, generator: str, metrics: str, see
         if not entry.info.takes("profile"):
             raise gr.Error(f"The {generator} generator takes no profile.")
         options["profile"] = profile
-    steps, seed = whole(steps, "Steps"), whole(seed, "The seed")
+    steps, seed = whole_number(steps, "Steps"), whole_number(seed, "The seed")
     try:
         loaded = load_image(received(image))
     except REFUSALS as error:
