@@ -225,14 +225,14 @@ def _table(args: argparse.Namespace, stop: threading.Event) -> int:
     """The dataset table: what was found first, then bars for chains and frames."""
     from tqdm import tqdm
 
-    from .table import describe, find_chains, run_table
+    from .table import find_chains, found_text, run_table
 
     metrics = parse_metric_names(args.metrics)
     if args.workers is not None and args.workers < 1:
         raise ValueError(f"--workers must be at least 1, got {args.workers}")
     workers = args.workers or (None if args.ray else os.cpu_count() or 1)
     refs = find_chains(args.sources)
-    print(describe(refs))
+    print(found_text(refs))
     bars: list[Any] = []
 
     def start(todo: list, done: list[str]) -> None:

@@ -92,7 +92,7 @@ class OriginalScores:
             self._scores.move_to_end(key)
             return dict(self._scores[key])
 
-    def keep(self, key: str, scores: dict[str, float]) -> None:
+    def remember(self, key: str, scores: dict[str, float]) -> None:
         if any(math.isnan(value) for value in scores.values()):
             return
         with self._lock:
@@ -182,7 +182,7 @@ def check_degradation(original: Image.Image, edited: Sequence[Image.Image] | Edi
     start = ORIGINALS.get(key)
     if start is None:
         start = _measure(pool, original, original, reference)
-        ORIGINALS.keep(key, start)
+        ORIGINALS.remember(key, start)
     edits, pixels, image = [], 0, original
     for index, read in enumerate(edited, 1):
         image = read.convert("RGB")  # the edit before it is dropped here

@@ -22,7 +22,7 @@ from PIL import Image
 from banana_space.common import png_bytes, write_atomic
 from banana_space.events import Event
 from banana_space.images import BadImage, load_image
-from banana_space.markup import plain
+from banana_space.markup import escape_markdown
 from banana_space.plots import delta_figure, raw_figure
 from banana_space.quota import page_note, steps_for_the_smallest_day
 from banana_space.real_chains import LABEL, PLAN, examples, plan_from_env, preparing
@@ -226,7 +226,7 @@ def hub_credit(source: str) -> str:
     try:
         return credit(parse_hub(source or "").repo_id)
     except BadImage as error:
-        return f"⚠️ {plain(public_text(str(error)))}"
+        return f"⚠️ {escape_markdown(public_text(str(error)))}"
 
 
 def show_saved(path: Path, raw: bool) -> PageOutputs:
@@ -276,7 +276,7 @@ def real_chain_buttons() -> list[Any]:
     real = [e for e in examples(SETTINGS.runs_root, RECORDED) if e.real]
     credits = sorted({e.credit for e in real if e.credit})
     heading = (f"**Real chains first** — open instantly: {LABEL}, "
-               + "; ".join(plain(c) for c in credits)
+               + "; ".join(escape_markdown(c) for c in credits)
                + ". **Below them, our simulations** (a model of the damage, not a real "
                "editor's output)." if real else
                "**Recorded chains** — open instantly, no key or GPU. These are **simulated** "
@@ -335,12 +335,12 @@ def preview(upload: str | None) -> tuple[Any, str]:
     try:
         loaded = load_image(guard.received_file(upload))
     except (BadImage, guard.Refused) as error:
-        return nothing, f"⚠️ {plain(public_text(str(error)))}"
+        return nothing, f"⚠️ {escape_markdown(public_text(str(error)))}"
     w, h = loaded.image.size
     small = loaded.image.copy()
     small.thumbnail((PREVIEW_SIDE, PREVIEW_SIDE))
     return (gr.update(value=write_preview(small), visible=True),
-            f"{w} × {h}" + "".join(f" · {plain(n)}" for n in loaded.notes))
+            f"{w} × {h}" + "".join(f" · {escape_markdown(n)}" for n in loaded.notes))
 
 
 def write_preview(image: Image.Image) -> str:
