@@ -14,11 +14,12 @@ Fidelity (PSNR, SSIM) is scored against the input, the right answer of a replica
 its Δ is from step 1 like any other score's, so pyiqa's 80 dB cap for "identical" (the input
 against itself) never enters a verdict.
 
-Beside the paper's verdict, ours: `detects_robust`, the same test against a noise floor
-(`floors.py`); the change since the input (`since_input`, the input's own score as the base)
-and the same checkpoints read from it (`worse_than_input`), since a smooth start that one dose
-of static makes look "natural" can be worse than step 1 at every checkpoint and still better
-than the input (issue 23); and the rank correlation with fidelity (`spearman`).
+Beside the paper's verdict, ours: the same test against a noise floor (`beyond_floor`, with
+the floors of `floors.py`; `FLOOR_RULE` words it); the change since the input (`since_input`,
+the input's own score as the base) and the same checkpoints read from it
+(`worse_than_input`), since a smooth start that one dose of static makes look "natural" can be
+worse than step 1 at every checkpoint and still better than the input (issue 23); and the rank
+correlation with fidelity (`spearman`).
 """
 
 from __future__ import annotations
@@ -45,6 +46,12 @@ REFERENCE_METRIC = "psnr"  # the fidelity line every metric is rank-correlated w
 PROVISIONAL = " so far"  # after a verdict word while the paper's last checkpoint is ahead
 # The paper's test in one line, for every surface that names it.
 PAPER_TEST = "the paper's test (Δ from step 1 < 0 at steps 5, 10 and 20)"
+# Ours, the noise-floor rule (`beyond_floor` decides it) in one line, for every surface that
+# states it: the zip's README, the API's answer, the gate's answer, the CLI.
+FLOOR_RULE = ("worse by more than its noise floor: the oriented Δ (negative = worse) is below "
+              "minus the most the score moved on chains with no damage a person would name (an "
+              "identical copy, a half-pixel shift, a lossless re-save, one JPEG pass at quality "
+              "95; banana_space/floors.csv)")
 # (detects, worse_than_input) -> what it means where the two disagree: one rule, one text.
 INPUT_CONTRASTS = {
     (True, False): "step 1 scored better than the input; from there it falls, but not below "
@@ -70,8 +77,8 @@ class _Words:
 class Verdict(Enum):
     """One metric's verdict: the paper's two outcomes (it detects the damage, or it is
     fooled) and ours for a test that cannot be asked yet, with the words every surface writes
-    for them; `Verdict(value)` reads the True/False/None that `detects_degradation`,
-    `detects_robust` and `VerdictRow.worse_than_input` hold."""
+    for them; `Verdict(value)` reads the True/False/None that `detects_degradation` gives
+    and `VerdictRow.detects`, `.detects_robust` and `.worse_than_input` hold."""
 
     DETECTS = True
     FOOLED = False
@@ -188,45 +195,48 @@ def checkpoints(last_step: int) -> tuple[int, ...]:
     return present or ((last_step,) if last_step > FIRST_COPY else ())
 
 
-def detects_degradation(deltas: Sequence[float]) -> bool | None:
+def detects_degradation(deltas: Sequence[float], floor: float | None = 0.0) -> bool | None:
     """The paper's test: a metric *detects* the damage if its oriented Δ is negative at steps
-    5, 10 and 20.
+    5, 10 and 20; with a noise floor (ours, `VerdictRow.detects_robust`), if it is below -floor
+    there (`beyond_floor`: worse by more than the score moves on nuisance chains).
 
     Args:
         deltas: oriented Δ per step (`oriented_deltas`: from step 1 for the paper's test,
             from the input for `worse_than_input`), step 0 first.
+        floor: 0 for the paper's test; the score's floor from `floors.floor_of` (>= 0) for
+            ours, or None where no floor was measured.
 
     Returns:
-        True: every checkpoint's Δ is negative. False: one is zero or positive. None: not
-        decidable (no checkpoint yet, or one is missing and none says False);
-        `undecided_because` says which.
+        True: every checkpoint's Δ is below -floor. False: a finite one is not. None: not
+        decidable (no floor, no checkpoint yet, or one is missing and none says False);
+        `undecided_because` says which for the paper's test.
     """
-    return _below_at_checkpoints(deltas, 0.0)
-
-
-def detects_robust(deltas: Sequence[float], floor: float | None) -> bool | None:
-    """The paper's checkpoints, with a noise floor (ours): True when every checkpoint's Δ is
-    below -floor (worse by more than the score moves on nuisance chains), False when a finite
-    one is not, None when undecidable (no floor measured, no checkpoint yet, or one missing
-    and none says False).
-
-    Args:
-        deltas: oriented Δ by step from step 1 (negative = worse), step 0 first.
-        floor: the score's floor from `floors.floor_of`, >= 0, or None.
-    """
-    return None if floor is None else _below_at_checkpoints(deltas, -floor)
-
-
-def _below_at_checkpoints(deltas: Sequence[float], limit: float) -> bool | None:
     steps = checkpoints(len(deltas) - 1)
-    if not steps:
+    if floor is None or not steps:
         return None
-    values = [deltas[s] for s in steps]
-    if any(math.isfinite(v) and v >= limit for v in values):
+    beyond = [beyond_floor(deltas[s], floor) for s in steps]
+    if False in beyond:
         return False
-    if all(math.isfinite(v) for v in values):
+    if all(beyond):
         return True
     return None
+
+
+def beyond_floor(delta: float, floor: float) -> bool | None:
+    """The verdicts' one rule for one oriented Δ (negative = worse): is it worse by more than
+    `floor` (0 for the paper's test)? `FLOOR_RULE` words it.
+
+    Args:
+        delta: an oriented Δ, from step 1 (a run's checkpoint) or from the input (the gate's
+            edit against its original).
+        floor: the score's noise floor, >= 0.
+
+    Returns:
+        True: `delta` < -floor. False: it is not. None: `delta` is missing (NaN).
+    """
+    if not math.isfinite(delta):
+        return None
+    return bool(delta < -floor)
 
 
 def undecided_because(deltas: Sequence[float]) -> str:
@@ -345,7 +355,7 @@ class History:
             at = tuple(deltas[s] if s < len(deltas) else math.nan for s in CHECKPOINTS)
             rows.append(VerdictRow(name, info.role, at,
                                    detects_degradation(deltas), spearman(since, reference),
-                                   detects_robust(deltas, floor_of(name)),
+                                   detects_degradation(deltas, floor_of(name)),
                                    spearman(since[1:], reference[1:]),
                                    *_against_input(info, since),
                                    undecided_because(deltas)))

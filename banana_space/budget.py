@@ -229,7 +229,7 @@ class MemoryBudget:
             self._grant()
 
 
-def describe(nbytes: int) -> str:
+def size_text(nbytes: int) -> str:
     return f"{nbytes / GB:.1f} GB" if nbytes >= GB / 10 else f"{nbytes / 1024 ** 2:.0f} MB"
 
 

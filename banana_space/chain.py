@@ -3,7 +3,7 @@ feed the copy back in, and score every frame on the way.
 
 Three kinds of work overlap, each in its own thread: a producer asks the backend for the next
 frame (a network call or a GPU step), a scorer scores the frame before it, and the caller of
-`run_chain` (the run directory, the UI) writes and shows each frame while it is being scored
+`replicate` (the run directory, the UI) writes and shows each frame while it is being scored
 (`FrameMade`), then its scores once they are ready (`FrameScored`). So a run goes at the pace
 of its slowest stage, not of their sum, and the user waits for the generator, never for us
 (bench/overlap.py). Each queue between stages holds one item: the producer runs at most one step
@@ -88,7 +88,7 @@ class _JudgesDone:
     pass
 
 
-def run_chain(chain: Chain, stop: threading.Event | None = None
+def replicate(chain: Chain, stop: threading.Event | None = None
               ) -> Iterator[FrameMade | FrameScored | FrameJudged | Notice | Finished]:
     """The replication loop (Sec. 3): each frame is fed back in to make the next, and every
     frame is scored, generating and scoring overlapping in threads.

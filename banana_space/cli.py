@@ -163,7 +163,13 @@ def _show(events: Iterator[Event]) -> Finished:
 
 
 def _summary(run_dir: Path) -> str:
-    from .analysis import CHECKPOINT_HEADERS, PAPER_TEST, SINCE_INPUT_HEADER, Verdict
+    from .analysis import (
+        CHECKPOINT_HEADERS,
+        FLOOR_RULE,
+        PAPER_TEST,
+        SINCE_INPUT_HEADER,
+        Verdict,
+    )
     from .rundir import load_run
 
     rows = load_run(run_dir).history.verdict()
@@ -181,8 +187,7 @@ def _summary(run_dir: Path) -> str:
                      f"{r.spearman_vs_psnr:>9.2f}  {r.spearman_from_first:>10.2f}"
                      + "".join(f"  {note}" for note in notes))
     lines.append(f"detects: {PAPER_TEST}; Δ5, Δ10, Δ20 are from step 1, the first copy")
-    lines.append("beyond floor: every checkpoint worse by more than the score moves on "
-                 "nuisance chains (banana_space/floors.csv)")
+    lines.append(f"beyond floor: at every checkpoint, {FLOOR_RULE}")
     lines.append(f"{SINCE_INPUT_HEADER}: the change at the last step against the input (ours)")
     return "\n".join(lines)
 
@@ -220,14 +225,14 @@ def _table(args: argparse.Namespace, stop: threading.Event) -> int:
     """The dataset table: what was found first, then bars for chains and frames."""
     from tqdm import tqdm
 
-    from .table import describe, find_chains, run_table
+    from .table import find_chains, found_text, run_table
 
     metrics = parse_metric_names(args.metrics)
     if args.workers is not None and args.workers < 1:
         raise ValueError(f"--workers must be at least 1, got {args.workers}")
     workers = args.workers or (None if args.ray else os.cpu_count() or 1)
     refs = find_chains(args.sources)
-    print(describe(refs))
+    print(found_text(refs))
     bars: list[Any] = []
 
     def start(todo: list, done: list[str]) -> None:

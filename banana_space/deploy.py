@@ -64,7 +64,7 @@ def _excluded(relative: Path) -> bool:
                for part in relative.parts)
 
 
-def describe(files: list[SpaceFile]) -> str:
+def file_listing(files: list[SpaceFile]) -> str:
     """The dry run's listing: one line per file with its size, then the total."""
     lines = [f"{_size(f.size):>10}  {f.path}" for f in files]
     total = sum(f.size for f in files)
@@ -131,7 +131,7 @@ def run_deploy(repo_id: str, source: Path, *, hardware: str | None = None,
         return 2
     copied = [name for name in SECRETS if os.environ.get(name)] if secrets else []
     if dry_run:
-        print(describe(space_files(source)))
+        print(file_listing(space_files(source)))
         print(f"would publish to the Space {repo_id}" + (f" on {hardware}" if hardware else "")
               + (f", setting the secrets {', '.join(copied)}" if copied else ""))
         return 0

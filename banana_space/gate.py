@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from .analysis import INPUT, oriented_deltas
+from .analysis import FLOOR_RULE, INPUT, beyond_floor, oriented_deltas
 from .budget import BUDGET, scoring_bytes
 from .catalog import metric_info, to_tensor
 from .floors import floor_since_input
@@ -92,7 +92,7 @@ class OriginalScores:
             self._scores.move_to_end(key)
             return dict(self._scores[key])
 
-    def keep(self, key: str, scores: dict[str, float]) -> None:
+    def remember(self, key: str, scores: dict[str, float]) -> None:
         if any(math.isnan(value) for value in scores.values()):
             return
         with self._lock:
@@ -142,7 +142,7 @@ def _verdict(scores: dict[str, float], start: dict[str, float]) -> dict[str, Any
         delta = oriented_deltas([start[name], scores[name]], metric_info(name).lower_better,
                                 base=INPUT)[1]
         floor = floor_since_input(name)
-        past = floor is not None and math.isfinite(delta) and delta < -floor
+        past = floor is not None and beyond_floor(delta, floor) is True
         measures[name] = {
             "delta": _round(delta), "floor": _round(floor),
             "floors_worse": _round(-delta / floor) if floor and math.isfinite(delta) else None}
@@ -182,7 +182,7 @@ def check_degradation(original: Image.Image, edited: Sequence[Image.Image] | Edi
     start = ORIGINALS.get(key)
     if start is None:
         start = _measure(pool, original, original, reference)
-        ORIGINALS.keep(key, start)
+        ORIGINALS.remember(key, start)
     edits, pixels, image = [], 0, original
     for index, read in enumerate(edited, 1):
         image = read.convert("RGB")  # the edit before it is dropped here
@@ -195,8 +195,7 @@ def check_degradation(original: Image.Image, edited: Sequence[Image.Image] | Edi
     return {"degraded": last["degraded"], "worse": last["worse"], "first_degraded": first,
             "look_at": list(largest_difference_box(original, image)),
             "edits": edits,
-            "rule": "degraded: a measure's oriented delta (negative = worse) is below minus "
-                    "its noise floor",
+            "rule": f"degraded: a measure, since the original, is {FLOOR_RULE}",
             "seconds": round(time.perf_counter() - began, 3)}
 
 

@@ -43,7 +43,7 @@ from .frames import (
     is_image_name,
     natural_key,
 )
-from .images import BadImage
+from .images import BadImage, BadSource
 from .shards import chain_rows, frames_in_rows, is_shard_name
 
 HUB_PATTERN = re.compile(r"hf://datasets/([A-Za-z0-9][\w.-]*/[\w.-]+)(?:/(.*))?")
@@ -73,8 +73,8 @@ def parse_hub(source: str) -> HubPath:
     match = HUB_PATTERN.fullmatch(source.strip())
     path = (match.group(2) or "").strip("/") if match else ""
     if not match or (path and any(p in ("", ".", "..") for p in path.split("/"))):
-        raise BadImage(f"{source!r} is not a hub dataset path: write "
-                       "hf://datasets/OWNER/NAME or hf://datasets/OWNER/NAME/PATH")
+        raise BadSource(f"{source!r} is not a hub dataset path: write "
+                        "hf://datasets/OWNER/NAME or hf://datasets/OWNER/NAME/PATH")
     return HubPath(match.group(1), path)
 
 
@@ -109,22 +109,23 @@ def chains_cache() -> Path:
     return Path(constants.HF_HOME) / CACHE_FOLDER
 
 
-def _failed(what: str, error: Exception) -> BadImage:
+def _failed(what: str, error: Exception) -> BadSource:
     from huggingface_hub.errors import GatedRepoError, RepositoryNotFoundError
 
     if "HF_HUB_OFFLINE" in str(error) or type(error).__name__ == "OfflineModeIsEnabled":
-        return BadImage(f"could not read {what}: this server is offline and cannot reach the "
-                        "Hugging Face hub. Download the chain elsewhere and upload it as a zip.")
+        return BadSource(f"could not read {what}: this server is offline and cannot reach "
+                         "the Hugging Face hub. Download the chain elsewhere and upload it as "
+                         "a zip.")
     if isinstance(error, GatedRepoError | RepositoryNotFoundError):
-        return BadImage(f"could not read {what}: the dataset does not exist, or it is private "
-                        "or gated. This server reads a dataset you name anonymously: only "
-                        "public datasets can be replayed.")
+        return BadSource(f"could not read {what}: the dataset does not exist, or it is "
+                         "private or gated. This server reads a dataset you name anonymously: "
+                         "only public datasets can be replayed.")
     text = str(error).strip().splitlines()
-    return BadImage(f"could not read {what} from the Hugging Face hub: {type(error).__name__}"
-                    + (f": {text[0][:200]}" if text else ""))
+    return BadSource(f"could not read {what} from the Hugging Face hub: {type(error).__name__}"
+                     + (f": {text[0][:200]}" if text else ""))
 
 
-class NotOnHub(BadImage):
+class NotOnHub(BadSource):
     """The path is not in the dataset (the dataset itself exists)."""
 
 
@@ -180,7 +181,7 @@ class RemoteFile(io.RawIOBase):
             raise _failed(self.name, error) from None
         data = answer.content
         if answer.status_code != 206 or len(data) != end - self.position:
-            raise BadImage(f"the hub did not answer a range request for {self.name}")
+            raise BadSource(f"the hub did not answer a range request for {self.name}")
         buffer[:len(data)] = data
         self.position = end
         return len(data)
@@ -302,7 +303,7 @@ def open_hub_frames(source: str) -> Frames:
     if suffix in ARCHIVE_SUFFIXES | ANIMATION_SUFFIXES:
         listing = [(n, s) for n, s in _parent_listing(hub) if n == hub.path]
         if not listing:
-            raise BadImage(f"{source} was not found on the hub")
+            raise BadSource(f"{source} was not found on the hub")
         check_sizes(listing)
         frames = frames_in_file(fetch(hub.repo_id, [hub.path]) / hub.path)
     elif is_shard_name(hub.path):  # the chain(s) in one shard

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from PIL import Image, ImageOps, UnidentifiedImageError
 
-from .budget import BUDGET, animation_frame_bytes, decode_bytes, describe
+from .budget import BUDGET, animation_frame_bytes, decode_bytes, size_text
 
 # Refused outright: more pixels than this is a decompression bomb or a scan, not a photo.
 MAX_DECLARED_PIXELS = 64_000_000
@@ -37,6 +37,11 @@ FORMAT_NAMES = "PNG, JPEG, WebP, GIF, BMP or TIFF"
 
 class BadImage(ValueError):
     """The input is not an image we can use; the message says why, for the user."""
+
+
+class BadSource(BadImage):
+    """A chain's source (a hub address, a path) cannot be read; the message says why, for the
+    user. A kind of `BadImage`: whatever refuses a bad input refuses it alike."""
 
 
 @dataclass
@@ -166,8 +171,8 @@ def _reserved(needed: int, size: tuple[int, int]) -> Iterator[None]:
     """Hold `needed` bytes of the memory budget, or `BadImage` if it could never fit."""
     if not BUDGET.fits(needed):
         raise BadImage(f"decoding {size[0]} x {size[1]} pixels needs about "
-                       f"{describe(needed)}; this server's memory budget is "
-                       f"{describe(BUDGET.capacity)}")
+                       f"{size_text(needed)}; this server's memory budget is "
+                       f"{size_text(BUDGET.capacity)}")
     with BUDGET.request(needed):
         yield
 

@@ -23,7 +23,7 @@ Listing = Sequence[tuple[str, int]]  # (path relative to the source's root, size
 
 
 class ChainFormat(StrEnum):
-    """What holds a chain's frames; its value is the word `describe` and messages print."""
+    """What holds a chain's frames; its value is the word `table.found_text` and messages print."""
 
     FOLDER = "folder"  # image files (a run directory's frames/ too)
     ROWS = "rows"  # rows of parquet/arrow shards (SHARD#ROW)

@@ -3,9 +3,9 @@
 Run reasons quote zip member names, notices quote file names, and a model's words are whatever
 the model (or whoever built the recording) wrote: shown raw, `<img src=http://…>` would load a
 remote image, `[Session expired](http://…)` would render a convincing link, and a member name
-holding a newline and `# …` a heading, on a page anyone can be sent to (`?run=`). `plain` makes
-such text render as exactly its characters, on one line; `without_paths` keeps a server path
-out of what is stored and shown.
+holding a newline and `# …` a heading, on a page anyone can be sent to (`?run=`).
+`escape_markdown` makes such text render as exactly its characters, on one line;
+`without_paths` keeps a server path out of what is stored and shown.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def one_line(text: str) -> str:
     return _CONTROL.sub(" ", text)
 
 
-def plain(text: str) -> str:
+def escape_markdown(text: str) -> str:
     """`text` as Markdown that renders as exactly its characters, on one line: no tag, link,
     image, heading or list."""
     return _MARKDOWN.sub(lambda m: "\\" + m.group(0), html.escape(one_line(text), quote=False))

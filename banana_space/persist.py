@@ -6,7 +6,7 @@ bring a run back when its link is opened and the run is not on disk (`restore`):
 - a bundled recording (`assets/recorded/<id>`) is copied in, so its link works on a fresh
   server without anyone clicking it first;
 - with BANANA_RUNS_REPO=OWNER/NAME (a dataset repo on the Hugging Face hub), each finished run
-  (completed, stopped or failed; again after a resume) is pushed there by `keep`, one commit per
+  (completed, stopped or failed; again after a resume) is pushed there by `push_run`, one commit per
   finished run, under `runs/<id>/`, and a link to a run that is not on disk is restored from it.
 
 What is pushed is what the page redraws a run from: run.json, the CSVs, the frames (frame 0 is
@@ -125,7 +125,7 @@ def _keep_age(run_json: Path) -> None:
     os.utime(run_json, (when, when))
 
 
-def keep(run_dir: Path) -> Future | None:
+def push_run(run_dir: Path) -> Future | None:
     """Push a finished run to BANANA_RUNS_REPO in the background (one commit); None when the
     variable is unset. A failure is one line on stderr, never the run's failure."""
     repo = runs_repo()

@@ -21,7 +21,7 @@ import threading
 import time
 from typing import Any
 
-from .budget import BUDGET, MemoryBudget, describe
+from .budget import BUDGET, MemoryBudget, size_text
 from .catalog import build_metric
 from .common import error_line
 
@@ -101,8 +101,8 @@ class MetricPool:
             weights = resident_bytes(metric)
             if not self.budget.hold(weights):
                 del metric  # dropped: its memory goes back before anything else is loaded
-                held = describe(int(self.budget.HELD_SHARE * self.budget.capacity))
-                raise MemoryError(f"its weights ({describe(weights)}) would pass the {held} "
+                held = size_text(int(self.budget.HELD_SHARE * self.budget.capacity))
+                raise MemoryError(f"its weights ({size_text(weights)}) would pass the {held} "
                                   "the memory budget keeps for loaded metrics")
         except Exception as error:  # any failure to build means "unavailable here"
             with self._state:

@@ -33,7 +33,7 @@ from .judges import REGISTRY as JUDGES
 from .judges import create_judge
 from .prompts import repeats_for
 
-CHECKPOINTS = (0, 1, 5, 10, 20, 50, 100)
+JUDGED_STEPS = (0, 1, 5, 10, 20, 50, 100)  # judge_at="checkpoints": these and the last step
 JUDGE_AT = {"checkpoints": "at the checkpoints (0, 1, 5, 10, 20, 50, 100, the last step)",
             "every": "every frame"}
 # Included daily GPU quota by account tier, in seconds (hub-docs, above). "extensible": PRO, Team
@@ -60,7 +60,7 @@ def judged_steps(steps: int, judge_at: str) -> frozenset[int] | None:
         raise ValueError(f"judge_at must be one of {', '.join(JUDGE_AT)}, got {judge_at!r}")
     if judge_at == "every":
         return None
-    return frozenset(step for step in CHECKPOINTS if step <= steps) | {steps}
+    return frozenset(step for step in JUDGED_STEPS if step <= steps) | {steps}
 
 
 @dataclass(frozen=True)
@@ -112,7 +112,7 @@ def share_of_days(total_s: int) -> str:
     return "; ".join(shares)
 
 
-def describe(cost: GpuCost) -> str:
+def gpu_cost_text(cost: GpuCost) -> str:
     """One line for the page: the estimate, how it is made, and what it is of each tier's day."""
     if cost.total_s == 0:
         return "**GPU time:** none (this generator and these judges run without a GPU)."
@@ -159,7 +159,7 @@ def page_note(upload: str | None, steps: float, backend: str, judges: list[str] 
                         list(judges or []), judge_at)
     except (ValueError, TypeError):
         return ""
-    return describe(cost)
+    return gpu_cost_text(cost)
 
 
 def steps_for_the_smallest_day(upload: str | None, steps: float, backend: str,

@@ -172,7 +172,7 @@ def prepare(root: Path, plan: Plan | None = None) -> list[Path]:
 
 
 def _prepare(root: Path, plan: Plan) -> list[Path]:
-    from .table.discover import find_chains
+    from .table.discover import find_chains_in
 
     if plan.count <= 0 and not plan.chains:
         return []
@@ -180,7 +180,7 @@ def _prepare(root: Path, plan: Plan) -> list[Path]:
     if _index(folder).get("plan") == json.loads(json.dumps(asdict(plan))) and prepared(root):
         return prepared(root)  # made by an earlier start: the hub is not asked again
     try:
-        chosen = choose(find_chains(f"hf://datasets/{plan.dataset}"), plan)
+        chosen = choose(find_chains_in(f"hf://datasets/{plan.dataset}"), plan)
     except Exception as error:  # offline or refused: the recordings are shown instead
         LOG.warning("real chains: %s is not reachable (%s); showing the recordings only",
                     plan.dataset, str(error).splitlines()[0][:200] if str(error) else error)

@@ -38,7 +38,7 @@ from typing import Any
 
 from PIL import Image
 
-from .analysis import VERDICT_FIELDS, History
+from .analysis import FLOOR_RULE, PAPER_TEST, VERDICT_FIELDS, History
 from .common import ScoreInfo, csv_bytes, png_bytes, temporary_name, write_atomic
 from .events import Event, Finished, FrameJudged, FrameMade, FrameScored, Notice, Started
 
@@ -272,15 +272,12 @@ README.txt               this file
 delta is the paper's: delta_i = score_i - score_1, from step 1, the first copy (Banana100's
 chains are steps 1..100; the input is not among them), with the sign flipped for metrics
 where lower is better, so a NEGATIVE delta always means WORSE (empty at step 0). A metric
-"detects" the degradation when delta_5, delta_10 and delta_20 are all negative (shorter runs
-use the checkpoints that exist, else the last step after step 1); "undecided" where it cannot
-be asked, and undecided_because says why (no step 1, or a missing score). The fidelity
+"detects" the degradation by {paper_test}; shorter runs use the checkpoints that exist, else
+the last step after step 1; "undecided" where it cannot be asked, and undecided_because says
+why (no step 1, or a missing score). The fidelity
 references (psnr, ssim) are scored against the input and their delta is from step 1 too.
-detects_robust (ours) asks the same with a noise floor: every checkpoint's delta must be below
--floor, where a score's floor is the largest |delta| it showed on chains with no damage a
-person would name (an identical copy, a half-pixel shift, a lossless re-save, one JPEG pass at
-quality 95; banana_space/floors.csv); "undecided" where the score has no floor (PSNR and SSIM,
-judges).
+detects_robust (ours) asks the same at every checkpoint: {floor_rule};
+"undecided" where the score has no floor (PSNR and SSIM, judges).
 
 delta_since_input (ours) is the same orientation from step 0, the input (in scores.csv, for
 psnr and ssim, from the top of their range, 40 dB and 1: frame 0 against itself is "identical",
@@ -306,7 +303,8 @@ def write_zip(run: Path) -> Path:
     readme = ZIP_README.format(
         run_id=saved.path.name, status=str(saved.meta.get("status", "stopped")).capitalize(),
         last_step=saved.last_step, steps=saved.meta.get("steps", "?"),
-        backend=settings.get("backend", "?"), seed=settings.get("seed", "?"))
+        backend=settings.get("backend", "?"), seed=settings.get("seed", "?"),
+        paper_test=PAPER_TEST, floor_rule=FLOOR_RULE)
     title = f"Banana Space run {saved.path.name}"
     plot = to_html(delta_figure(saved.history, title=f"{title}: {DELTA_TITLE}"),
                    include_plotlyjs=True, full_html=True).replace(

@@ -20,11 +20,11 @@ from typing import Any
 from .backends import REGISTRY as BACKENDS
 from .backends import Backend, BackendUnavailable, create_backend
 from .budget import BUDGET, MemoryBudget
-from .chain import Chain, run_chain
+from .chain import Chain, replicate
 from .events import Event, Finished, Notice, Started
 from .judges import create_judges
 from .markup import one_line, without_paths
-from .persist import keep
+from .persist import push_run
 from .pool import POOL, MetricPool
 from .quota import judged_steps
 from .rundir import (
@@ -94,7 +94,7 @@ def start_run(spec: RunSpec, root: Path, *, stop: threading.Event | None = None,
                        [Notice(note, 0, "info") for note in notes])
     chain = Chain(image, backend, scorer, steps, spec.prompt, spec.seed,
                   judged=judged_steps(steps, spec.judge_at))
-    return _recorded(run, opening, run_chain(chain, stop))
+    return _recorded(run, opening, replicate(chain, stop))
 
 
 def resume_run(path: Path, *, stop: threading.Event | None = None, pool: MetricPool = POOL,
@@ -139,7 +139,7 @@ def resume_run(path: Path, *, stop: threading.Event | None = None, pool: MetricP
     chain = Chain(saved.frame(saved.last_step), backend, scorer, spec.steps, spec.prompt,
                   spec.seed, start=saved.last_step, reference=saved.frame(0),
                   judged=judged_steps(spec.steps, spec.judge_at))
-    return _recorded(run, opening, run_chain(chain, stop))
+    return _recorded(run, opening, replicate(chain, stop))
 
 
 def _opening(scorer: Scorer, path: Path, steps: int, settings: dict[str, Any],
@@ -154,7 +154,7 @@ def _opening(scorer: Scorer, path: Path, steps: int, settings: dict[str, Any],
 
 def _zip_and_keep(run: RunDir) -> None:
     write_zip(run.path)
-    keep(run.path)  # pushed to BANANA_RUNS_REPO, where one is set (persist.py)
+    push_run(run.path)  # pushed to BANANA_RUNS_REPO, where one is set (persist.py)
 
 
 def _recorded(run: RunDir, opening: Iterable[Event], events: Iterator[Event]

@@ -22,7 +22,7 @@ from typing import Any
 
 from PIL import Image
 
-from .budget import BUDGET, MemoryBudget, describe, scoring_bytes
+from .budget import BUDGET, MemoryBudget, scoring_bytes, size_text
 from .catalog import FIDELITY, metric_info, to_tensor
 from .common import ScoreInfo, error_line
 from .events import Notice
@@ -82,8 +82,8 @@ class Scorer:
         if not self.budget.fits(needed):
             raise ValueError(
                 f"scoring a {size[0]} x {size[1]} frame with {', '.join(self.wanted)} needs "
-                f"about {describe(needed)} of memory; this server's scoring budget is "
-                f"{describe(self.budget.capacity)} (BANANA_MEMORY_GB). Use a smaller image or "
+                f"about {size_text(needed)} of memory; this server's scoring budget is "
+                f"{size_text(self.budget.capacity)} (BANANA_MEMORY_GB). Use a smaller image or "
                 "fewer metrics.")
 
     @property

@@ -30,7 +30,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path, PurePosixPath
 from typing import Any, Protocol
 
-from .budget import BUDGET, describe
+from .budget import BUDGET, size_text
 from .common import write_atomic
 from .frames import MAX_MEMBER_BYTES, SHARD_SUFFIXES, Frames, is_image_name
 from .images import BadImage, load_image
@@ -233,8 +233,8 @@ def _parquet_rows(handle: Any, shard: str, rows: set[int]) -> Iterator[tuple[int
             continue
         size = _chunk_bytes(parquet.metadata, group, f"{column}.bytes")
         if size > MAX_ROW_GROUP_BYTES or not BUDGET.fits(size):
-            raise BadImage(f"{shard}: row group {group} holds {describe(size)} of images; at "
-                           f"most {describe(min(MAX_ROW_GROUP_BYTES, BUDGET.capacity))} is "
+            raise BadImage(f"{shard}: row group {group} holds {size_text(size)} of images; at "
+                           f"most {size_text(min(MAX_ROW_GROUP_BYTES, BUDGET.capacity))} is "
                            "read at once")
         with BUDGET.request(size):
             images = parquet.read_row_group(group, columns=[f"{column}.bytes"]).column(column)
@@ -267,8 +267,8 @@ def read_rows(refs: Sequence[str], shards: ShardSource) -> dict[str, Path]:
                       else _arrow_rows(handle, rows))
             for row, data in reader:
                 if len(data) > MAX_MEMBER_BYTES:
-                    raise BadImage(f"{row_ref(shard, row)} is {describe(len(data))}; the limit "
-                                   f"per image is {describe(MAX_MEMBER_BYTES)}")
+                    raise BadImage(f"{row_ref(shard, row)} is {size_text(len(data))}; the limit "
+                                   f"per image is {size_text(MAX_MEMBER_BYTES)}")
                 target = _cached(shards, row_ref(shard, row))
                 target.parent.mkdir(parents=True, exist_ok=True)
                 write_atomic(target, data)

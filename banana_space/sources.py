@@ -26,7 +26,7 @@ from .frames import (
     hidden_path,
     is_image_name,
 )
-from .images import BadImage
+from .images import BadImage, BadSource
 from .listing import ChainFormat, ChainRef
 
 if TYPE_CHECKING:
@@ -131,7 +131,7 @@ def open_local(path: Path) -> Frames:
         return frames_from_files(path, [str(p.relative_to(path)) for p in files], path.name)
     if path.is_file():
         return frames_in_file(path)
-    raise BadImage(f"{path.name} is not a folder, zip or animated image")
+    raise BadSource(f"{path.name} is not a folder, zip or animated image")
 
 
 def _dataset_above(path: Path) -> Path | None:

@@ -29,7 +29,7 @@ from .analysis import (
 from .backends.simulate import DEFAULT_PROFILE, PROFILES
 from .catalog import PRESET_KEYS, PRESETS
 from .events import Event, Finished, FrameJudged, FrameMade, FrameScored, Notice, Started
-from .markup import plain
+from .markup import escape_markdown
 from .plots import Figure, delta_figure, display_name, raw_figure, value_text
 from .rundir import (
     THUMB_SIDE,
@@ -188,7 +188,7 @@ class RunView:
         # Calls and spend matter where calls cost money; an offline backend's are noise.
         money = f" · {self.calls} calls · ≈ ${self.cost_usd:.2f} spent" if self.cost_usd else ""
         if self.ended is None and not self.started:  # metrics load before `Started`
-            head = f"⏳ **Starting** · {plain(self.loading) or 'loading the metrics…'}"
+            head = f"⏳ **Starting** · {escape_markdown(self.loading) or 'loading the metrics…'}"
         elif self.ended is None:
             scoring = " · scoring it…" if self.history.last_step < self.last_step else ""
             head = f"⏳ **Running** · {made}{scoring}{money}"
@@ -202,7 +202,7 @@ class RunView:
             head = f"❌ **Failed** {_why(self.ended.reason, 'failed ')}. " \
                    f"Frames 0–{self.ended.last_step} and their scores are kept{money}."
         recent = self.notices[-MAX_NOTICES_SHOWN:]
-        return head + "".join(f"\n\n{NOTICE_MARKS[level]} {plain(text)}"
+        return head + "".join(f"\n\n{NOTICE_MARKS[level]} {escape_markdown(text)}"
                               for level, text in recent)
 
     def verdict_rows(self) -> list[list[Any]]:
@@ -249,7 +249,8 @@ class RunView:
         return " → ".join(shown)
 
     def model_text(self) -> str:
-        said = [f"**step {s}**: {plain(t)}" for s, t in sorted(self.texts.items()) if t.strip()]
+        said = [f"**step {s}**: {escape_markdown(t)}" for s, t in sorted(self.texts.items())
+                if t.strip()]
         return "\n\n".join(said[-20:]) or "_The generator said nothing (or has no words)._"
 
 
@@ -307,7 +308,7 @@ def _fmt(value: float) -> str:
 def _why(reason: str, verb: str) -> str:
     """"by the user" from "stopped by the user", so the status does not say it twice. The
     reason may quote what a visitor controls (zip member names): it is shown as plain text."""
-    return plain(reason.removeprefix(verb) if reason.startswith(verb) else f"({reason})")
+    return escape_markdown(reason.removeprefix(verb) if reason.startswith(verb) else f"({reason})")
 
 
 def summarise(history: History, steps: int, running: bool, simulated: bool = False) -> str:

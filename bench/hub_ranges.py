@@ -48,9 +48,9 @@ def main() -> None:
     with FakeHub({DATASET: files}) as hub:
         os.environ["HF_ENDPOINT"] = hub.url
         from banana_space.sources import open_frames
-        from banana_space.table.discover import find_chains
+        from banana_space.table.discover import find_chains_in
 
-        refs = find_chains(f"hf://datasets/{DATASET}")
+        refs = find_chains_in(f"hf://datasets/{DATASET}")
         found = served(hub)
         before = len(hub.ranges)
         middle = sorted(chains)[len(chains) // 2]

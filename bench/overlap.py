@@ -2,7 +2,7 @@
 
 A run has two kinds of work: asking the generator for frame i+1 (a network call or a GPU step)
 and our own, scoring frame i (pyiqa on the CPU) and writing it to the run directory.
-`run_chain` runs them concurrently, each stage in its own thread (see chain.py).
+`replicate` runs them concurrently, each stage in its own thread (see chain.py).
 Here the generator is a stand-in that sleeps `t_gen` and returns a slightly changed copy, so the
 only CPU work is ours: the four CPU metrics (psnr and ssim are always added) on 1024 x 1024
 frames, and the run directory. t_score is measured on its own in the same process, on frames
@@ -35,7 +35,7 @@ import _setup
 
 from banana_space.backends.base import BackendInfo, Edit
 from banana_space.catalog import CPU_DEFAULTS
-from banana_space.chain import Chain, run_chain
+from banana_space.chain import Chain, replicate
 from banana_space.common import Report, report_nothing
 from banana_space.events import Finished, FrameScored, Started
 from banana_space.rundir import RunDir
@@ -93,7 +93,7 @@ def run(frame: Any, scorer: Scorer, t_gen: float, steps: int, root: Path) -> dic
     run_dir.record(Started(run_dir.path, steps, scorer.infos, {}, {}))
     scored = []
     started = time.perf_counter()
-    for event in run_chain(chain):
+    for event in replicate(chain):
         run_dir.record(event)
         if isinstance(event, FrameScored):
             scored.append(event.seconds_score)

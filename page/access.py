@@ -44,9 +44,6 @@ ALREADY_RUNNING = ("A chain is already running for you: press Stop (or wait for 
 REFUSALS = (BadImage, BadRunId, ValueError, BackendUnavailable, FileExistsError,
             FileNotFoundError, RunBusy, guard.Refused)
 
-_ACTIVE: dict[str, threading.Event] = {}  # browser tab -> the stop flag of its chain in flight
-_ACTIVE_LOCK = threading.Lock()
-
 
 def public_text(text: str) -> str:
     """`text` without this server's paths: a file under the upload cache, the runs folder or
@@ -88,7 +85,7 @@ def mine(path: Path, request: gr.Request) -> Path:
     return path
 
 
-def visitor(request: gr.Request) -> str:
+def tab_of(request: gr.Request) -> str:
     """Which browser tab is asking (gradio's session), for the page's one chain per tab. API
     and MCP chains have no such slot (`guard.claim_token`): gradio's MCP server sends every
     MCP call through one client, so a session would be every MCP client's at once."""
@@ -103,25 +100,23 @@ def received(path: Any) -> str:
         raise refusal(error) from None
 
 
-def claim(who: str) -> threading.Event:
-    """The stop flag of `who`'s new chain; a second chain while one is in flight is refused."""
-    with _ACTIVE_LOCK:
-        if who in _ACTIVE:
-            raise gr.Error(ALREADY_RUNNING)
-        flag = _ACTIVE[who] = threading.Event()
+def claim(tab: str) -> threading.Event:
+    """The stop flag of `tab`'s new chain (`guard.STOP_FLAGS`); a second chain while one is
+    in flight is refused."""
+    flag = guard.STOP_FLAGS.claim(guard.tab_key(tab), alone=True)
+    if flag is None:
+        raise gr.Error(ALREADY_RUNNING)
     return flag
 
 
-def release(who: str, flag: threading.Event) -> None:
-    with _ACTIVE_LOCK:
-        if _ACTIVE.get(who) is flag:
-            del _ACTIVE[who]
+def release(tab: str, flag: threading.Event) -> None:
+    guard.STOP_FLAGS.release(guard.tab_key(tab), flag)
 
 
-def running_for(who: str) -> threading.Event | None:
-    """The stop flag of `who`'s chain in flight, if any."""
-    with _ACTIVE_LOCK:
-        return _ACTIVE.get(who)
+def running_for(tab: str) -> threading.Event | None:
+    """The stop flag of `tab`'s chain in flight, if any."""
+    flags = guard.STOP_FLAGS.of(guard.tab_key(tab))
+    return flags[0] if flags else None
 
 
 def confined(run_id: Any) -> Path:
@@ -135,7 +130,7 @@ def confined(run_id: Any) -> Path:
         raise refusal(error) from None
 
 
-def whole(value: Any, what: str) -> int:
+def whole_number(value: Any, what: str) -> int:
     """A whole number from a form field (which sends 2.5 as readily as 2), or a `gr.Error`."""
     try:
         number = float(value)

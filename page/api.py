@@ -22,7 +22,7 @@ from typing import Any
 import gradio as gr
 
 from banana_space import gate
-from banana_space.analysis import plain_verdict
+from banana_space.analysis import FLOOR_RULE, PAPER_TEST, plain_verdict
 from banana_space.backends import REGISTRY as BACKENDS
 from banana_space.catalog import CPU_DEFAULTS, FIDELITY, PRESETS, visitor_metrics
 from banana_space.events import Event, Started
@@ -43,16 +43,16 @@ from page.access import (
     received,
     refusal,
     visitor_metric_names,
-    whole,
+    whole_number,
 )
 from page.settings import SETTINGS
 
 NOTICES_SHOWN = 5
 # What the numbers in `summary` mean, for an agent that reads no README.
 DELTA_RULE = ("the paper's, oriented: delta_i = score_i - score_1 (from step 1, the first copy), "
-              "negative = worse; detects = negative at steps 5, 10 and 20; detects_robust = "
-              "below minus the score's noise floor there (banana_space/floors.csv); "
-              "delta_since_input = the same from step 0, the input, at the last step, and "
+              f"negative = worse; detects = by {PAPER_TEST}; detects_robust = at every "
+              f"checkpoint, {FLOOR_RULE}; delta_since_input = the same from step 0, the input, "
+              "at the last step, and "
               "worse_than_input = negative since the input at every checkpoint (ours)")
 
 
@@ -168,7 +168,7 @@ def run_chain(image: str | None, steps: float, generator: str, metrics: str, see
         if not entry.info.takes("profile"):
             raise gr.Error(f"The {generator} generator takes no profile.")
         options["profile"] = profile
-    steps, seed = whole(steps, "Steps"), whole(seed, "The seed")
+    steps, seed = whole_number(steps, "Steps"), whole_number(seed, "The seed")
     try:
         loaded = load_image(received(image))
     except REFUSALS as error:

@@ -22,7 +22,7 @@ from banana_space.images import load_image
 from banana_space.prompts import DEFAULT_PROMPT
 from banana_space.quota import default_judge_at
 from banana_space.spec import RunSpec
-from page.access import visitor_metric_names, whole
+from page.access import visitor_metric_names, whole_number
 
 # The backend options with a control on the page (a replayed `source` is the upload itself).
 FORM_OPTIONS: list[Option] = [option for option in OPTIONS.values() if option.label]
@@ -147,7 +147,7 @@ def chosen_options(form: RunForm, backend: str) -> dict[str, Any]:
         if value in (None, ""):
             continue
         name = option.label.split(" (")[0]  # "Open editors: inference steps"
-        chosen[option.name] = whole(value, name) if option.kind is int else (
+        chosen[option.name] = whole_number(value, name) if option.kind is int else (
             float(value) if option.kind is float else value)
     return chosen
 
@@ -155,7 +155,7 @@ def chosen_options(form: RunForm, backend: str) -> dict[str, Any]:
 def spec_of(form: RunForm, source: str) -> RunSpec:
     """The run the form asks for, from a `source` already checked (an upload gradio received,
     or an hf:// path). Bad input raises the engine's own errors (`access.REFUSALS`)."""
-    steps, seed = whole(form.steps, "Steps"), whole(form.seed, "The seed")
+    steps, seed = whole_number(form.steps, "Steps"), whole_number(form.seed, "The seed")
     entry = BACKENDS.get(form.backend)
     chosen = {"seed": seed, "prompt": form.prompt,
               "metrics": visitor_metric_names(form.metrics, blank=()),

@@ -25,7 +25,9 @@ read-only.
 
 Each limit is a field of `page.settings.SETTINGS` (its `BANANA_*` variable).
 
-An API or MCP chain is stopped only by the token its caller gave it (`claim_token`); a chain
+Every chain in flight has a stop flag, filed in one registry (`STOP_FLAGS`) under who may stop
+it: a browser tab's chain under its tab (`access.claim`, one at a time), an API or MCP chain
+under the token its caller gave it (`claim_token`), and only that token stops it; a chain
 whose caller disconnected is stopped by its handler (`alive`).
 
 File arguments are the files gradio received (`received_file`): never a folder, never a path a
@@ -73,8 +75,6 @@ _demo: gr.Blocks | None = None
 _cost_lock = threading.Lock()
 _costs: dict[str, list[float]] = defaultdict(list)  # address -> costs of its chains in flight
 _upload_lock = threading.Lock()
-_token_lock = threading.Lock()
-_by_token: dict[str, set[threading.Event]] = {}  # token digest -> its API chains' stop flags
 _uploads: dict[str, deque[tuple[float, int]]] = defaultdict(deque)  # address -> (time, bytes)
 _hub_bytes: dict[str, deque[tuple[float, int]]] = defaultdict(deque)  # the same, for replays
 
@@ -83,7 +83,7 @@ class Refused(Exception):
     """A request one visitor may not make now; the message is safe to show."""
 
 
-def address(request: Any) -> str:
+def client_address(request: Any) -> str:
     """The client address of a starlette request or a `gr.Request` (see the module's docstring
     for when X-Forwarded-For is trusted)."""
     headers = request.headers
@@ -99,7 +99,7 @@ def address(request: Any) -> str:
 
 def owner_key(request: Any) -> str:
     """A run's owner as stored beside it: the address, keyed with this process's secret."""
-    return hmac.new(_SALT, address(request).encode(), hashlib.sha256).hexdigest()[:24]
+    return hmac.new(_SALT, client_address(request).encode(), hashlib.sha256).hexdigest()[:24]
 
 
 def owns(request: Any, run_dir: Path) -> bool:
@@ -131,7 +131,7 @@ def install(demo: gr.Blocks) -> None:
                 raise Refused("Send the file itself (an upload, or a data: URL over MCP): "
                               "this server fetches no URL given as a file.")
             if fn is not None and fn.concurrency_id == CHAIN_GROUP:
-                _check_chain_room(queue, address(request))
+                _check_chain_room(queue, client_address(request))
         except Refused as refusal:
             return False, str(refusal), "error"
         return await join(body, request, username)
@@ -192,7 +192,7 @@ def _chain_events(queue: Any) -> tuple[list[Any], list[Any]]:
 
 def _check_chain_room(queue: Any, who: str) -> None:
     waiting, running = _chain_events(queue)
-    mine = sum(address(event.request) == who for event in waiting + running)
+    mine = sum(client_address(event.request) == who for event in waiting + running)
     if mine >= SETTINGS.chains_per_visitor:
         raise Refused(f"You have {mine} chains queued or running; at most "
                       f"{SETTINGS.chains_per_visitor} per visitor. Wait for one to end, or "
@@ -213,36 +213,68 @@ def alive(request: gr.Request) -> bool:
     return True
 
 
-# --- API and MCP chains: stopped by their caller's token ----------------------------------------
+# --- stop flags: a chain in flight is stopped by whoever may stop it ----------------------------
+
+class StopFlags:
+    """The stop flags of the chains in flight, filed under who may stop them (`tab_key`,
+    `token_key`)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._flags: dict[str, set[threading.Event]] = {}
+
+    def claim(self, who: str, alone: bool = False) -> threading.Event | None:
+        """A new stop flag filed under `who`; None if `alone` and `who` has one already."""
+        with self._lock:
+            if alone and who in self._flags:
+                return None
+            flag = threading.Event()
+            self._flags.setdefault(who, set()).add(flag)
+        return flag
+
+    def release(self, who: str, flag: threading.Event) -> None:
+        with self._lock:
+            flags = self._flags.get(who, set())
+            flags.discard(flag)
+            if not flags:
+                self._flags.pop(who, None)
+
+    def of(self, who: str) -> list[threading.Event]:
+        """The stop flags of `who`'s chains in flight."""
+        with self._lock:
+            return list(self._flags.get(who, ()))
+
+
+STOP_FLAGS = StopFlags()
+
+
+def tab_key(tab: str) -> str:
+    """Where a browser tab's chain files its stop flag (`access.tab_of` names the tab)."""
+    return f"tab {tab}"
+
+
+def token_key(token: str) -> str:
+    """Where an API chain files its stop flag: its caller's token, digested."""
+    return "token " + hashlib.sha256(token.encode()).hexdigest()
+
 
 def claim_token(token: str) -> threading.Event:
     """The stop flag of an API chain, filed under its caller's `token` (if any) for
     `token_flags`: only whoever knows the token can stop the chain."""
-    flag = threading.Event()
-    if token:
-        if len(token) < MIN_TOKEN:
-            raise Refused(f"A token is a secret of at least {MIN_TOKEN} characters.")
-        with _token_lock:
-            _by_token.setdefault(_digest(token), set()).add(flag)
-    return flag
+    if not token:
+        return threading.Event()
+    if len(token) < MIN_TOKEN:
+        raise Refused(f"A token is a secret of at least {MIN_TOKEN} characters.")
+    return STOP_FLAGS.claim(token_key(token))
 
 
 def release_token(token: str, flag: threading.Event) -> None:
-    with _token_lock:
-        flags = _by_token.get(_digest(token), set())
-        flags.discard(flag)
-        if not flags:
-            _by_token.pop(_digest(token), None)
+    STOP_FLAGS.release(token_key(token), flag)
 
 
 def token_flags(token: str) -> list[threading.Event]:
     """The stop flags of the chains in flight under `token`."""
-    with _token_lock:
-        return list(_by_token.get(_digest(token), ()))
-
-
-def _digest(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
+    return STOP_FLAGS.of(token_key(token))
 
 
 # --- shares -------------------------------------------------------------------------------------
@@ -282,7 +314,7 @@ def started(run_dir: Path, request: gr.Request) -> None:
 @contextlib.contextmanager
 def admitted(request: gr.Request, cost: float) -> Iterator[None]:
     """Hold `cost` (pixels x steps) of this visitor's share while a chain runs, or `Refused`."""
-    who = address(request)
+    who = client_address(request)
     with _cost_lock:
         held = _costs[who]
         if held and sum(held) + cost > SETTINGS.cost_per_visitor:
@@ -348,7 +380,7 @@ def _admit_upload(request: Request) -> None:
     # Behind the proxy, only the app's own MCP client uploads without the proxy's header: MCP
     # callers' files are bounded by the upload folder's share alone.
     if not (SETTINGS.trust_proxy and "x-forwarded-for" not in request.headers):
-        _count_upload(address(request), int(length))
+        _count_upload(client_address(request), int(length))
     disk.make_room(Path(disk.UPLOADS), int(length), SETTINGS.uploads_bytes)
 
 
@@ -360,7 +392,7 @@ def _count_upload(who: str, size: int) -> None:
 def count_hub_bytes(request: Any, size: int) -> None:
     """Add `size` (what a replay fetches from the hub) to the visitor's share within the
     upload window, or `Refused` past it (`SETTINGS.hub_bytes_per_visitor`)."""
-    _count(_hub_bytes, address(request), size, SETTINGS.hub_bytes_per_visitor,
+    _count(_hub_bytes, client_address(request), size, SETTINGS.hub_bytes_per_visitor,
            "replays from the hub")
 
 

@@ -22,7 +22,7 @@ from PIL import Image
 from banana_space.common import png_bytes, write_atomic
 from banana_space.events import Event
 from banana_space.images import BadImage, load_image
-from banana_space.markup import plain
+from banana_space.markup import escape_markdown
 from banana_space.plots import delta_figure, raw_figure
 from banana_space.quota import page_note, steps_for_the_smallest_day
 from banana_space.real_chains import LABEL, PLAN, examples, plan_from_env, preparing
@@ -43,8 +43,8 @@ from page.access import (
     refusal,
     release,
     running_for,
-    visitor,
-    whole,
+    tab_of,
+    whole_number,
 )
 from page.disk import PREVIEWS, make_room
 from page.form import RunForm, chosen_options, form_event, spec_of
@@ -84,10 +84,10 @@ run = form_event(_run)
 
 def _chain(form: RunForm, source: str, request: gr.Request) -> Iterator[PageOutputs]:
     """The form's run from a checked `source`: an upload gradio received, or an hf:// path."""
-    who = visitor(request)
-    stop = claim(who)  # first: Stop works while the metrics and the generator load
+    tab = tab_of(request)
+    stop = claim(tab)  # first: Stop works while the metrics and the generator load
     with contextlib.ExitStack() as held:
-        held.callback(release, who, stop)
+        held.callback(release, tab, stop)
         try:
             spec = spec_of(form, source)
             held.enter_context(guard.admitted(request, guard.chain_cost(spec.image,
@@ -143,7 +143,7 @@ def stop_run(token: str = "", request: gr.Request = None) -> Any:
     if token:
         flags = guard.token_flags(token)
     else:
-        mine = running_for(visitor(request))
+        mine = running_for(tab_of(request))
         flags = [mine] if mine is not None else []
     if not flags:
         gr.Info("Nothing is running.")
@@ -174,10 +174,10 @@ def resume(run_id: str | None, api_key: str, raw: bool, request: gr.Request
         yield PageOutputs.unchanged()  # the run stays on screen as it is
         return
     mine(path, request)  # only its maker rewrites a run; anyone opens it by its link
-    who = visitor(request)
-    stop = claim(who)
+    tab = tab_of(request)
+    stop = claim(tab)
     with contextlib.ExitStack() as held:
-        held.callback(release, who, stop)
+        held.callback(release, tab, stop)
         try:
             held.enter_context(guard.admitted(request, guard.resume_cost(path)))
             events = resume_run(path, stop=stop, api_key=api_key or None)
@@ -226,7 +226,7 @@ def hub_credit(source: str) -> str:
     try:
         return credit(parse_hub(source or "").repo_id)
     except BadImage as error:
-        return f"⚠️ {plain(public_text(str(error)))}"
+        return f"⚠️ {escape_markdown(public_text(str(error)))}"
 
 
 def show_saved(path: Path, raw: bool) -> PageOutputs:
@@ -276,7 +276,7 @@ def real_chain_buttons() -> list[Any]:
     real = [e for e in examples(SETTINGS.runs_root, RECORDED) if e.real]
     credits = sorted({e.credit for e in real if e.credit})
     heading = (f"**Real chains first** — open instantly: {LABEL}, "
-               + "; ".join(plain(c) for c in credits)
+               + "; ".join(escape_markdown(c) for c in credits)
                + ". **Below them, our simulations** (a model of the damage, not a real "
                "editor's output)." if real else
                "**Recorded chains** — open instantly, no key or GPU. These are **simulated** "
@@ -335,12 +335,12 @@ def preview(upload: str | None) -> tuple[Any, str]:
     try:
         loaded = load_image(guard.received_file(upload))
     except (BadImage, guard.Refused) as error:
-        return nothing, f"⚠️ {plain(public_text(str(error)))}"
+        return nothing, f"⚠️ {escape_markdown(public_text(str(error)))}"
     w, h = loaded.image.size
     small = loaded.image.copy()
     small.thumbnail((PREVIEW_SIDE, PREVIEW_SIDE))
     return (gr.update(value=write_preview(small), visible=True),
-            f"{w} × {h}" + "".join(f" · {plain(n)}" for n in loaded.notes))
+            f"{w} × {h}" + "".join(f" · {escape_markdown(n)}" for n in loaded.notes))
 
 
 def write_preview(image: Image.Image) -> str:
@@ -365,7 +365,7 @@ def compare(run_id: str | None, step: float) -> tuple[Any, Any, Any]:
     """Input vs frame `step`: the slider, the magnifier and the share link follow the choice."""
     if not run_id:
         return None, gr.skip(), gr.skip()
-    path, step = confined(run_id), whole(step, "The step")
+    path, step = confined(run_id), whole_number(step, "The step")
     full_frame(path, step)  # a recording's dropped frame, re-made (or its thumbnail, said so)
     chosen = shown_frame(path, step)
     if not chosen.is_file():
@@ -379,7 +379,7 @@ def marked_plot(run_id: str | None, step: float, raw: bool) -> Any:
     if not run_id:
         return gr.skip()
     history = load_run(confined(run_id)).history
-    step = whole(step, "The step")
+    step = whole_number(step, "The step")
     figure = raw_figure(history, step) if raw else delta_figure(history, marked=step)
     return plot_data(figure)
 
@@ -394,4 +394,4 @@ def zoom_at(run_id: str | None, step: float, event: gr.SelectData) -> Any:
             Image.open(shown_frame(path, newest)) as clicked:
         scale = (first.width / clicked.width, first.height / clicked.height)
     x, y = event.index[0] * scale[0], event.index[1] * scale[1]
-    return magnify(path, max(whole(step, "The step"), 1), (x, y))
+    return magnify(path, max(whole_number(step, "The step"), 1), (x, y))

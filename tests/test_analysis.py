@@ -14,9 +14,9 @@ from banana_space.analysis import (
     History,
     Verdict,
     VerdictRow,
+    beyond_floor,
     checkpoints,
     detects_degradation,
-    detects_robust,
     normalised,
     oriented_deltas,
     plain_verdict,
@@ -170,15 +170,15 @@ def test_pyiqa_score_ranges_are_read_as_numbers_or_none() -> None:
 
 def test_detects_robust_needs_every_checkpoint_below_the_floor() -> None:
     worse = [NAN, 0.0] + [-1.0] * 19
-    assert detects_robust(worse, floor=0.5) is True
-    assert detects_robust(worse, floor=1.0) is False  # -1 is not below -1: inside the floor
-    assert detects_robust(worse, floor=None) is None  # no floor measured: undecided
+    assert detects_degradation(worse, floor=0.5) is True
+    assert detects_degradation(worse, floor=1.0) is False  # -1 is not below -1: inside the floor
+    assert detects_degradation(worse, floor=None) is None  # no floor measured: undecided
     tiny = [NAN, 0.0] + [-1e-13] * 19  # float noise: the paper's verdict fires, the robust one not
     assert detects_degradation(tiny) is True
-    assert detects_robust(tiny, floor=1e-6) is False
+    assert detects_degradation(tiny, floor=1e-6) is False
     gap = [NAN, 0.0] + [-1.0] * 8 + [math.nan] + [-1.0] * 10
-    assert detects_robust(gap, floor=0.1) is None
-    assert detects_robust([NAN, 0.0], floor=0.1) is None
+    assert detects_degradation(gap, floor=0.1) is None
+    assert detects_degradation([NAN, 0.0], floor=0.1) is None
 
 
 def first_step_history() -> History:
@@ -222,3 +222,10 @@ def test_checkpoint_columns_come_from_the_checkpoints() -> None:
     assert row.record()[:5] == ["niqe", -1.0, -2.0, row.at_checkpoints[2], "no"]
     assert len(row.record()) == len(VERDICT_FIELDS)
     assert dict(zip(VERDICT_FIELDS, row.record(), strict=True))["worse_than_input"] == "undecided"
+
+
+def test_beyond_floor_is_the_rule_every_verdict_applies() -> None:
+    assert beyond_floor(-1.0, 0.5) is True
+    assert beyond_floor(-1.0, 1.0) is False  # -1 is not below -1
+    assert beyond_floor(-1e-13, 0.0) is True  # the paper's test: any negative Δ
+    assert beyond_floor(math.nan, 0.1) is None

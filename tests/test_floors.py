@@ -12,7 +12,7 @@ from conftest import EXAMPLES
 from PIL import Image
 from scipy import ndimage
 
-from banana_space.analysis import detects_degradation, detects_robust, oriented_deltas
+from banana_space.analysis import detects_degradation, oriented_deltas
 from banana_space.catalog import CPU_DEFAULTS, FIDELITY
 from banana_space.floors import floor_of, floors
 from banana_space.rulers import RULERS
@@ -50,7 +50,7 @@ def verdicts(frames: dict[int, np.ndarray]) -> dict[str, tuple[bool | None, bool
         for step, frame in frames.items():
             scores[step] = ruler.measure(frame)
         deltas = oriented_deltas(scores, ruler.lower_better)
-        found[name] = (detects_degradation(deltas), detects_robust(deltas, floor_of(name)))
+        found[name] = (detects_degradation(deltas), detects_degradation(deltas, floor_of(name)))
     return found
 
 

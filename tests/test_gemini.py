@@ -36,7 +36,7 @@ from banana_space.common import GenerationFailed, png_bytes
 from banana_space.gemini_client import MISSING_KEY
 from banana_space.judges import REGISTRY as JUDGES
 from banana_space.judges import create_judge
-from banana_space.judges.answer import PROMPT, read_verdict
+from banana_space.judges.answer import PROMPT, read_rating
 from banana_space.prompts import DEFAULT_PROMPT, PRESETS, repeats_for
 
 KEY = "AIzaTEST-secret-key-0123456789"
@@ -263,8 +263,8 @@ def test_fail_at_step_k_keeps_earlier_steps(server, no_env_key):
     ("4.5", 4.5),
     ("<answer>5</answer>", 5.0),
 ])
-def test_read_verdict_reads_the_last_answer(text, score):
-    verdict = read_verdict(text)
+def test_read_rating_reads_the_last_answer(text, score):
+    verdict = read_rating(text)
     assert verdict.score == pytest.approx(score) and verdict.warning is None
 
 
@@ -277,8 +277,8 @@ def test_read_verdict_reads_the_last_answer(text, score):
     ("<answer>0.5</answer>", "outside 1-5"),
     ("", "no <answer> tag"),
 ])
-def test_read_verdict_refuses_to_guess(text, why):
-    verdict = read_verdict(text)
+def test_read_rating_refuses_to_guess(text, why):
+    verdict = read_rating(text)
     assert math.isnan(verdict.score) and why in verdict.warning and verdict.text == text
 
 

@@ -26,7 +26,7 @@ from raw_api import call, dependencies
 
 from banana_space.common import write_atomic
 from banana_space.events import Finished, FrameScored, Started
-from banana_space.markup import plain
+from banana_space.markup import escape_markdown
 from banana_space.rundir import RunBusy, lock_writer, zip_path
 from banana_space.runids import BadRunId, run_path
 from banana_space.runs import RunSpec, prune_runs, resume_run, start_run
@@ -117,7 +117,7 @@ def test_markup_a_visitor_controls_is_shown_as_text() -> None:
     view.ended = Finished("failed", 2, f"failed at step 3: frame {hostile}.png: damaged")
     view.notices.append(("warning", f"skipped {hostile}.txt"))
     view.texts[1] = hostile
-    for text in (view.status(), view.model_text(), plain(hostile)):
+    for text in (view.status(), view.model_text(), escape_markdown(hostile)):
         assert "<a" not in text and "<img" not in text
         assert "](http" not in text and "[click]" not in text  # no link but the run's own
 

@@ -73,7 +73,7 @@ def test_rates_count_damage_and_real_chains_and_false_alarms_on_nuisance(verdict
 
 def test_the_suite_is_every_profile_by_kind_and_refuses_unknown_names() -> None:
     suite = Suite()
-    kinds = suite.describe()["kinds"]
+    kinds = suite.as_record()["kinds"]
     assert set(kinds) == set(PROFILES)
     assert {"damage", "control", "nuisance"} <= set(kinds.values())
     assert len(suite.chains()) == len(PROFILES) * len(suite.starts)

@@ -100,7 +100,7 @@ def test_restore_takes_only_a_run_directorys_files(hub, tmp_path) -> None:
 def test_without_the_variable_nothing_is_pushed(tmp_path, photo, monkeypatch,
                                                 weights_dir) -> None:
     monkeypatch.delenv(persist.RUNS_REPO_ENV, raising=False)
-    assert persist.keep(tmp_path) is None
+    assert persist.push_run(tmp_path) is None
 
 
 @pytest.mark.app

@@ -21,7 +21,7 @@ from tiny_models import tiny_qwen3_5_vl
 
 from banana_space.backends.simulate import SimulateBackend
 from banana_space.catalog import to_tensor
-from banana_space.chain import Chain, run_chain
+from banana_space.chain import Chain, replicate
 from banana_space.common import report_nothing
 from banana_space.events import Finished, FrameJudged, FrameScored, Notice, Started
 from banana_space.images import load_image
@@ -171,7 +171,7 @@ def test_frames_stream_while_the_judge_is_still_busy(operator_checkpoint, photo,
     scorer = Scorer(["entropy"], [judge], pool)
     list(scorer.load())
     chain = Chain(photo.resize((96, 64)), SimulateBackend(), scorer, 6, "copy", 0)
-    events: Iterator = run_chain(chain)
+    events: Iterator = replicate(chain)
     seen = []
     try:
         for event in events:  # every frame comes, scored, while the judge sits on step 0
@@ -198,7 +198,7 @@ def test_a_stop_does_not_wait_for_the_judge(operator_checkpoint, photo, pool,
     scorer = Scorer(["entropy"], [judge], pool)
     list(scorer.load())
     stop = threading.Event()
-    events = run_chain(Chain(photo.resize((96, 64)), SimulateBackend(), scorer, 3, "copy", 0),
+    events = replicate(Chain(photo.resize((96, 64)), SimulateBackend(), scorer, 3, "copy", 0),
                        stop)
     try:
         for event in events:
@@ -217,7 +217,7 @@ def test_on_the_leaderboard_it_is_an_entry_scored_at_its_checkpoints(operator_ch
                                                                      tmp_path) -> None:
     from banana_space.leaderboard import probe_entries
     from banana_space.table import find_chains
-    from banana_space.table.work import score_chain
+    from banana_space.table.work import score_chain_ref
 
     entries = {entry.metric: entry for entry in probe_entries(["entropy"])}
     assert entries["judge_qrealign"].unavailable == ""  # it loads here, so it is scored
@@ -227,7 +227,7 @@ def test_on_the_leaderboard_it_is_an_entry_scored_at_its_checkpoints(operator_ch
     chain.mkdir()
     for step in range(7):
         textured(96, 64, seed=step).save(chain / f"step_{step:03d}.png")
-    result = score_chain(find_chains([str(chain)])[0], ("entropy", "judge_qrealign"))
+    result = score_chain_ref(find_chains([str(chain)])[0], ("entropy", "judge_qrealign"))
     assert not result.error and result.frames == 7
     rated = [step for step, score in enumerate(result.scores["judge_qrealign"])
              if not math.isnan(score)]

@@ -16,10 +16,10 @@ from banana_space import gpu, quota
 from banana_space.analysis import History
 from banana_space.backends.diffusers_edit import EditJob, generate, work_size
 from banana_space.backends.simulate import SimulateBackend
-from banana_space.chain import Chain, run_chain
+from banana_space.chain import Chain, replicate
 from banana_space.common import ScoreInfo
 from banana_space.events import Finished, FrameJudged, FrameScored, Started
-from banana_space.judges.base import JudgeInfo, Verdict
+from banana_space.judges.base import JudgeInfo, Rating
 from banana_space.judges.visualquality_r1 import RateJob, VisualQualityR1Judge, answer
 from banana_space.plots import delta_figure
 from banana_space.pool import MetricPool
@@ -61,7 +61,7 @@ def test_the_estimate_is_what_zerogpu_books(monkeypatch) -> None:
     assert cost.total_s == 100 * editor.booking_seconds(size) + 7 * judge.booking_seconds()
     every = quota.estimate("flux2", {}, size, 100, "x", ["judge_vqr1"], "every")
     assert every.judged == 101 and every.total_s > cost.total_s
-    note = quota.describe(cost)
+    note = quota.gpu_cost_text(cost)
     assert f"≈ {cost.total_s} s" in note and "the day without signing in (2 min" in note
     assert "estimates" in note
     assert quota.estimate("simulate", {}, size, 100, "x", [], "every").total_s == 0
@@ -123,9 +123,9 @@ class CountingJudge:
     def schedule(self, steps: int) -> None:
         return None
 
-    def rate(self, image: Image.Image, report=None) -> Verdict:
+    def rate(self, image: Image.Image, report=None) -> Rating:
         self.rated += 1
-        return Verdict(3.0)
+        return Rating(3.0)
 
 
 def test_checkpoint_judging_leaves_gaps_drawn_as_points(photo, weights_dir, pool) -> None:
@@ -134,7 +134,7 @@ def test_checkpoint_judging_leaves_gaps_drawn_as_points(photo, weights_dir, pool
     list(scorer.load())
     chain = Chain(photo.resize((48, 32)), SimulateBackend(), scorer, 6, "copy", 0,
                   judged=quota.judged_steps(6, "checkpoints"))
-    events = list(run_chain(chain))
+    events = list(replicate(chain))
     scored = [e for e in events if isinstance(e, FrameScored)]
     assert all(math.isnan(e.scores["judge_counting"]) for e in scored)  # rated beside the chain
     rated = [e.step for e in events if isinstance(e, FrameJudged)]

@@ -3,7 +3,7 @@ Playwright, opens the page from disk with the network blocked (the page is self-
 plotly.js is inlined) and any console error or uncaught exception fails the test.
 
 The report is built by the real code (`TableStore`, `write_report`) from chain results of the
-shape `score_chain` returns, with a known answer: psnr falls in every chain; "steady" never
+shape `score_chain_ref` returns, with a known answer: psnr falls in every chain; "steady" never
 moves (fooled in every chain); "mixed" falls in one chain and rises in the other.
 """
 

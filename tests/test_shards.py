@@ -21,7 +21,7 @@ from banana_space.cli import main as cli
 from banana_space.common import png_bytes
 from banana_space.images import BadImage
 from banana_space.sources import open_frames
-from banana_space.table.discover import find_chains
+from banana_space.table.discover import find_chains_in
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -50,7 +50,7 @@ def _pixels(image: Image.Image) -> bytes:
 
 
 def test_rows_are_found_as_chains_by_their_paths(dataset) -> None:
-    refs = find_chains(str(dataset))
+    refs = find_chains_in(str(dataset))
     assert [(r.name, r.kind, len(r.files)) for r in refs] == [
         ("Banana100/cat", "rows", 7), ("Banana100/dog", "rows", 7)]
     assert {f.split("#")[0] for f in refs[1].files} == {  # dog straddles the two shards

@@ -8,7 +8,7 @@ from typing import Any
 
 from ..registry import unique_table
 from . import gemini_judge, qrealign, visualquality_r1
-from .base import Entry, Judge, JudgeInfo, Verdict
+from .base import Entry, Judge, JudgeInfo, Rating
 
 _MODULES: list[Any] = [qrealign, gemini_judge, visualquality_r1]
 
@@ -35,5 +35,5 @@ def create_judges(names: list[str], options: dict[str, Any]) -> list[Judge]:
                                   if k in REGISTRY[name].info.options}) for name in names]
 
 
-__all__ = ["REGISTRY", "Entry", "Judge", "JudgeInfo", "Verdict", "create_judge", "create_judges",
+__all__ = ["REGISTRY", "Entry", "Judge", "JudgeInfo", "Rating", "create_judge", "create_judges",
            "rating_at"]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import re
 
-from .base import Verdict
+from .base import Rating
 
 LOWEST, HIGHEST = 1.0, 5.0
 QUESTION = (
@@ -49,7 +49,7 @@ def parse_answer(text: str) -> tuple[float, str | None]:
     return score, None
 
 
-def read_verdict(text: str) -> Verdict:
-    """A judge's whole reply -> its `Verdict` (the reply is kept for the user)."""
+def read_rating(text: str) -> Rating:
+    """A judge's whole reply -> its `Rating` (the reply is kept for the user)."""
     score, warning = parse_answer(text)
-    return Verdict(score, text, warning)
+    return Rating(score, text, warning)

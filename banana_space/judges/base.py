@@ -38,7 +38,7 @@ class JudgeInfo:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class Rating:
     score: float  # on the judge's `score_range`, or NaN when the answer held no number
     text: str = ""  # what the judge said, kept for the user
     warning: str | None = None  # set when score is NaN, saying why
@@ -56,7 +56,7 @@ class Judge(Protocol):
         judged (the run's own choice, `quota.judged_steps`, still applies)."""
         ...
 
-    def rate(self, image: Image.Image) -> Verdict:
+    def rate(self, image: Image.Image) -> Rating:
         ...
 
 

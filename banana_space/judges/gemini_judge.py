@@ -3,7 +3,7 @@
 The question is VisualQuality-R1's rating prompt from its model card, word for word (Wu et al.,
 "VisualQuality-R1: Reasoning-Induced Image Quality Assessment via Reinforcement Learning to
 Rank", 2025), so a Gemini score reads on the same scale as that model's. The answer is parsed by
-the same strict reader (`answer.read_verdict`). A judge never makes up a score.
+the same strict reader (`answer.read_rating`). A judge never makes up a score.
 
 Requests go through the same client and retry policy as the Nano Banana backends
 (`banana_space.gemini_client`). Scores are cached by pixel hash, so re-rating a frame is free.
@@ -21,8 +21,8 @@ from PIL import Image
 
 from ..common import BackendUnavailable, GenerationFailed, Report, report_nothing
 from ..gemini_client import GeminiConnection, key_missing
-from .answer import PROMPT, read_verdict
-from .base import Entry, JudgeInfo, Verdict
+from .answer import PROMPT, read_rating
+from .base import Entry, JudgeInfo, Rating
 
 DEFAULT_MODEL = "gemini-2.5-flash"
 def pixel_digest(image: Image.Image) -> str:
@@ -49,7 +49,7 @@ class GeminiJudge:
         self.temperature = temperature
         self.api = GeminiConnection(api_key=api_key, client=client, base_url=base_url,
                                     timeout_s=timeout_s, max_retries=max_retries, sleep=sleep)
-        self._cache: dict[str, Verdict] = {}
+        self._cache: dict[str, Rating] = {}
 
     def __repr__(self) -> str:
         return f"GeminiJudge(model={self.model!r})"
@@ -67,7 +67,7 @@ class GeminiJudge:
     def schedule(self, steps: int) -> frozenset[int] | None:
         return None  # every step the run judges
 
-    def rate(self, image: Image.Image, report: Report = report_nothing) -> Verdict:
+    def rate(self, image: Image.Image, report: Report = report_nothing) -> Rating:
         if reason := self.unavailable_reason():
             raise BackendUnavailable(f"the Gemini judge {reason}")
         digest = pixel_digest(image)
@@ -77,10 +77,10 @@ class GeminiJudge:
             text = self._ask(image, report)
         except GenerationFailed as error:
             # Not cached: the API failed, not the frame; a later rating may succeed.
-            return Verdict(math.nan, "", f"no score, the request failed: {error}")
-        verdict = read_verdict(text)
-        self._cache[digest] = verdict
-        return verdict
+            return Rating(math.nan, "", f"no score, the request failed: {error}")
+        rating = read_rating(text)
+        self._cache[digest] = rating
+        return rating
 
 
 ENTRIES = (Entry(_info(DEFAULT_MODEL), GeminiJudge, key_missing),)

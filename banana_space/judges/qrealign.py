@@ -53,7 +53,7 @@ from PIL import Image
 
 from ..common import BackendUnavailable, Report, report_nothing
 from ..gpu import ModelCache, cuda_available
-from .base import Entry, JudgeInfo, Verdict
+from .base import Entry, JudgeInfo, Rating
 
 REPO_ID = "q-future/Q-ReAlign-Mini-0.8B"
 MODEL_VAR = "BANANA_QREALIGN_MODEL"  # a local folder with a Q-ReAlign Mini checkpoint
@@ -188,14 +188,14 @@ class QReAlignJudge:
             report(f"loading {folder.name} (first use in this process)…")
         return _MODELS.get(key, lambda: load_metric(folder, self.device))
 
-    def rate(self, image: Image.Image, report: Report = report_nothing) -> Verdict:
+    def rate(self, image: Image.Image, report: Report = report_nothing) -> Rating:
         metric = self.load(report)
         window = _tensor(centre_window(image.convert("RGB"))).to(self.device)
         with _ONE_AT_A_TIME:
             score = float(metric(window)[0])
         if not math.isfinite(score):
-            return Verdict(math.nan, "", "no score: the model gave no finite probabilities")
-        return Verdict(score)
+            return Rating(math.nan, "", "no score: the model gave no finite probabilities")
+        return Rating(score)
 
 
 ENTRIES = (Entry(INFO, QReAlignJudge, unavailable),)

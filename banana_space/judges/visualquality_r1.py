@@ -28,7 +28,7 @@ from PIL import Image
 from ..common import BackendUnavailable, Report, report_nothing
 from ..gpu import ModelCache, booked_seconds, cuda_missing, device_refusal, gpu_task, run_on_gpu
 from .answer import PROMPT, parse_answer
-from .base import Entry, JudgeInfo, Verdict
+from .base import Entry, JudgeInfo, Rating
 
 REPO_ID = "TianheWu/VisualQuality-R1-7B"
 NEEDS_GPU = ("needs a GPU: this judge runs on CUDA / ZeroGPU (~17 GB of weights); "
@@ -133,12 +133,12 @@ class VisualQualityR1Judge:
     def schedule(self, steps: int) -> frozenset[int] | None:
         return None  # every step the run judges
 
-    def rate(self, image: Image.Image, report: Report = report_nothing) -> Verdict:
+    def rate(self, image: Image.Image, report: Report = report_nothing) -> Rating:
         self.load(report)
         job = RateJob(self._key, image.convert("RGB"), self.device, self.max_new_tokens)
         text = run_on_gpu(answer, job)
         score, warning = parse_answer(text)
-        return Verdict(score, text.strip(), warning)
+        return Rating(score, text.strip(), warning)
 
 
 ENTRIES = (Entry(INFO, VisualQualityR1Judge, gpu_missing),)

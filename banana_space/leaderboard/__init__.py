@@ -176,13 +176,13 @@ def run_leaderboard(out: Path, suite: Suite, *, sources: Sequence[str] = (),
     store = TableStore(out / "table", scored)
     store.load(ref.name for ref in refs)
     verdicts = {name: history.verdict() for name, history in store.histories().items()}
-    chains = chain_kinds([ref.name for ref in refs], work.name, suite.describe()["kinds"])
+    chains = chain_kinds([ref.name for ref in refs], work.name, suite.as_record()["kinds"])
     board = leaderboard_rows(entries, verdicts, chains, seconds)
     write_atomic(out / "leaderboard.csv", csv_bytes(LEADERBOARD_HEADER, board))
     per_artifact = artifact_rows(entries, verdicts, chains)
     write_atomic(out / "artifacts.csv", csv_bytes(ARTIFACT_HEADER, per_artifact))
     cards = chain_cards(refs, chains, out / "chains")
-    about = {"suite": suite.describe(), "sources": list(sources), "chains": len(verdicts),
+    about = {"suite": suite.as_record(), "sources": list(sources), "chains": len(verdicts),
              "machine": machine(workers, ray), "minutes": round((time.monotonic() - began)
                                                                 / 60, 1),
              "versions": versions(), "completed": completed}

@@ -54,7 +54,7 @@ class Suite:
         """(profile, start) for every chain, profiles in the table's order."""
         return [(profile, start) for profile in self.profiles for start in self.starts]
 
-    def describe(self) -> dict:
+    def as_record(self) -> dict:
         return {**asdict(self), "kinds": {name: PROFILES[name].kind for name in self.profiles}}
 
 

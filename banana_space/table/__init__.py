@@ -16,12 +16,12 @@ from pathlib import Path
 
 from ..common import write_atomic
 from ..images import BadImage
-from .discover import ChainRef, describe, find_all
+from .discover import ChainRef, find_all, found_text
 from .report import report_html
 from .store import TableStore, table_rows
 from .work import ChainResult
 
-__all__ = ["ChainRef", "ChainResult", "describe", "find_chains", "run_table",
+__all__ = ["ChainRef", "ChainResult", "found_text", "find_chains", "run_table",
            "write_report"]
 
 

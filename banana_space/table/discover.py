@@ -21,7 +21,7 @@ from ..listing import ChainFormat, ChainRef, Listing, chains_in
 from ..shards import expand_shards, is_shard_name
 from ..sources import shards_at
 
-__all__ = ["ChainRef", "describe", "find_all", "find_chains", "local_listing"]
+__all__ = ["ChainRef", "found_text", "find_all", "find_chains_in", "local_listing"]
 
 def local_listing(root: Path) -> Listing:
     """Every file under a local folder, for `listing.chains_in`.
@@ -41,7 +41,7 @@ def local_listing(root: Path) -> Listing:
     return found
 
 
-def find_chains(source: str) -> list[ChainRef]:
+def find_chains_in(source: str) -> list[ChainRef]:
     """Every chain in one source.
 
     Args:
@@ -88,7 +88,7 @@ def find_all(sources: Sequence[str]) -> list[ChainRef]:
     """Chains of every source; names made unique where two sources share one."""
     refs, seen = [], set()
     for source in sources:
-        for ref in find_chains(source):
+        for ref in find_chains_in(source):
             name, count = ref.name, 1
             while name in seen:
                 count += 1
@@ -98,7 +98,7 @@ def find_all(sources: Sequence[str]) -> list[ChainRef]:
     return refs
 
 
-def describe(refs: Sequence[ChainRef]) -> str:
+def found_text(refs: Sequence[ChainRef]) -> str:
     """What was found, for the first lines of output."""
     kinds: dict[str, int] = defaultdict(int)
     for ref in refs:

@@ -18,7 +18,7 @@ from functools import partial
 from typing import Any
 
 from .discover import ChainRef
-from .work import ChainResult, score_chain
+from .work import ChainResult, score_chain_ref
 
 POLL_SECONDS = 0.2
 _FRAMES: Any = None  # the worker's end of the frames queue
@@ -34,7 +34,7 @@ def _start_worker(frames: Any, threads: int) -> None:
 
 
 def _work(ref: ChainRef, metrics: tuple[str, ...]) -> ChainResult:
-    return score_chain(ref, metrics, on_frame=lambda: _FRAMES.put(1))
+    return score_chain_ref(ref, metrics, on_frame=lambda: _FRAMES.put(1))
 
 
 def score_local(refs: Sequence[ChainRef], metrics: tuple[str, ...], workers: int,

@@ -1,4 +1,4 @@
-"""The Ray driver: the same per-chain function (`work.score_chain`) in Ray actors.
+"""The Ray driver: the same per-chain function (`work.score_chain_ref`) in Ray actors.
 
 Ray is an optional extra (`pip install -r requirements-ray.txt`), imported only here. `--ray`
 alone starts a local Ray; `--ray ADDRESS` (or `auto`) joins a running cluster (`ray up`,
@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .discover import ChainRef
-from .work import ChainResult, score_chain
+from .work import ChainResult, score_chain_ref
 
 POLL_SECONDS = 0.2
 
@@ -31,7 +31,7 @@ class ChainWorker:
         self.metrics = metrics
 
     def score(self, ref: ChainRef) -> ChainResult:
-        return score_chain(ref, self.metrics)
+        return score_chain_ref(ref, self.metrics)
 
 
 def _ray() -> Any:

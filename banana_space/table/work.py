@@ -56,7 +56,7 @@ def scorer_for(metrics: tuple[str, ...]) -> Scorer:
     return _SCORERS[metrics]
 
 
-def score_chain(ref: ChainRef, metrics: tuple[str, ...],
+def score_chain_ref(ref: ChainRef, metrics: tuple[str, ...],
                 on_frame: Callable[[], None] = lambda: None) -> ChainResult:
     """Score every frame of one chain with `metrics` and fidelity to frame 0."""
     result = ChainResult(ref.name, list(metrics))
