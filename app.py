@@ -10,7 +10,13 @@ BANANA_RUNS_DIR (default ./runs) and kept within BANANA_KEEP_RUNS / BANANA_KEEP_
 
 from __future__ import annotations
 
-from page import disk  # first: it sets gradio's upload folder, which gradio reads when imported
+import os
+
+from page.settings import SETTINGS
+
+# The start's one write to the environment, before gradio is imported: gradio reads its upload
+# folder (GRADIO_TEMP_DIR) then, and ours is the settings' (page/disk.py counts what is in it).
+os.environ["GRADIO_TEMP_DIR"] = str(SETTINGS.uploads)
 
 # isort: split
 import tempfile
@@ -36,7 +42,7 @@ from banana_space.real_chains import examples as chain_examples
 from banana_space.real_chains import start_preparing
 from banana_space.spec import MAX_STEPS
 from banana_space.view import VERDICT_HEADERS
-from page import api, guard, leaderboard_tab
+from page import api, disk, guard, leaderboard_tab
 from page.form import FORM_OPTIONS, inputs_of, option_control
 from page.handlers import (
     REAL_CHAINS_POLL_S,
@@ -62,7 +68,7 @@ from page.handlers import (
     zoom_at,
 )
 from page.outputs import PageOutputs, compared
-from page.settings import RECORDED, REPO, SETTINGS
+from page.settings import RECORDED, REPO
 from page.style import (
     PAGE_CSS,
     PAGE_JS,

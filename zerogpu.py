@@ -21,12 +21,12 @@ each model on its first use instead, as everywhere else.
 from __future__ import annotations
 
 import functools
-import os
 from typing import Any
 
 import spaces  # before torch initialises CUDA: spaces patches torch.cuda on ZeroGPU
 
 from banana_space import gpu
+from banana_space.settings import EngineSettings, engine_settings
 
 # What spaces 0.51 raises when ZeroGPU will not run a call: a gr.Error whose title says why
 # (spaces/zero/client.py `schedule`, spaces/zero/wrappers.py). "ZeroGPU worker error" is a
@@ -98,11 +98,11 @@ def preload(names: list[str]) -> None:
 ZEROGPU_PRELOAD = "flux2,judge_vqr1"
 
 
-def preload_names(environ: dict[str, str]) -> list[str]:
+def preload_names(settings: EngineSettings) -> list[str]:
     """The models BANANA_PRELOAD names; on ZeroGPU, `ZEROGPU_PRELOAD` when it is unset."""
-    default = ZEROGPU_PRELOAD if environ.get("SPACES_ZERO_GPU") else ""
-    names = environ.get("BANANA_PRELOAD", default)
+    default = ZEROGPU_PRELOAD if settings.zero_gpu else ""
+    names = default if settings.preload is None else settings.preload
     return [] if names.strip() == "none" else [n.strip() for n in names.split(",") if n.strip()]
 
 
-preload(preload_names(dict(os.environ)))
+preload(preload_names(engine_settings()))

@@ -26,6 +26,8 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from .settings import engine_settings
+
 GB = 1024 ** 3
 
 # Peak bytes per pixel each metric adds while it scores one frame (the frame's tensors already
@@ -137,9 +139,10 @@ def memory_limit_bytes() -> int:
 
 
 def default_budget_bytes() -> int:
-    configured = os.environ.get("BANANA_MEMORY_GB")
-    if configured:
-        return int(float(configured) * GB)
+    """BANANA_MEMORY_GB where it is set, else half of what this process may use."""
+    configured = engine_settings().memory_gb
+    if configured is not None:
+        return int(configured * GB)
     return memory_limit_bytes() // 2
 
 

@@ -29,6 +29,7 @@ from PIL import Image
 
 from .common import Role, ScoreInfo
 from .rulers import RULERS
+from .settings import engine_settings
 
 # Full-reference fidelity to frame 0: in a replication chain the input *is* the right answer.
 FIDELITY = ("psnr", "ssim")
@@ -92,8 +93,8 @@ def seed_weights(folder: Path) -> list[str]:
 
 def _pyiqa() -> Any:
     global _seeded
-    if not _seeded and os.environ.get("BANANA_WEIGHTS_DIR"):
-        seed_weights(Path(os.environ["BANANA_WEIGHTS_DIR"]))
+    if not _seeded and engine_settings().weights_dir:
+        seed_weights(engine_settings().weights_dir)
     _seeded = True
     import pyiqa  # heavy (torch): imported on first use, never at app start
 

@@ -22,9 +22,9 @@ from typing import Any, TypeVar
 from PIL import Image
 
 from .common import GenerationFailed, Report, png_bytes
+from .settings import engine_settings
 
 KEY_VARS = ("GEMINI_API_KEY", "GOOGLE_API_KEY")  # first one set wins, after an explicit key
-BASE_URL_VAR = "BANANA_GEMINI_BASE_URL"  # points the SDK at a fake server in tests
 MISSING_KEY = ("needs a key: set GEMINI_API_KEY (a Space secret) or paste your key under "
                "Advanced")
 # Google's REST docs for image generation, thinking and preview models all use v1beta; the SDK's
@@ -226,7 +226,7 @@ class GeminiConnection:
 
     def __init__(self, *, api_key: str | None, client: Any, base_url: str | None,
                  timeout_s: float, max_retries: int, sleep: Callable[[float], None]) -> None:
-        self.base_url = base_url or os.environ.get(BASE_URL_VAR) or None
+        self.base_url = base_url or engine_settings().gemini_base_url
         self.timeout_s = float(timeout_s)
         self.retry = RetryPolicy(max_retries=max_retries, sleep=sleep)
         self._key = resolve_key(api_key)

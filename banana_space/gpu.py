@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import gc
 import math
-import os
 import shutil
 import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
+
+from .settings import engine_settings
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -130,7 +131,7 @@ def cuda_available() -> bool:
 
     The app lists backends before its page can show, so where there is plainly no NVIDIA GPU
     (no driver, not ZeroGPU) this answers without importing torch (seconds on a small CPU)."""
-    driver = (os.environ.get("SPACES_ZERO_GPU") or Path("/proc/driver/nvidia").exists()
+    driver = (engine_settings().zero_gpu or Path("/proc/driver/nvidia").exists()
               or shutil.which("nvidia-smi"))
     if not driver:
         return False

@@ -21,11 +21,12 @@ from pathlib import Path
 from PIL import Image, ImageOps, UnidentifiedImageError
 
 from .budget import BUDGET, animation_frame_bytes, decode_bytes, size_text
+from .settings import engine_settings
 
 # Refused outright: more pixels than this is a decompression bomb or a scan, not a photo.
 MAX_DECLARED_PIXELS = 64_000_000
 # Larger images are downscaled (aspect kept) so that metrics run in seconds on a CPU.
-MAX_SIDE = int(os.environ.get("BANANA_MAX_SIDE", "2048"))
+MAX_SIDE = engine_settings().max_side  # BANANA_MAX_SIDE
 # Metrics need a few pixels to work with; pyiqa's NIQE/BRISQUE fail below this.
 MIN_SIDE = 8
 # What this app reads, of the ~43 formats Pillow knows: PNG (APNG too), JPEG (its opener reads

@@ -39,6 +39,7 @@ from pathlib import Path
 
 from .images import BadImage
 from .runids import copy_in, run_path
+from .settings import engine_settings
 
 RUNS_REPO_ENV = "BANANA_RUNS_REPO"
 IN_REPO = "runs"  # runs/<id>/… inside the dataset
@@ -55,7 +56,7 @@ _created: set[str] = set()
 
 def runs_repo() -> str | None:
     """The dataset that keeps finished runs (BANANA_RUNS_REPO), or None."""
-    return os.environ.get(RUNS_REPO_ENV, "").strip() or None
+    return engine_settings().runs_repo
 
 
 def restore(root: Path, run_id: object, recorded: Path,

@@ -16,7 +16,6 @@ afford (`catalog.visitor_metrics`); the bound is what holds for the operator's t
 from __future__ import annotations
 
 import math
-import os
 import threading
 import time
 from typing import Any
@@ -24,6 +23,7 @@ from typing import Any
 from .budget import BUDGET, MemoryBudget, size_text
 from .catalog import build_metric
 from .common import error_line
+from .settings import engine_settings
 
 
 class MetricUnavailable(RuntimeError):
@@ -32,7 +32,7 @@ class MetricUnavailable(RuntimeError):
 
 # A run waits this long, in all, for its metrics to be created (weights fetched, models built);
 # what is not ready by then is unavailable for that run while its creation goes on behind.
-LOAD_SECONDS = float(os.environ.get("BANANA_METRIC_LOAD_S", "30"))
+LOAD_SECONDS = engine_settings().metric_load_s  # BANANA_METRIC_LOAD_S
 # The most metrics one run may ask for: every creation costs memory and time for everyone.
 MAX_METRICS_PER_RUN = 32
 # The most metrics one process keeps loaded (what visitors may choose is far fewer).

@@ -21,7 +21,6 @@ and on ZeroGPU a GPU generator's default run is cut to what fits the smallest da
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +31,7 @@ from .backends import create_backend
 from .judges import REGISTRY as JUDGES
 from .judges import create_judge
 from .prompts import repeats_for
+from .settings import engine_settings
 
 JUDGED_STEPS = (0, 1, 5, 10, 20, 50, 100)  # judge_at="checkpoints": these and the last step
 JUDGE_AT = {"checkpoints": "at the checkpoints (0, 1, 5, 10, 20, 50, 100, the last step)",
@@ -46,7 +46,7 @@ SMALLEST_DAY_S = min(DAILY_QUOTA_S.values())
 
 def on_zerogpu() -> bool:
     """True on a ZeroGPU Space (spaces sets SPACES_ZERO_GPU there)."""
-    return bool(os.environ.get("SPACES_ZERO_GPU"))
+    return engine_settings().zero_gpu
 
 
 def default_judge_at() -> str:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 import shutil
 import threading
@@ -37,6 +36,7 @@ from .events import Finished, FrameMade, FrameScored, Notice, Started
 from .prompts import DEFAULT_PROMPT
 from .rundir import RunDir, load_run, write_zip
 from .scoring import Scorer, unavailable_notices
+from .settings import engine_settings
 from .table.discover import ChainRef
 
 LOG = logging.getLogger(__name__)
@@ -66,7 +66,7 @@ PLAN = Plan()
 
 def plan_from_env(plan: Plan = PLAN) -> Plan:
     """BANANA_REAL_CHAINS="a,b" picks chains by name; "off" turns real chains off."""
-    wanted = os.environ.get("BANANA_REAL_CHAINS", "").strip()
+    wanted = engine_settings().real_chains
     if wanted.lower() == "off":
         return replace(plan, count=0, chains=())
     names = tuple(n.strip().strip("/") for n in wanted.split(",") if n.strip())

@@ -12,7 +12,6 @@ from its size (`Scorer.memory_needed`), so the chain can wait its turn in the bu
 from __future__ import annotations
 
 import math
-import os
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
@@ -28,10 +27,11 @@ from .common import ScoreInfo, error_line
 from .events import Notice
 from .judges import Judge
 from .pool import POOL, MetricPool, MetricUnavailable
+from .settings import engine_settings
 
 # One frame's metrics run side by side, one per core (bench/scoring.py measured the gain);
 # BANANA_SCORING_THREADS=1 scores them one after another.
-SCORING_THREADS = int(os.environ.get("BANANA_SCORING_THREADS", os.cpu_count() or 1))
+SCORING_THREADS = engine_settings().scoring_threads
 
 
 @dataclass

@@ -28,6 +28,7 @@ import os
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import _setup
@@ -61,12 +62,15 @@ def main() -> None:
     import torch
     from tiny_models import tiny_qwen3_5_vl
 
+    from banana_space import settings
     from banana_space.judges import create_judge
-    from banana_space.judges.qrealign import MODEL_VAR, WINDOW, visual_tokens
+    from banana_space.judges.qrealign import WINDOW, visual_tokens
 
     torch.set_num_threads(args.threads)
     print(_setup.describe_machine(), f"· load average {os.getloadavg()[0]:.1f}")
-    os.environ[MODEL_VAR] = str(tiny_qwen3_5_vl(Path(tempfile.mkdtemp(prefix="tiny-qrealign-"))))
+    tiny = tiny_qwen3_5_vl(Path(tempfile.mkdtemp(prefix="tiny-qrealign-")))
+    # as BANANA_QREALIGN_MODEL would: the engine read its environment when it was imported
+    settings.SETTINGS = replace(settings.SETTINGS, qrealign_model=str(tiny))
     judge = create_judge("judge_qrealign", device="cpu")
     processor = judge.load().processor
     frame = _setup.photo(WIDTH).resize((WIDTH, HEIGHT))

@@ -1,7 +1,7 @@
 """The page: everything between a visitor and the engine (`banana_space/`), as one package.
 
-- `settings.py`  every `BANANA_*` setting of the page, read once into a frozen `Settings`
-- `disk.py`      what a visitor may put on disk, and its share (imported first: no gradio)
+- `settings.py`  every setting of the page, read once into a frozen `Settings` (imported first)
+- `disk.py`      what a visitor may put on disk, and its share (no gradio)
 - `guard.py`     who a request comes from, and how much one visitor may hold
 - `access.py`    refusals, run ids confined to the runs folder, one chain per browser tab
 - `form.py`      the Run form: one field per control, and how it becomes a `RunSpec`

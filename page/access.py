@@ -12,7 +12,6 @@ refusal is a `gr.Error` whose text is escaped (toasts render HTML) and holds no 
 from __future__ import annotations
 
 import html
-import os
 import re
 import tempfile
 import threading
@@ -48,8 +47,7 @@ REFUSALS = (BadImage, BadRunId, ValueError, BackendUnavailable, FileExistsError,
 def public_text(text: str) -> str:
     """`text` without this server's paths: a file under the upload cache, the runs folder or
     the app keeps only its name (a toast is no place for /tmp/gradio/<hash>/…)."""
-    roots = {str(SETTINGS.runs_root), str(REPO), tempfile.gettempdir(),
-             os.environ.get("GRADIO_TEMP_DIR", "")} - {""}
+    roots = {str(SETTINGS.runs_root), str(REPO), tempfile.gettempdir(), str(SETTINGS.uploads)}
     for root in sorted(roots, key=len, reverse=True):
         text = re.sub(re.escape(root) + r"(?:/[^/\s'\"]+)*/([^/\s'\"]+)", r"\1", text)
     return text

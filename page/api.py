@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -58,7 +57,7 @@ DELTA_RULE = ("the paper's, oriented: delta_i = score_i - score_1 (from step 1, 
 
 def link(request: gr.Request, run_id: str) -> str:
     """The page that shows this run: the Space's address on a Space, else the host asked."""
-    host = os.environ.get("SPACE_HOST")
+    host = SETTINGS.space_host
     if host:
         return f"https://{host}/?run={run_id}"
     headers = request.headers

@@ -8,8 +8,8 @@ replay), runs the rest (`banana_space.runs.prune_runs` keeps them within it, and
 within a tenth of it). The upload folder belongs to this runs folder
 (named after it), so the files a killed process left there are removed when the next one starts.
 
-Imported by app.py before gradio: gradio reads its upload folder (`GRADIO_TEMP_DIR`) at import.
-No gradio here. The sizes and lifetimes are `page.settings.SETTINGS`'s.
+app.py points gradio at `UPLOADS` (`GRADIO_TEMP_DIR`) before importing gradio, which reads it
+then. No gradio here. The sizes and lifetimes are `page.settings.SETTINGS`'s.
 """
 
 from __future__ import annotations
@@ -23,18 +23,7 @@ from page.settings import SETTINGS
 
 RUNS_ROOT = SETTINGS.runs_root
 UPLOADS = SETTINGS.uploads
-os.environ["GRADIO_TEMP_DIR"] = str(UPLOADS)
 PREVIEWS = RUNS_ROOT / ".previews"  # a dot-name: never a run id, never pruned as a run
-
-
-def folder_bytes(folder: Path) -> int:
-    """Bytes of the files under `folder`; files that vanish meanwhile count as nothing."""
-    total = 0
-    for parent, _, names in os.walk(folder):
-        for name in names:
-            with contextlib.suppress(FileNotFoundError):
-                total += os.lstat(os.path.join(parent, name)).st_size
-    return total
 
 
 def make_room(folder: Path, incoming: int, limit: int) -> None:

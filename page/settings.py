@@ -1,9 +1,10 @@
-"""The page's settings: every `BANANA_*` variable the page reads, read once, into one frozen value.
+"""The page's settings: every variable the page reads, read once, into one frozen value.
 
-`SETTINGS` is made when this module is first imported (app.py imports `page.disk` first, which
-reads it); nothing else in `page/` reads the environment for a setting. The engine's own
-variables (`BANANA_MEMORY_GB`, `BANANA_SCORING_THREADS`, `BANANA_REAL_CHAINS`, …) stay with the
-engine module they shape; docs/settings.md lists them all. No gradio here.
+`SETTINGS` is made when this module is first imported (app.py imports it first, to point
+gradio's upload folder at `uploads`); nothing else in `page/` reads the environment. The
+engine's own variables (`BANANA_MEMORY_GB`, `BANANA_SCORING_THREADS`, `BANANA_REAL_CHAINS`, …)
+are the engine's settings value (`banana_space.settings`), read once the same way;
+docs/settings.md lists them all. No gradio here.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+
+from banana_space.settings import number as _number
 
 REPO = Path(__file__).resolve().parent.parent
 RECORDED = REPO / "assets" / "recorded"  # finished runs that open instantly (no key, no GPU)
@@ -36,6 +39,7 @@ class Settings:
     upload_bytes_per_visitor: int  # BANANA_UPLOAD_MB_PER_VISITOR: per address per upload window
     hub_bytes_per_visitor: int  # BANANA_HUB_MB_PER_VISITOR: hub files replays fetch, per window
     visitor_metrics: tuple[str, ...]  # BANANA_VISITOR_METRICS: names/presets visitors may add
+    space_host: str | None  # SPACE_HOST: the Space's address, set by Hugging Face on a Space
 
     # Shares of `keep_bytes`: uploads a quarter, previews a hundredth, the hub files of replays
     # a tenth, runs the rest, and one visitor a tenth of the runs' share.
@@ -87,16 +91,8 @@ class Settings:
             visitor_metrics=tuple(name.strip() for name in
                                   env.get("BANANA_VISITOR_METRICS", "").split(",")
                                   if name.strip()),
+            space_host=env.get("SPACE_HOST") or None,
         )
-
-
-def _number(env: Mapping[str, str], name: str, default: str, kind: type) -> int | float:
-    text = env.get(name, default)
-    try:
-        return kind(text)
-    except ValueError:
-        raise ValueError(f"{name} must be a {'whole ' if kind is int else ''}number, "
-                         f"not {text!r}") from None
 
 
 SETTINGS = Settings.from_env()

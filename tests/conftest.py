@@ -42,6 +42,21 @@ def weights_dir() -> Path:
 
 
 @pytest.fixture()
+def engine_env(monkeypatch: pytest.MonkeyPatch):
+    """`engine_env(NAME=value, OTHER=None)`: the engine's settings for this test, read from
+    this process's environment with these variables set (None: unset), as a process started
+    with them would read them once (the engine reads its environment only at start)."""
+    from banana_space import settings
+
+    def use(**changes: str | None) -> None:
+        env = {name: value for name, value in {**os.environ, **changes}.items()
+               if value is not None}
+        monkeypatch.setattr(settings, "SETTINGS", settings.EngineSettings.from_env(env))
+
+    return use
+
+
+@pytest.fixture()
 def photo_path() -> Path:
     """A real photo (CC0, scikit-image's 'chelsea'), 451 x 300."""
     return EXAMPLES / "chelsea.png"

@@ -20,6 +20,7 @@ from banana_space import gpu
 from banana_space.backends import REGISTRY, BackendUnavailable, create_backend
 from banana_space.backends import diffusers_edit as de
 from banana_space.backends.diffusers_edit import EditJob
+from banana_space.settings import EngineSettings
 
 BUILDERS: dict[str, Callable[[], Any]] = {
     "qwen-image-edit": tiny_qwen_image_edit,
@@ -166,10 +167,13 @@ def test_each_edit_books_the_zerogpu_size_its_weights_need(monkeypatch) -> None:
 def test_zerogpu_places_the_cards_pair_on_cuda_at_start_up_unless_told_otherwise() -> None:
     import zerogpu
 
-    assert zerogpu.preload_names({}) == []
-    assert zerogpu.preload_names({"SPACES_ZERO_GPU": "true"}) == ["flux2", "judge_vqr1"]
-    assert zerogpu.preload_names({"SPACES_ZERO_GPU": "true", "BANANA_PRELOAD": "none"}) == []
-    assert zerogpu.preload_names({"BANANA_PRELOAD": " flux2 , "}) == ["flux2"]
+    def names(**env: str) -> list[str]:
+        return zerogpu.preload_names(EngineSettings.from_env(env))
+
+    assert names() == []
+    assert names(SPACES_ZERO_GPU="true") == ["flux2", "judge_vqr1"]
+    assert names(SPACES_ZERO_GPU="true", BANANA_PRELOAD="none") == []
+    assert names(BANANA_PRELOAD=" flux2 , ") == ["flux2"]
     card = (REPO / "README.md").read_text().split("preload_from_hub:", 1)[1].split("---")[0]
     assert "black-forest-labs/FLUX.2-klein-4B" in card and "TianheWu/VisualQuality-R1-7B" in card
 

@@ -49,9 +49,10 @@ def server():
 
 
 @pytest.fixture
-def no_env_key(monkeypatch):
+def no_env_key(monkeypatch, engine_env):
     for name in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "BANANA_GEMINI_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
+    engine_env(BANANA_GEMINI_BASE_URL=None)
 
 
 def photo(width: int = 64, height: int = 48, seed: int = 0) -> Image.Image:
@@ -209,9 +210,9 @@ def test_missing_key_says_how_and_sends_nothing(server, no_env_key):
     assert server.requests == []
 
 
-def test_key_and_url_come_from_the_environment(server, no_env_key, monkeypatch):
+def test_key_and_url_come_from_the_environment(server, no_env_key, monkeypatch, engine_env):
     monkeypatch.setenv("GOOGLE_API_KEY", "from-google-var")
-    monkeypatch.setenv("BANANA_GEMINI_BASE_URL", server.base_url)
+    engine_env(BANANA_GEMINI_BASE_URL=server.base_url)
     assert REGISTRY["nano-banana-2"].unavailable_reason() is None
     edit(create_backend("nano-banana-2"))
     assert server.requests[0].headers["x-goog-api-key"] == "from-google-var"

@@ -38,13 +38,13 @@ def test_a_bundled_recording_is_copied_in_when_its_link_is_opened(tmp_path: Path
 
 
 @pytest.fixture()
-def hub(monkeypatch):
+def hub(monkeypatch, engine_env):
     from huggingface_hub import constants
 
     with FakeHubWrite(token=OWNERS_TOKEN) as fake:
         monkeypatch.setenv("HF_ENDPOINT", fake.url)
         monkeypatch.setenv("HF_TOKEN", OWNERS_TOKEN)
-        monkeypatch.setenv(persist.RUNS_REPO_ENV, RUNS_REPO)
+        engine_env(**{persist.RUNS_REPO_ENV: RUNS_REPO})
         monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
         monkeypatch.setattr(constants, "HF_HUB_DISABLE_XET", True)
         monkeypatch.setattr(persist, "_created", set())
@@ -97,9 +97,9 @@ def test_restore_takes_only_a_run_directorys_files(hub, tmp_path) -> None:
     assert not (tmp_path / "20260101-000000-000000").exists()
 
 
-def test_without_the_variable_nothing_is_pushed(tmp_path, photo, monkeypatch,
+def test_without_the_variable_nothing_is_pushed(tmp_path, photo, engine_env,
                                                 weights_dir) -> None:
-    monkeypatch.delenv(persist.RUNS_REPO_ENV, raising=False)
+    engine_env(**{persist.RUNS_REPO_ENV: None})
     assert persist.push_run(tmp_path) is None
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import csv
 import math
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -38,18 +38,19 @@ def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture()
-def operator_checkpoint(checkpoint: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def operator_checkpoint(checkpoint: Path, engine_env: Callable[..., None]) -> Path:
     """The operator points the judge at the tiny checkpoint, as at a local copy of Mini."""
-    monkeypatch.setenv(qr.MODEL_VAR, str(checkpoint))
+    engine_env(**{qr.MODEL_VAR: str(checkpoint)})
     return checkpoint
 
 
 @pytest.fixture()
-def empty_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def empty_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                engine_env: Callable[..., None]) -> Path:
     """A Hugging Face cache without the checkpoint, and no operator folder."""
     import huggingface_hub.constants
 
-    monkeypatch.delenv(qr.MODEL_VAR, raising=False)
+    engine_env(**{qr.MODEL_VAR: None})
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
     return tmp_path / "hub"
 

@@ -78,7 +78,7 @@ def test_the_quotas_are_the_documented_tiers_and_the_cost_is_said_in_each_tiers_
     assert "then credits" in quota.share_of_days(3000)
 
 
-def test_a_default_gpu_run_on_zerogpu_fits_the_smallest_day(monkeypatch) -> None:
+def test_a_default_gpu_run_on_zerogpu_fits_the_smallest_day(engine_env) -> None:
     args = ("Produce a replica", {})
     ten = quota.estimate("flux2", {}, (1024, 1024), 10, args[0], [], "checkpoints")
     assert ten.total_s > quota.SMALLEST_DAY_S == 120
@@ -88,9 +88,9 @@ def test_a_default_gpu_run_on_zerogpu_fits_the_smallest_day(monkeypatch) -> None
     assert quota.estimate("flux2", {}, (1024, 1024), fits + 1, args[0], [], "checkpoints"
                           ).total_s > 120
     form = (None, 10, "flux2", [], "checkpoints", *args)
-    monkeypatch.delenv("SPACES_ZERO_GPU", raising=False)
+    engine_env(SPACES_ZERO_GPU=None)
     assert quota.steps_for_the_smallest_day(*form) is None  # a GPU box: no daily quota
-    monkeypatch.setenv("SPACES_ZERO_GPU", "true")
+    engine_env(SPACES_ZERO_GPU="true")
     assert quota.steps_for_the_smallest_day(*form) == fits
     assert quota.steps_for_the_smallest_day(None, 10, "simulate", [], "checkpoints",
                                             *args) is None

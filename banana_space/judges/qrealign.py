@@ -43,7 +43,6 @@ never which checkpoint, so no visitor can make the server load Q-ReAlign Pro or 
 from __future__ import annotations
 
 import math
-import os
 import threading
 from importlib import metadata
 from pathlib import Path
@@ -53,6 +52,7 @@ from PIL import Image
 
 from ..common import BackendUnavailable, Report, report_nothing
 from ..gpu import ModelCache, cuda_available
+from ..settings import engine_settings
 from .base import Entry, JudgeInfo, Rating
 
 REPO_ID = "q-future/Q-ReAlign-Mini-0.8B"
@@ -90,7 +90,7 @@ def _pyiqa_too_old() -> str | None:
 
 def checkpoint_folder() -> Path | None:
     """The local folder holding the checkpoint, or None; never downloads anything."""
-    if chosen := os.environ.get(MODEL_VAR):
+    if chosen := engine_settings().qrealign_model:
         folder = Path(chosen)
         return folder if (folder / "config.json").is_file() else None
     from huggingface_hub import snapshot_download
@@ -109,7 +109,7 @@ def unavailable() -> str | None:
     if reason := _pyiqa_too_old():
         return reason
     if checkpoint_folder() is None:
-        chosen = os.environ.get(MODEL_VAR)
+        chosen = engine_settings().qrealign_model
         return (f"{MODEL_VAR}={chosen!r} holds no checkpoint (no config.json)" if chosen
                 else WEIGHTS_MISSING)
     return None
@@ -117,7 +117,7 @@ def unavailable() -> str | None:
 
 def default_device() -> str:
     """CUDA where this machine has its own GPU; the CPU elsewhere, ZeroGPU included."""
-    return "cuda" if not os.environ.get("SPACES_ZERO_GPU") and cuda_available() else "cpu"
+    return "cuda" if not engine_settings().zero_gpu and cuda_available() else "cpu"
 
 
 def centre_window(image: Image.Image, side: int = WINDOW) -> Image.Image:

@@ -147,8 +147,7 @@ def run_leaderboard(out: Path, suite: Suite, *, sources: Sequence[str] = (),
     (a rerun continues: made chains, scored chains and, unless `retime`, each entry's
     availability and cost are kept)."""
     began = time.monotonic()
-    os.environ["BANANA_METRIC_LOAD_S"] = str(BATCH_LOAD_SECONDS)  # read by spawned workers
-    POOL.load_seconds = BATCH_LOAD_SECONDS
+    POOL.load_seconds = BATCH_LOAD_SECONDS  # this process's; the workers are handed it
     out.mkdir(parents=True, exist_ok=True)
     work = out / "suite"
     say(f"making {len(suite.chains())} chain(s) of {suite.steps} steps at {suite.size} px …")
@@ -169,7 +168,7 @@ def run_leaderboard(out: Path, suite: Suite, *, sources: Sequence[str] = (),
     refs = [ref for ref in find_chains([str(work), *sources])
             if ref.name in suite_names or ref.root != str(work.resolve())]
     completed = run_table(refs, scored, out / "table", workers=workers, ray=ray,
-                          address=address, stop=stop,
+                          address=address, stop=stop, load_seconds=BATCH_LOAD_SECONDS,
                           on_chain=lambda result: say(f"scored {result.name}"
                                                       + (f": {result.error}" if result.error
                                                          else "")))

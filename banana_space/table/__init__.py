@@ -36,12 +36,14 @@ def find_chains(sources: Sequence[str]) -> list[ChainRef]:
 
 def run_table(refs: Sequence[ChainRef], metrics: Sequence[str], out: Path, *,
               workers: int | None, ray: bool = False, address: str | None = None,
-              stop: threading.Event | None = None,
+              stop: threading.Event | None = None, load_seconds: float | None = None,
               on_start: Callable[[list[ChainRef], list[str]], None] = lambda todo, done: None,
               on_frames: Callable[[int], None] = lambda count: None,
               on_chain: Callable[[ChainResult], None] = lambda result: None) -> bool:
     """Score every chain not already in `out` (resume), writing the outputs after each one
-    and the report at the end. Returns False when `stop` ended it early."""
+    and the report at the end. Returns False when `stop` ended it early. `load_seconds`, when
+    given, is how long each worker waits for a metric's creation (else its settings' own
+    BANANA_METRIC_LOAD_S): handed to the workers as an argument."""
     stop = stop or threading.Event()
     store = TableStore(out, metrics)
     done = store.load(ref.name for ref in refs)
@@ -62,11 +64,12 @@ def run_table(refs: Sequence[ChainRef], metrics: Sequence[str], out: Path, *,
         from .ray_driver import score_ray  # Ray is imported only on this path
 
         completed = score_ray(todo, tuple(metrics), workers, address, stop, on_frames,
-                              finished)
+                              finished, load_seconds)
     else:
         from .local import score_local
 
-        completed = score_local(todo, tuple(metrics), workers or 1, stop, on_frames, finished)
+        completed = score_local(todo, tuple(metrics), workers or 1, stop, on_frames, finished,
+                                load_seconds)
     write_report(store, broken, _credits(refs))
     return completed
 

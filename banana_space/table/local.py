@@ -24,12 +24,16 @@ POLL_SECONDS = 0.2
 _FRAMES: Any = None  # the worker's end of the frames queue
 
 
-def _start_worker(frames: Any, threads: int) -> None:
+def _start_worker(frames: Any, threads: int, load_seconds: float | None) -> None:
     global _FRAMES
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _FRAMES = frames
     import torch
 
+    from ..pool import POOL
+
+    if load_seconds is not None:
+        POOL.load_seconds = load_seconds
     torch.set_num_threads(threads)
 
 
@@ -39,12 +43,15 @@ def _work(ref: ChainRef, metrics: tuple[str, ...]) -> ChainResult:
 
 def score_local(refs: Sequence[ChainRef], metrics: tuple[str, ...], workers: int,
                 stop: threading.Event, on_frames: Callable[[int], None],
-                on_result: Callable[[ChainResult], None]) -> bool:
-    """Score `refs`, handing each result to `on_result` as it comes; False if stopped."""
+                on_result: Callable[[ChainResult], None],
+                load_seconds: float | None = None) -> bool:
+    """Score `refs`, handing each result to `on_result` as it comes; False if stopped. Each
+    worker's metric pool waits `load_seconds` for a creation (None: its own settings')."""
     context = multiprocessing.get_context("spawn")
     frames = context.Queue()
     threads = max(1, (os.cpu_count() or 1) // workers)
-    with context.Pool(workers, initializer=_start_worker, initargs=(frames, threads)) as pool:
+    with context.Pool(workers, initializer=_start_worker,
+                      initargs=(frames, threads, load_seconds)) as pool:
         results = pool.imap_unordered(partial(_work, metrics=metrics), refs)
         for _ in refs:
             while True:

@@ -24,10 +24,15 @@ POLL_SECONDS = 0.2
 class ChainWorker:
     """One metric pool per actor, reused for every chain this actor scores."""
 
-    def __init__(self, metrics: tuple[str, ...], threads: int) -> None:
+    def __init__(self, metrics: tuple[str, ...], threads: int,
+                 load_seconds: float | None = None) -> None:
         import torch
 
+        from ..pool import POOL
+
         torch.set_num_threads(threads)
+        if load_seconds is not None:
+            POOL.load_seconds = load_seconds
         self.metrics = metrics
 
     def score(self, ref: ChainRef) -> ChainResult:
@@ -44,10 +49,12 @@ def _ray() -> Any:
 
 def score_ray(refs: Sequence[ChainRef], metrics: tuple[str, ...], workers: int | None,
               address: str | None, stop: threading.Event, on_frames: Callable[[int], None],
-              on_result: Callable[[ChainResult], None]) -> bool:
+              on_result: Callable[[ChainResult], None],
+              load_seconds: float | None = None) -> bool:
     """Score `refs` on Ray; False if stopped. `address` None starts a local Ray with
     `workers` CPUs; otherwise joins that cluster and uses `workers` actors (default: one per
-    GPU, else one per CPU)."""
+    GPU, else one per CPU). Each actor's metric pool waits `load_seconds` for a creation
+    (None: its own settings')."""
     ray = _ray()
     local = address is None
     ray.init(address=address, num_cpus=workers if local else None, include_dashboard=False,
@@ -58,7 +65,8 @@ def score_ray(refs: Sequence[ChainRef], metrics: tuple[str, ...], workers: int |
         count = workers or gpus or int(resources.get("CPU", 1))
         actor = ray.remote(num_cpus=1, num_gpus=1 if gpus else 0)(ChainWorker)
         threads = max(1, int(resources.get("CPU", 1)) // count)
-        actors = [actor.remote(metrics, threads) for _ in range(min(count, len(refs)))]
+        actors = [actor.remote(metrics, threads, load_seconds)
+                  for _ in range(min(count, len(refs)))]
         todo = list(refs)
         pending: dict[Any, tuple[Any, ChainRef]] = {}
 
