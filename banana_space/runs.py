@@ -27,7 +27,7 @@ from .markup import one_line, without_paths
 from .persist import keep
 from .pool import POOL, MetricPool
 from .quota import judged_steps
-from .run import Run, RunBusy, SavedRun, runs_in
+from .run import META_NAME, Run, RunBusy, SavedRun, runs_in
 from .rundir import RunDir, write_zip
 from .scoring import Scorer, unavailable_notices
 from .sources import HUB_PREFIX
@@ -107,7 +107,7 @@ def resume_run(path: Path, *, stop: threading.Event | None = None, pool: MetricP
     """
     run = Run(path)
     if not run.exists():
-        raise FileNotFoundError(f"{run.id} is not a run directory (no run.json)")
+        raise FileNotFoundError(f"{run.id} is not a run directory (no {META_NAME})")
     lock = run.lock()  # before reading: no other writer may change it under us
     try:
         saved = run.load()
