@@ -170,9 +170,9 @@ def _summary(run_dir: Path) -> str:
         SINCE_INPUT_HEADER,
         Verdict,
     )
-    from .rundir import load_run
+    from .run import Run
 
-    rows = load_run(run_dir).history.verdict()
+    rows = Run(run_dir).load().history.verdict()
     headers = "".join(f"{header:>10}" for header in CHECKPOINT_HEADERS)
     lines = [f"{'metric':<14}{headers}  detects  beyond floor  {SINCE_INPUT_HEADER}  "
              "ρ vs PSNR  ρ from 1st"]

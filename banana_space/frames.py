@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from .images import BadImage, LoadedImage, load_frame, load_image, open_image
+from .run import Run, frame_files
 
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".webp", ".bmp", ".tif", ".tiff", ".gif"}
 ANIMATION_SUFFIXES = {".gif", ".webp"}  # a lone one in a folder is a chain by itself
@@ -66,7 +67,7 @@ class Frames:
 
 
 def natural_key(name: str) -> list[Any]:
-    """Sort key that orders embedded numbers by value: step_2 before step_10."""
+    """Sort key that orders embedded numbers by value: frame_2 before frame_10."""
     return [int(part) if part.isdigit() else part.lower() for part in re.split(r"(\d+)", name)]
 
 
@@ -80,8 +81,8 @@ def hidden_path(relative: Path) -> bool:
 
 
 def frames_in_run(run: Path) -> Frames:
-    """One of our run directories: its lossless frames, step_000.png first."""
-    names = [f"frames/{p.name}" for p in (run / "frames").glob("step_*.png")]
+    """One of our run directories: its lossless frames, frame 0 first."""
+    names = [str(p.relative_to(run)) for p in frame_files(Run(run).frames_dir)]
     return frames_from_files(run, names, run.name)
 
 

@@ -44,6 +44,7 @@ from .frames import (
     natural_key,
 )
 from .images import BadImage, BadSource
+from .run import FRAMES, META_NAME
 from .shards import chain_rows, frames_in_rows, is_shard_name
 
 HUB_PATTERN = re.compile(r"hf://datasets/([A-Za-z0-9][\w.-]*/[\w.-]+)(?:/(.*))?")
@@ -286,8 +287,8 @@ def _frame_files(hub: HubPath, listing: list[tuple[str, int]]
     """The frame files a replay of the folder `hub` reads from its listing (a run directory's
     frames only; at most the first 101), and a note where some were left out."""
     prefix = f"{hub.path}/" if hub.path else ""
-    if any(name == f"{prefix}run.json" for name, _ in listing):  # one of our run directories
-        listing = [(n, s) for n, s in listing if n.startswith(f"{prefix}frames/")]
+    if any(name == f"{prefix}{META_NAME}" for name, _ in listing):  # one of our runs
+        listing = [(n, s) for n, s in listing if n.startswith(f"{prefix}{FRAMES}/")]
     images = sorted(((n, s) for n, s in listing if is_image_name(n)
                      and not any(p.startswith(".") for p in n.split("/"))),
                     key=lambda item: natural_key(item[0]))

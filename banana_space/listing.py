@@ -18,6 +18,7 @@ from pathlib import PurePosixPath
 from typing import NamedTuple
 
 from .frames import ANIMATION_SUFFIXES, ARCHIVE_SUFFIXES, is_image_name, natural_key
+from .run import FRAMES, META_NAME
 
 Listing = Sequence[tuple[str, int]]  # (path relative to the source's root, size in bytes)
 
@@ -74,14 +75,14 @@ def chains_in(listing: Listing) -> list[FoundChain]:
         posix = PurePosixPath(path)
         by_dir[str(posix.parent).strip(".")].append(path)
     runs = {folder for folder, files in by_dir.items()
-            if any(PurePosixPath(f).name == "run.json" for f in files)}
+            if any(PurePosixPath(f).name == META_NAME for f in files)}
     chains = []
     for folder in sorted(by_dir, key=natural_key):
         if any(_inside(folder, run) for run in runs):
             continue
         images = sorted((f for f in by_dir[folder] if is_image_name(f)), key=natural_key)
         if folder in runs:
-            frames = sorted((f for f in by_dir.get(_join(folder, "frames"), [])
+            frames = sorted((f for f in by_dir.get(_join(folder, FRAMES), [])
                              if is_image_name(f)), key=natural_key)
             chains.append(FoundChain(folder, ChainFormat.FOLDER, tuple(frames),
                                      sum(sizes[f] for f in frames)))

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import secrets
 import shutil
 import sys
@@ -38,15 +37,12 @@ from datetime import datetime
 from pathlib import Path
 
 from .images import BadImage
+from .run import KEPT_FILE, KEPT_PATTERNS, META_NAME, Run
 from .runids import copy_in, run_path
 from .settings import engine_settings
 
 RUNS_REPO_ENV = "BANANA_RUNS_REPO"
 IN_REPO = "runs"  # runs/<id>/… inside the dataset
-# The files of a run directory, relative to it, that are pushed and may be restored.
-RUN_FILE = re.compile(r"(run\.json|scores\.csv|verdict\.csv|steps\.csv|"
-                      r"frames/step_\d{3}\.png|\.thumbs/\.step_\d{3}\.png)")
-PUSHED = ["run.json", "*.csv", "frames/step_*.png", ".thumbs/.step_*.png"]
 MAX_RESTORED_BYTES = 2 * 1024**3  # 101 lossless 2K frames and their thumbnails fit
 STAGING = ".restoring"  # inside the runs folder: a dot-name, never a run id
 
@@ -70,9 +66,9 @@ def restore(root: Path, run_id: object, recorded: Path,
         True when a run was brought in (the caller then keeps the runs within their share).
     """
     target = run_path(root, run_id, must_exist=False)
-    if (target / "run.json").is_file():
+    if Run(target).exists():
         return False
-    if (Path(recorded) / target.name / "run.json").is_file():
+    if Run(Path(recorded) / target.name).exists():
         copy_in(Path(recorded) / target.name, root)
         return True
     repo = runs_repo()
@@ -93,8 +89,8 @@ def _download(repo: str, target: Path, max_bytes: int) -> bool:
         listing = list_files(HubPath(repo, prefix.rstrip("/")))
     except BadImage:  # not kept there, or the hub cannot be reached: not restored
         return False
-    names = [name for name, _ in listing if RUN_FILE.fullmatch(name.removeprefix(prefix))]
-    if f"{prefix}run.json" not in names or \
+    names = [name for name, _ in listing if KEPT_FILE.fullmatch(name.removeprefix(prefix))]
+    if f"{prefix}{META_NAME}" not in names or \
             sum(size for name, size in listing if name in names) > max_bytes:
         return False
     try:
@@ -107,7 +103,7 @@ def _download(repo: str, target: Path, max_bytes: int) -> bool:
             relative = name.removeprefix(prefix)
             (staging / relative).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(fetched / name, staging / relative)
-        _keep_age(staging / "run.json")
+        _keep_age(Run(staging).meta_file)
         os.rename(staging, target)  # at once; fails if someone restored it meanwhile
     except OSError:
         return False
@@ -146,7 +142,7 @@ def _push(repo: str, run_dir: Path) -> None:
             api.create_repo(repo, repo_type="dataset", private=True, exist_ok=True)
             _created.add(repo)
         api.upload_folder(repo_id=repo, repo_type="dataset", folder_path=str(run_dir),
-                          path_in_repo=f"{IN_REPO}/{run_dir.name}", allow_patterns=PUSHED,
+                          path_in_repo=f"{IN_REPO}/{run_dir.name}", allow_patterns=KEPT_PATTERNS,
                           commit_message=f"Run {run_dir.name}")
     except Exception as error:  # the hub is down, the token cannot write: the run stays here
         print(f"banana-space: run {run_dir.name} not kept in {repo}: "

@@ -24,6 +24,7 @@ validates a spec and gives the object back.
 
 from __future__ import annotations
 
+import html
 import math
 from functools import lru_cache
 from typing import Any
@@ -110,6 +111,16 @@ def _template() -> dict:
     import plotly.io as pio
 
     return pio.templates[TEMPLATE].to_plotly_json()
+
+
+def plot_page(history: History, title: str) -> str:
+    """`delta_figure` as a whole HTML page titled `title` that opens in any browser, offline
+    (plotly's JavaScript is inside): a run's zip keeps it as plot.html."""
+    from plotly.io import to_html
+
+    return to_html(delta_figure(history, title=f"{title}: {DELTA_TITLE}"),
+                   include_plotlyjs=True, full_html=True).replace(
+        "<head>", f"<head><title>{html.escape(title)}</title>", 1)
 
 
 def delta_figure(history: History, title: str = DELTA_TITLE,

@@ -34,7 +34,8 @@ from .catalog import CPU_DEFAULTS
 from .common import write_atomic
 from .events import Finished, FrameMade, FrameScored, Notice, Started
 from .prompts import DEFAULT_PROMPT
-from .rundir import RunDir, load_run, write_zip
+from .run import Run
+from .rundir import RunDir, write_zip
 from .scoring import Scorer, unavailable_notices
 from .settings import engine_settings
 from .table.discover import ChainRef
@@ -136,7 +137,7 @@ def score_sampled(frames: Sequence[tuple[int, Image.Image]], root: Path, name: s
 
 def _finished(path: Path) -> bool:
     try:
-        return load_run(path).meta.get("status") == "completed"
+        return Run(path).load().meta.get("status") == "completed"
     except (FileNotFoundError, ValueError):
         return False
 
@@ -251,13 +252,13 @@ def examples(root: Path, recorded: Path) -> list[Example]:
     "simulated" with its profile."""
     shown = []
     for path in prepared(root):
-        saved = load_run(path)
+        saved = Run(path).load()
         notes = saved.meta["settings"].get("input_notes", [])
         chain = path.name.removeprefix("banana100-")
         shown.append(Example(path, f"{LABEL} · {chain} · steps 0–{saved.last_step}",
                              next((n for n in notes if "licence:" in n), ""), True))
-    for path in sorted(p for p in Path(recorded).iterdir() if (p / "run.json").is_file()):
-        settings = load_run(path).meta["settings"]
+    for path in sorted(p for p in Path(recorded).iterdir() if Run(p).exists()):
+        settings = Run(path).load().meta["settings"]
         profile = settings.get("backend_options", {}).get("profile")
         start = path.name.split("-")[0].capitalize()
         kind = f"simulated ({profile} profile)" if profile else "simulated"

@@ -4,10 +4,12 @@ A noisy 1024 px frame is ~1.5 MB even losslessly, so a recording keeps only a fe
 (and a thumbnail and the scores of every step). Its other frames are re-made on this machine
 by the same generator from the recording's settings in run.json (backend, options, prompt,
 seed): an offline, seeded generator gives the same frame bit for bit (backends/simulate.py).
-Each re-made frame is checked against the SHA-256 of the recorded frame's pixels (`MANIFEST`,
-written when the recording was made); a frame that differs is not written, and the page shows
-the step's thumbnail and says so. A frame is re-made from the nearest earlier full frame, so
-one that differs spoils only the steps up to the next kept frame.
+Each re-made frame is checked against the SHA-256 of the recorded frame's pixels (the run's
+manifest, `Run.manifest_file`, written when the recording was made); a frame that differs is
+not written, and the page shows the step's thumbnail and says so. A frame is re-made from the
+nearest earlier full frame, so one that differs spoils only the steps up to the next kept
+frame. Re-making is always asked for (`remake_frame`, `remake_all`); looking a frame up
+(`Run.shown_frame`) never re-makes it.
 """
 
 from __future__ import annotations
@@ -23,9 +25,8 @@ from PIL import Image
 from .backends import create_backend
 from .chain import make_step
 from .common import png_bytes, write_atomic
-from .rundir import frame_name, load_run
+from .run import Run
 
-MANIFEST = "remake.json"  # {"pixels_sha256": {"<step>": "<hex>", ...}}
 _LOCKS: dict[Path, threading.Lock] = {}  # one re-maker per run directory at a time
 _LOCKS_GUARD = threading.Lock()
 FAILED: dict[Path, str] = {}  # run directory -> why a frame could not be re-made
@@ -42,20 +43,20 @@ def pixel_hash(image: Image.Image) -> str:
 
 def write_manifest(run: Path, hashes: Mapping[int, str]) -> None:
     """Record the pixel hash of every step's frame, so they can be re-made and checked."""
-    write_atomic(Path(run) / MANIFEST, json.dumps(
+    write_atomic(Run(run).manifest_file, json.dumps(
         {"pixels_sha256": {str(step): hashes[step] for step in sorted(hashes)}},
         indent=1).encode())
 
 
 def remakeable(run: Path) -> bool:
-    return (Path(run) / MANIFEST).is_file()
+    return Run(run).manifest_file.is_file()
 
 
-def full_frame(run: Path, step: int) -> Path | None:
+def remake_frame(run: Path, step: int) -> Path | None:
     """The full frame of `step`, re-made first if the recording dropped it; None when it
     cannot be re-made exactly (`FAILED` says why) or the run keeps no manifest."""
     run = Path(run)
-    target = run / "frames" / frame_name(step)
+    target = Run(run).frame_path(step)
     if target.is_file():
         return target
     if not remakeable(run):
@@ -69,8 +70,8 @@ def full_frame(run: Path, step: int) -> Path | None:
 def remake_all(run: Path) -> None:
     """Every dropped frame of a recording, re-made (the app does this in the background)."""
     if remakeable(run):
-        for step in range(load_run(run).last_step + 1):
-            full_frame(run, step)
+        for step in range(Run(run).load().last_step + 1):
+            remake_frame(run, step)
 
 
 def _lock(run: Path) -> threading.Lock:
@@ -80,10 +81,10 @@ def _lock(run: Path) -> threading.Lock:
 
 def _remake_up_to(run: Path, step: int) -> None:
     """Re-make the frames from the nearest earlier full frame up to `step`, each checked."""
-    saved = load_run(run)
+    saved = Run(run).load()
     settings = saved.meta.get("settings", {})
-    hashes = json.loads((run / MANIFEST).read_text())["pixels_sha256"]
-    start = max(s for s in range(step + 1) if (run / "frames" / frame_name(s)).is_file())
+    hashes = json.loads(saved.run.manifest_file.read_text())["pixels_sha256"]
+    start = max(s for s in range(step + 1) if saved.run.frame_path(s).is_file())
     try:
         backend = create_backend(settings["backend"], **settings.get("backend_options", {}))
     except (KeyError, ValueError) as error:  # e.g. a profile this version no longer has
@@ -97,4 +98,4 @@ def _remake_up_to(run: Path, step: int) -> None:
             FAILED[run.resolve()] = (f"step {current} came out different from the recorded "
                                      "frame (another version of its generator?)")
             return
-        write_atomic(run / "frames" / frame_name(current), png_bytes(image, fast=True))
+        write_atomic(saved.run.frame_path(current), png_bytes(image, fast=True))

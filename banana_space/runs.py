@@ -27,21 +27,12 @@ from .markup import one_line, without_paths
 from .persist import push_run
 from .pool import POOL, MetricPool
 from .quota import judged_steps
-from .rundir import (
-    RunBusy,
-    RunDir,
-    SavedRun,
-    load_run,
-    lock_writer,
-    write_atomic,
-    write_zip,
-    zip_path,
-)
+from .run import META_NAME, Run, RunBusy, SavedRun, runs_in
+from .rundir import RunDir, write_zip
 from .scoring import Scorer, unavailable_notices
 from .sources import HUB_PREFIX
 from .spec import RunSpec, check_spec, from_settings, to_settings
 
-OWNER_NAME = ".owner"  # who made a run, for retention shares (mark_owner)
 INTERRUPTED = "interrupted: the visitor disconnected"
 
 
@@ -114,11 +105,12 @@ def resume_run(path: Path, *, stop: threading.Event | None = None, pool: MetricP
         RunBusy: the run is being written (here or by another process).
         FileNotFoundError, ValueError: not a run, or nothing to resume from.
     """
-    if not (Path(path) / "run.json").is_file():
-        raise FileNotFoundError(f"{Path(path).name} is not a run directory (no run.json)")
-    lock = lock_writer(path)  # before reading: no other writer may change it under us
+    run = Run(path)
+    if not run.exists():
+        raise FileNotFoundError(f"{run.id} is not a run directory (no {META_NAME})")
+    lock = run.lock()  # before reading: no other writer may change it under us
     try:
-        saved = load_run(path)
+        saved = run.load()
         settings = saved.meta["settings"]
         if saved.last_step < 0:
             raise ValueError(f"{saved.path.name} has no complete frame to resume from")
@@ -133,13 +125,13 @@ def resume_run(path: Path, *, stop: threading.Event | None = None, pool: MetricP
     except BaseException:
         os.close(lock)
         raise
-    run = RunDir.reopen(saved, lock)
-    opening = _opening(scorer, run.path, spec.steps, settings, saved.last_step + 1,
+    writer = RunDir.reopen(saved, lock)
+    opening = _opening(scorer, writer.path, spec.steps, settings, saved.last_step + 1,
                        [Notice(f"resumed after step {saved.last_step}", saved.last_step, "info")])
     chain = Chain(saved.frame(saved.last_step), backend, scorer, spec.steps, spec.prompt,
                   spec.seed, start=saved.last_step, reference=saved.frame(0),
                   judged=judged_steps(spec.steps, spec.judge_at))
-    return _recorded(run, opening, replicate(chain, stop))
+    return _recorded(writer, opening, replicate(chain, stop))
 
 
 def _opening(scorer: Scorer, path: Path, steps: int, settings: dict[str, Any],
@@ -161,7 +153,7 @@ def _recorded(run: RunDir, opening: Iterable[Event], events: Iterator[Event]
               ) -> Iterator[Event]:
     """Write every event to the run directory before the caller sees it; the zip is made at
     the end, once the caller has seen the end (a stopped run says so at once; the zip of a 2K
-    run takes seconds). The run's writer lock is held from its creation (or the resume) until
+    run takes seconds). The run's writer's lock is held from its creation (or the resume) until
     these events end or are closed. A run whose reader goes away (closes this generator: the
     visitor disconnected) is recorded as stopped, saying why, so that it never reads "running"
     after its writer has gone; one whose reader left right after its end is still zipped."""
@@ -211,33 +203,12 @@ def directory_bytes(path: Path) -> int:
     return total
 
 
-def _modified(run: Path) -> float:
-    try:
-        return (run / "run.json").stat().st_mtime
-    except FileNotFoundError:  # deleted meanwhile: the oldest, and gone when we get to it
-        return 0.0
-
-
-def mark_owner(run: Path, owner: str) -> None:
-    """Record who made `run` (an opaque key, never an address) for `prune_runs`' shares: a
-    dot-file, so never zipped or replayed."""
-    write_atomic(Path(run) / OWNER_NAME, owner.encode())
-
-
-def owner_of(run: Path) -> str | None:
-    """The key `mark_owner` recorded for `run`, or None (a recording, a restored run)."""
-    try:
-        return (run / OWNER_NAME).read_text()
-    except (FileNotFoundError, UnicodeDecodeError):
-        return None
-
-
 def prune_runs(root: Path, keep: int, active: Iterable[Path] = (),
                keep_bytes: int | None = None, owner: str | None = None,
                owner_keep: int | None = None, owner_bytes: int | None = None) -> list[Path]:
     """Delete the oldest run directories beyond the newest `keep`, or beyond `keep_bytes` on
     disk all together (zips included), never one being written (by any thread or process:
-    its writer lock is held) nor one in `active`. Those spared still count toward both.
+    its writer's lock is held) nor one in `active`. Those spared still count toward both.
     With `owner`, that owner's own runs beyond its newest `owner_keep` (or `owner_bytes`) go
     first, so one visitor's flood of runs evicts only its own.
 
@@ -245,11 +216,10 @@ def prune_runs(root: Path, keep: int, active: Iterable[Path] = (),
         The run directories deleted, oldest first.
     """
     protected = {Path(p).resolve() for p in active}
-    runs = sorted((p.parent for p in Path(root).glob("*/run.json")), key=_modified,
-                  reverse=True)
+    runs = [run.path for run in sorted(runs_in(root), key=Run.modified, reverse=True)]
     doomed = []
     if owner is not None:
-        mine = [run for run in runs if owner_of(run) == owner]
+        mine = [run for run in runs if Run(run).made_by == owner]
         doomed = _beyond(mine, owner_keep or len(mine), owner_bytes, protected)
         runs = [run for run in runs if run not in doomed]
     return doomed + _beyond(runs, keep, keep_bytes, protected)
@@ -271,7 +241,7 @@ def _beyond(runs: list[Path], keep: int, keep_bytes: int | None, protected: set[
 
 def _delete_unless_busy(directory: Path) -> bool:
     try:
-        lock = lock_writer(directory)
+        lock = Run(directory).lock()
     except (RunBusy, FileNotFoundError):
         return False
     try:
@@ -285,7 +255,7 @@ def completed_steps(path: Path) -> int | None:
     """How many steps a run made, if it made every step it was asked for (nothing to resume);
     None for a run that can go on (or is not there: `resume_run` says why)."""
     try:
-        saved = load_run(path)
+        saved = Run(path).load()
     except FileNotFoundError:
         return None
     done = saved.meta.get("status") == "completed" and saved.last_step >= saved.meta.get(
@@ -296,7 +266,7 @@ def completed_steps(path: Path) -> int | None:
 def open_saved(path: Path) -> tuple[SavedRun, bool]:
     """A saved run to show, and whether it is being made right now (live). A finished or
     killed run without a zip is zipped on first sight; a run being written is never zipped
-    half-made nor called interrupted. The writer lock is tried only then, so many visitors
+    half-made nor called interrupted. The writer's lock is tried only then, so many visitors
     opening one finished run at once never get in each other's way.
 
     Args:
@@ -306,18 +276,19 @@ def open_saved(path: Path) -> tuple[SavedRun, bool]:
     Raises:
         FileNotFoundError: no run there (deleted to make room, or never made).
     """
-    saved = load_run(path)
+    run = Run(path)
+    saved = run.load()
     live = False
-    if saved.meta.get("status") == "running" or not zip_path(path).is_file():
+    if saved.meta.get("status") == "running" or not run.zip_path.is_file():
         try:
-            lock = lock_writer(path)
+            lock = run.lock()
         except RunBusy:  # its writer (or someone zipping it) is at work
             live = saved.meta.get("status") == "running"
         else:
             try:
-                if not zip_path(path).is_file():
+                if not run.zip_path.is_file():
                     write_zip(path)
-                saved = load_run(path)
+                saved = run.load()
             finally:
                 os.close(lock)
     return saved, live

@@ -28,6 +28,7 @@ from .frames import (
 )
 from .images import BadImage, BadSource
 from .listing import ChainFormat, ChainRef
+from .run import Run
 
 if TYPE_CHECKING:
     from .shards import ShardSource
@@ -124,7 +125,7 @@ def open_local(path: Path) -> Frames:
 
         return frames_in_local_shards(shards, path.relative_to(shards).as_posix().strip("."))
     if path.is_dir():
-        if (path / "run.json").is_file():
+        if Run(path).exists():
             return frames_in_run(path)
         files = [p for p in path.rglob("*")
                  if p.is_file() and not hidden_path(p.relative_to(path))]

@@ -31,15 +31,8 @@ from .catalog import PRESET_KEYS, PRESETS
 from .events import Event, Finished, FrameJudged, FrameMade, FrameScored, Notice, Started
 from .markup import escape_markdown
 from .plots import Figure, delta_figure, display_name, raw_figure, value_text
-from .rundir import (
-    THUMB_SIDE,
-    SavedRun,
-    add_judged,
-    frame_name,
-    has_frame,
-    thumb_path,
-    zip_path,
-)
+from .run import THUMB_SIDE, Run, SavedRun
+from .rundir import add_judged
 
 # The answer first: does it detect (the paper's test, then the same test beyond the score's
 # noise floor); the raw score at the input, the first copy and now, the paper's Δ now (from step
@@ -144,7 +137,7 @@ class RunView:
         # What the input was (its source, its licence, a downscale): facts of the run.
         view.notices += [("info", note) for note in
                          saved.meta.get("settings", {}).get("input_notes", [])]
-        made = [s for s in range(saved.last_step + 1) if has_frame(saved.path, s)]
+        made = [s for s in range(saved.last_step + 1) if saved.run.has_frame(s)]
         view.gaps = frozenset(range(saved.last_step + 1)) - set(made)
         view.notices += recording_notices(saved)
         status = saved.meta.get("status", "running")
@@ -156,19 +149,19 @@ class RunView:
     def frame_path(self, step: int) -> str | None:
         if self.run_dir is None or step < 0:
             return None
-        return str(shown_frame(self.run_dir, step))
+        return str(Run(self.run_dir).shown_frame(step))
 
     def strip_path(self, step: int) -> str | None:
         """The strip's small copy of a frame; the frame itself where a run has none."""
         if self.run_dir is None or step < 0:
             return None
-        thumb = thumb_path(self.run_dir, step)
+        thumb = Run(self.run_dir).thumb_path(step)
         return str(thumb) if thumb.is_file() else self.frame_path(step)
 
     def screen(self) -> Screen:
         strip = [None if s in self.gaps else (self.strip_path(s), self.frame_path(s))
                  for s in range(self.last_step + 1)]
-        download = zip_path(self.run_dir) if self.run_dir else None
+        download = Run(self.run_dir).zip_path if self.run_dir else None
         # The compared frame is the newest unless the visitor picks another (handlers.compare).
         figure = raw_figure(self.history, marked=self.last_step) if self.raw else \
             delta_figure(self.history, marked=self.last_step)
@@ -266,7 +259,7 @@ def simulates_damage(settings: dict[str, Any]) -> bool:
 def recording_notices(saved: SavedRun) -> list[tuple[str, str]]:
     """What a bundled recording (kept small) shows instead of its dropped full frames."""
     kept = [s for s in range(saved.last_step + 1)
-            if (saved.path / "frames" / frame_name(s)).is_file()]
+            if saved.run.frame_path(s).is_file()]
     if len(kept) == saved.last_step + 1:
         return []
     failed = remake.FAILED.get(saved.path.resolve())
@@ -278,14 +271,6 @@ def recording_notices(saved: SavedRun) -> list[tuple[str, str]]:
     return [("warning", f"full frames are kept at steps {', '.join(map(str, kept))} only{why}; "
                         f"the other steps show their {THUMB_SIDE} px thumbnails, labelled so "
                         "(scored on the full frames)")]
-
-
-def shown_frame(run_dir: Path, step: int) -> Path:
-    """The frame to show for a step: the full frame, or its thumbnail where a recording kept
-    only that (`rundir.has_frame`)."""
-    full = Path(run_dir) / "frames" / frame_name(step)
-    thumb = thumb_path(run_dir, step)
-    return thumb if not full.is_file() and thumb.is_file() else full
 
 
 def _meaning(delta: float) -> str:

@@ -32,8 +32,8 @@ from banana_space.events import Event, Started
 from banana_space.images import BadImage
 from banana_space.markup import without_paths
 from banana_space.persist import restore
-from banana_space.rundir import RunBusy
-from banana_space.runids import BadRunId, run_path
+from banana_space.run import Run, RunBusy
+from banana_space.runids import BadRunId, open_run, run_path
 from page import guard
 from page.settings import RECORDED, REPO, SETTINGS
 
@@ -73,14 +73,14 @@ def visitor_metric_names(names: str | Sequence[str] | None,
     return chosen
 
 
-def mine(path: Path, request: gr.Request) -> Path:
-    """`path` if `request`'s visitor made that run, else a `gr.Error`: only its maker resumes
+def mine(run: Run, request: gr.Request) -> Run:
+    """`run` if `request`'s visitor made it, else a `gr.Error`: only its maker resumes
     (rewrites) a run; anyone else opens it by its link, read-only."""
-    if not guard.owns(request, path):
+    if not guard.owns(request, run):
         raise gr.Error("Only the visitor who started this run can resume it (a link opens a "
                        "run read-only); press Run to make a chain of your own.",
                        print_exception=False)
-    return path
+    return run
 
 
 def tab_of(request: gr.Request) -> str:
@@ -117,15 +117,25 @@ def running_for(tab: str) -> threading.Event | None:
     return flags[0] if flags else None
 
 
-def confined(run_id: Any) -> Path:
-    """A visitor's run id as a directory inside the runs folder, or a clear `gr.Error`. A run
-    that is not on disk (a restart wiped it) is brought back first, where it can be."""
+def confined(run_id: Any) -> Run:
+    """A visitor's run id as a run inside the runs folder, or a clear `gr.Error`. It only
+    looks: a run that is not on disk stays missing (`brought_back` fetches one)."""
+    try:
+        return open_run(SETTINGS.runs_root, run_id)
+    except BadRunId as error:
+        raise refusal(error) from None
+
+
+def brought_back(run_id: Any) -> Run:
+    """`confined`, once the run is brought back where a restart wiped it (a bundled recording
+    copied in, or the run kept on the hub fetched: `persist.restore`): for a run opened or
+    resumed by its id or link, never for a lookup while it is on screen."""
     try:
         if restore(SETTINGS.runs_root, run_id, RECORDED, max_bytes=SETTINGS.runs_bytes):
             guard.restored(run_path(SETTINGS.runs_root, run_id))  # within retention
-        return run_path(SETTINGS.runs_root, run_id)
     except BadRunId as error:
         raise refusal(error) from None
+    return confined(run_id)
 
 
 def whole_number(value: Any, what: str) -> int:

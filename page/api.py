@@ -15,7 +15,6 @@ import contextlib
 import json
 import math
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import gradio as gr
@@ -30,13 +29,13 @@ from banana_space.judges import REGISTRY as JUDGES
 from banana_space.pool import POOL
 from banana_space.prompts import PRESETS as PROMPTS
 from banana_space.quota import per_step_note
-from banana_space.rundir import live_status, load_run
+from banana_space.run import Run
 from banana_space.runs import completed_steps, resume_run, start_run
 from banana_space.spec import MAX_STEPS, RunSpec
 from page import guard
 from page.access import (
     REFUSALS,
-    confined,
+    brought_back,
     mine,
     owned,
     received,
@@ -69,9 +68,9 @@ def _number(value: float) -> float | None:
     return None if value is None or math.isnan(value) else round(value, 4)
 
 
-def summary(path: Path, request: gr.Request) -> dict[str, Any]:
+def summary(run: Run, request: gr.Request) -> dict[str, Any]:
     """What an agent needs from a run: where it is, how it ended, each metric's verdict."""
-    saved = load_run(path)
+    saved = run.load()
     meta = saved.meta
     verdict = {row.metric: {**{k: _number(v) for k, v in row.checkpoint_fields().items()},
                             "detects": plain_verdict(row.detects),
@@ -86,8 +85,8 @@ def summary(path: Path, request: gr.Request) -> dict[str, Any]:
                             "spearman_from_first": _number(row.spearman_from_first),
                             **({"role": row.role} if row.role != "metric" else {})}
                for row in saved.history.verdict()}
-    return {"run": path.name, "link": link(request, path.name),
-            "status": live_status(path, meta.get("status", "running")),
+    return {"run": run.id, "link": link(request, run.id),
+            "status": run.live_status(meta.get("status", "running")),
             "reason": meta.get("reason") or None,
             "last_step": saved.last_step, "steps": meta.get("steps"),
             "verdict": verdict, "unavailable": meta.get("unavailable") or {},
@@ -95,8 +94,8 @@ def summary(path: Path, request: gr.Request) -> dict[str, Any]:
             "delta": DELTA_RULE}
 
 
-def _until_end(events: Iterator[Event], request: gr.Request) -> Path:
-    """Consume a run's events; the run's directory. A caller that disconnects stops the run
+def _until_end(events: Iterator[Event], request: gr.Request) -> Run:
+    """Consume a run's events; the run. A caller that disconnects stops the run
     within a step: closing its events records it as interrupted."""
     run_dir = None
     events = owned(events, request)
@@ -107,7 +106,7 @@ def _until_end(events: Iterator[Event], request: gr.Request) -> Path:
             events.close()
             break
     assert run_dir is not None, "a run always starts with Started"
-    return run_dir
+    return Run(run_dir)
 
 
 def compact(answer: dict[str, Any]) -> str:
@@ -212,13 +211,13 @@ def resume_chain(run_id: str, api_key: str, token: str = "", request: gr.Request
     Returns:
         JSON text: as run_chain.
     """
-    path = confined(run_id)
-    if completed_steps(path) is not None:
+    run = brought_back(run_id)  # a run resumed by its id: fetched again if a restart wiped it
+    if completed_steps(run.path) is not None:
         raise gr.Error("This run is complete: every step it was asked for is made. Resume goes "
                        "on with a stopped or interrupted run; start a new chain for more.")
-    mine(path, request)  # only its maker rewrites a run; anyone opens it by its link
-    return _chain(lambda stop: resume_run(path, stop=stop, api_key=api_key or None), request,
-                  token, guard.resume_cost(path))
+    mine(run, request)  # only its maker rewrites a run; anyone opens it by its link
+    return _chain(lambda stop: resume_run(run.path, stop=stop, api_key=api_key or None),
+                  request, token, guard.resume_cost(run))
 
 
 def open_run(run_id: str, request: gr.Request) -> str:
@@ -230,7 +229,7 @@ def open_run(run_id: str, request: gr.Request) -> str:
         JSON text: as run_chain; status "running" while the run is being made, "interrupted"
         where its maker went away mid-run (resume_chain continues it).
     """
-    return compact(summary(confined(run_id), request))
+    return compact(summary(brought_back(run_id), request))  # fetched again if wiped
 
 
 def list_options() -> str:

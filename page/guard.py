@@ -62,8 +62,8 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 
 from banana_space.images import MAX_SIDE
-from banana_space.rundir import load_run
-from banana_space.runs import OWNER_NAME, mark_owner, owner_of, prune_runs
+from banana_space.run import Run, runs_in
+from banana_space.runs import prune_runs
 from page import disk
 from page.settings import SETTINGS
 
@@ -102,17 +102,17 @@ def owner_key(request: Any) -> str:
     return hmac.new(_SALT, client_address(request).encode(), hashlib.sha256).hexdigest()[:24]
 
 
-def owns(request: Any, run_dir: Path) -> bool:
-    """Whether `request` comes from the visitor who made `run_dir` (in this process's life:
+def owns(request: Any, run: Run) -> bool:
+    """Whether `request` comes from the visitor who made `run` (in this process's life:
     the key's secret is new at every start, so after a restart nobody owns an old run)."""
-    return owner_of(run_dir) == owner_key(request)
+    return run.made_by == owner_key(request)
 
 
 def own_runs(request: Any) -> list[str]:
     """The ids of the runs `request`'s visitor made, newest first."""
     mine = owner_key(request)
-    return sorted((p.parent.name for p in SETTINGS.runs_root.glob("*/run.json")
-                   if owner_of(p.parent) == mine), reverse=True)
+    return sorted((run.id for run in runs_in(SETTINGS.runs_root) if run.made_by == mine),
+                  reverse=True)
 
 
 # --- the queue ----------------------------------------------------------------------------------
@@ -285,10 +285,10 @@ def chain_cost(image: Image.Image | None, steps: int) -> float:
     return float(width * height * steps)
 
 
-def resume_cost(run_dir: Path) -> float:
+def resume_cost(run: Run) -> float:
     """A resume's cost for admission: frame 0's pixels x the steps it has still to make."""
-    saved = load_run(run_dir)
-    with Image.open(saved.path / "frames" / "step_000.png") as first:  # the header only
+    saved = run.load()
+    with Image.open(run.frame_path(0)) as first:  # the header only
         return float(first.width * first.height
                      * max(int(saved.meta.get("steps", 0)) - saved.last_step, 0))
 
@@ -304,8 +304,9 @@ def started(run_dir: Path, request: gr.Request) -> None:
     """Once a new run's first event is on disk: its owner is recorded and old runs are pruned,
     the owner's own beyond its share first (the new run counts toward both)."""
     owner = owner_key(request)
-    if not (run_dir / OWNER_NAME).is_file():  # a resumed run keeps its owner
-        mark_owner(run_dir, owner)
+    run = Run(run_dir)
+    if run.made_by is None:  # a resumed run keeps its owner
+        run.mark_owner(owner)
     prune_runs(SETTINGS.runs_root, SETTINGS.keep_runs, keep_bytes=SETTINGS.runs_bytes,
                owner=owner, owner_keep=SETTINGS.runs_per_visitor,
                owner_bytes=SETTINGS.run_bytes_per_visitor)

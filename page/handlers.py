@@ -26,14 +26,15 @@ from banana_space.markup import escape_markdown
 from banana_space.plots import delta_figure, raw_figure
 from banana_space.quota import page_note, steps_for_the_smallest_day
 from banana_space.real_chains import LABEL, PLAN, examples, plan_from_env, preparing
-from banana_space.remake import full_frame, remake_all
-from banana_space.rundir import load_run
+from banana_space.remake import remake_all, remake_frame
+from banana_space.run import Run
 from banana_space.runids import copy_in
 from banana_space.runs import completed_steps, open_saved, resume_run, start_run
-from banana_space.view import RunView, shown_frame
+from banana_space.view import RunView
 from page import guard
 from page.access import (
     REFUSALS,
+    brought_back,
     claim,
     confined,
     mine,
@@ -166,22 +167,22 @@ def resume(run_id: str | None, api_key: str, raw: bool, request: gr.Request
     """
     if not run_id:
         raise gr.Error("Open or start a run first.")
-    path = confined(run_id)
-    made = completed_steps(path)
+    run = brought_back(run_id)  # a run opened by its id: fetched again if a restart wiped it
+    made = completed_steps(run.path)
     if made is not None:
         gr.Info(f"This run is complete: all {made} steps are made. Resume goes on with a "
                 "stopped or interrupted run; press Run for a longer chain.")
         yield PageOutputs.unchanged()  # the run stays on screen as it is
         return
-    mine(path, request)  # only its maker rewrites a run; anyone opens it by its link
+    mine(run, request)  # only its maker rewrites a run; anyone opens it by its link
     tab = tab_of(request)
     stop = claim(tab)
     with contextlib.ExitStack() as held:
         held.callback(release, tab, stop)
         try:
-            held.enter_context(guard.admitted(request, guard.resume_cost(path)))
-            events = resume_run(path, stop=stop, api_key=api_key or None)
-            view = RunView.from_saved(load_run(path))  # read under our writer lock
+            held.enter_context(guard.admitted(request, guard.resume_cost(run)))
+            events = resume_run(run.path, stop=stop, api_key=api_key or None)
+            view = RunView.from_saved(run.load())  # read under our writer's lock
         except REFUSALS as error:
             raise refusal(error) from None
         # Running again: no old ending, no old zip offered; its metrics load first.
@@ -229,11 +230,11 @@ def hub_credit(source: str) -> str:
         return f"⚠️ {escape_markdown(public_text(str(error)))}"
 
 
-def show_saved(path: Path, raw: bool) -> PageOutputs:
+def show_saved(run: Run, raw: bool) -> PageOutputs:
     """A saved run as the page shows it; one being made right now is shown as running
     (`banana_space.runs.open_saved`)."""
     try:
-        saved, live = open_saved(path)
+        saved, live = open_saved(run.path)
     except FileNotFoundError:
         raise gr.Error("That run was deleted (old runs are removed to make room).") from None
     view = RunView.from_saved(saved)
@@ -256,7 +257,7 @@ def reopen(run_id: str | None, raw: bool) -> PageOutputs:
     """
     if not run_id:
         raise gr.Error("Pick a run.")
-    return show_saved(confined(run_id), raw)
+    return show_saved(brought_back(run_id), raw)  # fetched again if a restart wiped it
 
 
 def open_recorded(name: str, raw: bool) -> PageOutputs:
@@ -264,9 +265,9 @@ def open_recorded(name: str, raw: bool) -> PageOutputs:
     it dropped are re-made in the background (and at once for a frame being compared)."""
     if name not in {p.name for p in RECORDED.iterdir() if p.is_dir()}:
         raise gr.Error("Pick one of the recorded chains.")  # never a path of the visitor's
-    path = copy_in(RECORDED / name, SETTINGS.runs_root)
-    threading.Thread(target=remake_all, args=(path,), name="remake", daemon=True).start()
-    return show_saved(path, raw)
+    run = copy_in(RECORDED / name, SETTINGS.runs_root)
+    threading.Thread(target=remake_all, args=(run.path,), name="remake", daemon=True).start()
+    return show_saved(run, raw)
 
 
 def real_chain_buttons() -> list[Any]:
@@ -365,20 +366,20 @@ def compare(run_id: str | None, step: float) -> tuple[Any, Any, Any]:
     """Input vs frame `step`: the slider, the magnifier and the share link follow the choice."""
     if not run_id:
         return None, gr.skip(), gr.skip()
-    path, step = confined(run_id), whole_number(step, "The step")
-    full_frame(path, step)  # a recording's dropped frame, re-made (or its thumbnail, said so)
-    chosen = shown_frame(path, step)
+    run, step = confined(run_id), whole_number(step, "The step")
+    remake_frame(run.path, step)  # a recording's dropped frame (else its thumbnail, said so)
+    chosen = run.shown_frame(step)
     if not chosen.is_file():
         return gr.skip(), gr.skip(), gr.skip()
-    return (compared((str(shown_frame(path, 0)), str(chosen)), step),
-            magnify(path, step), share_link(path, step))
+    return (compared((str(run.shown_frame(0)), str(chosen)), step),
+            magnify(run, step), share_link(run, step))
 
 
 def marked_plot(run_id: str | None, step: float, raw: bool) -> Any:
     """The curves with the frame the visitor compares marked (the stream marks the newest)."""
     if not run_id:
         return gr.skip()
-    history = load_run(confined(run_id)).history
+    history = confined(run_id).load().history
     step = whole_number(step, "The step")
     figure = raw_figure(history, step) if raw else delta_figure(history, marked=step)
     return plot_data(figure)
@@ -388,10 +389,10 @@ def zoom_at(run_id: str | None, step: float, event: gr.SelectData) -> Any:
     """A click on the newest frame moves the magnifier there (in the input's pixels)."""
     if not run_id or not event.index:
         return gr.skip()
-    path = confined(run_id)
-    newest = load_run(path).last_step
-    with Image.open(shown_frame(path, 0)) as first, \
-            Image.open(shown_frame(path, newest)) as clicked:
+    run = confined(run_id)
+    newest = run.load().last_step
+    with Image.open(run.shown_frame(0)) as first, \
+            Image.open(run.shown_frame(newest)) as clicked:
         scale = (first.width / clicked.width, first.height / clicked.height)
     x, y = event.index[0] * scale[0], event.index[1] * scale[1]
-    return magnify(path, max(whole_number(step, "The step"), 1), (x, y))
+    return magnify(run, max(whole_number(step, "The step"), 1), (x, y))

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import html
 import json
-from pathlib import Path
 from typing import Any, NamedTuple
 
 import gradio as gr
@@ -18,8 +17,8 @@ from gradio_client.utils import encode_file_path
 from PIL import Image
 
 from banana_space.magnifier import ZOOM, box_around, largest_difference_box, side_by_side
-from banana_space.rundir import THUMB_SIDE
-from banana_space.view import Screen, shown_frame
+from banana_space.run import THUMB_SIDE, Run, is_thumbnail
+from banana_space.view import Screen
 
 STOPPING = "⏹ **Stopping…** (the frames made so far are kept)"
 
@@ -50,11 +49,11 @@ class PageOutputs(NamedTuple):
 def shown(screen: Screen, stopping: bool = False, magnified: bool = True) -> PageOutputs:
     """A `Screen` as the page's outputs. The figure goes to gr.Plot as the JSON that its
     postprocess would make of a plotly Figure, without building one (bench/streaming.py)."""
-    run_dir = Path(screen.run_dir) if screen.run_dir else None
+    run = Run(screen.run_dir) if screen.run_dir else None
     newest = len(screen.strip) - 1
     # The magnifier costs ~0.2 s a 1024 px frame, so a running chain leaves it to the compare
     # slider (whose .change follows each new frame) instead of redoing it on every update.
-    zoomed = gr.skip() if screen.running or not magnified else magnify(run_dir, newest)
+    zoomed = gr.skip() if screen.running or not magnified else magnify(run, newest)
     return PageOutputs(
         status=f"{STOPPING}\n\n{screen.status}" if stopping and screen.running else screen.status,
         frame=screen.frame,
@@ -63,13 +62,13 @@ def shown(screen: Screen, stopping: bool = False, magnified: bool = True) -> Pag
         verdict=screen.verdict,
         model_text=screen.model_text,
         download=gr.update(value=screen.zip_path, visible=screen.zip_path is not None),
-        run_id=run_dir.name if run_dir else None,
+        run_id=run.id if run else None,
         before_after=compared((screen.first_frame, screen.frame) if screen.first_frame else None,
                               newest),
         # Never below the slider's minimum (0), even before frame 0 exists.
         compare_step=gr.update(maximum=max(1, newest, screen.offered), value=max(0, newest)),
         summary=screen.summary,
-        share=share_link(run_dir, newest),
+        share=share_link(run, newest),
         magnifier=zoomed)
 
 
@@ -100,24 +99,24 @@ def compared(pair: tuple[str, str] | None, step: int) -> Any:
     """The compare slider's pictures, its label naming its sides; a frame a recording kept
     only as a thumbnail is named one, never passed off as the frame."""
     side = f"◀ input · step {step} ▶" if pair else "Input vs frame i"
-    small = pair is not None and Path(pair[1]).parent.name == ".thumbs"
+    small = pair is not None and is_thumbnail(pair[1])
     note = f" · only its {THUMB_SIDE} px thumbnail was kept" if small else ""
     return gr.update(value=pair, label=f"{side} (drag the handle){note}")
 
 
-def share_link(run_dir: Path | None, step: int) -> str:
+def share_link(run: Run | None, step: int) -> str:
     """The link that reopens this view: the run and the frame being compared."""
-    return f"?run={run_dir.name}&frame={max(step, 0)}" if run_dir else ""
+    return f"?run={run.id}&frame={max(step, 0)}" if run else ""
 
 
-def magnify(run_dir: Path | None, step: int, point: tuple[float, float] | None = None) -> Any:
-    """Input and frame `step` of a (confined) run directory cropped alike and enlarged, where
-    they differ most (or around `point`, in the input's pixels), with a label saying which
-    side is which."""
-    if run_dir is None or step < 1 or not shown_frame(run_dir, step).is_file():
+def magnify(run: Run | None, step: int, point: tuple[float, float] | None = None) -> Any:
+    """Input and frame `step` of a (confined) run cropped alike and enlarged, where they
+    differ most (or around `point`, in the input's pixels), with a label saying which side is
+    which."""
+    chosen_file = run.shown_frame(step) if run is not None and step >= 1 else None
+    if chosen_file is None or not chosen_file.is_file():
         return gr.update(value=None, label="Magnifier (from step 1 on)")
-    with Image.open(shown_frame(run_dir, 0)) as first, \
-            Image.open(shown_frame(run_dir, step)) as chosen:
+    with Image.open(run.shown_frame(0)) as first, Image.open(chosen_file) as chosen:
         box = box_around(point, first.size) if point else largest_difference_box(first, chosen)
         image = side_by_side(first, chosen, box)
     where = "where you clicked" if point else "where they differ most"

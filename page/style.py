@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import gradio as gr
 
+from banana_space.run import FRAME_STEP_JS
+
 # ---- Sharing: one control that copies the link to this view (run + compared frame) ----
 SHARE_HTML = """<div class="share">${value ? `<button type="button">🔗 Copy a link to this view
 </button> <a href="${value}" rel="noopener">${value}</a> <span role="status"></span>` :
@@ -72,7 +74,7 @@ PAGE_JS = r"""() => {
   const describe = () => {
     const images = document.querySelectorAll('#compare img');
     if (images.length < 2) return;
-    const step = images[1].src.match(/step_0*(\d+)\.png/)?.[1] ?? 'i';
+    const step = images[1].src.match(/FRAME_STEP/)?.[1] ?? 'i';
     images[0].alt = 'the input, step 0 (left of the slider)';
     images[1].alt = `frame ${step} of the chain (right of the slider)`;
   };
@@ -111,7 +113,7 @@ PAGE_JS = r"""() => {
       return;
     document.querySelector('#status')?.scrollIntoView({block: 'start', behavior: 'instant'});
   });
-}"""
+}""".replace("FRAME_STEP", FRAME_STEP_JS)  # the step from a frame's file name
 # Gradio's Soft theme writes help text at 2.5:1 on white and labels in indigo at 3.6:1 on
 # their pale chips; these read at >= 4.5:1.
 # The page's font is the system's own (Soft's Montserrat draws N and Q like "Ŋ" and "Ɋ"); the

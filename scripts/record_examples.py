@@ -35,7 +35,8 @@ from banana_space.backends import create_backend  # noqa: E402
 from banana_space.catalog import CPU_DEFAULTS  # noqa: E402
 from banana_space.chain import make_step  # noqa: E402
 from banana_space.remake import pixel_hash, write_manifest  # noqa: E402
-from banana_space.rundir import frame_name, load_run, rewrite_verdict, zip_path  # noqa: E402
+from banana_space.run import Run  # noqa: E402
+from banana_space.rundir import rewrite_verdict  # noqa: E402
 from banana_space.runs import RunSpec, start_run  # noqa: E402
 
 TARGET = REPO / "assets" / "recorded"
@@ -60,15 +61,15 @@ def record(name: str, start: str, profile: str) -> None:
     for event in start_run(spec, TARGET, run_id=name):
         if getattr(event, "status", None):
             print(name, event.status, event.reason)
-    zip_path(TARGET / name).unlink()  # the app makes the zip when the run is opened
+    Run(TARGET / name).zip_path.unlink()  # the app makes the zip when the run is opened
     hashes = {}
     for step in range(STEPS + 1):
-        with Image.open(TARGET / name / "frames" / frame_name(step)) as frame:
+        with Image.open(Run(TARGET / name).frame_path(step)) as frame:
             hashes[step] = pixel_hash(frame)
     write_manifest(TARGET / name, hashes)
     for step in range(1, STEPS):
         if step not in KEEP_STEPS:
-            (TARGET / name / "frames" / frame_name(step)).unlink()
+            Run(TARGET / name).frame_path(step).unlink()
 
 
 def add_manifest(name: str) -> None:
@@ -77,14 +78,14 @@ def add_manifest(name: str) -> None:
     (a chain step is a deterministic function of the frame before it, so the dropped frames
     between kept ones are then the recorded ones)."""
     run = TARGET / name
-    saved = load_run(run)
+    saved = Run(run).load()
     settings = saved.meta["settings"]
     backend = create_backend(settings["backend"], **settings["backend_options"])
     image, hashes = saved.frame(0), {0: pixel_hash(saved.frame(0))}
     for step in range(1, saved.last_step + 1):
         image = make_step(backend, image, settings["prompt"], settings["seed"], step).image
         hashes[step] = pixel_hash(image)
-        kept = run / "frames" / frame_name(step)
+        kept = Run(run).frame_path(step)
         if kept.is_file() and pixel_hash(saved.frame(step)) != hashes[step]:
             raise SystemExit(f"{name}: step {step} re-made differs from the recording; "
                              "record it again")

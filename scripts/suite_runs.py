@@ -155,10 +155,11 @@ def run_all(jobs: Sequence[Job], runs: Path = RUNS, workers: int = 2) -> None:
 
 def read(runs: Path, job: Job):
     """A made run: its run.json and its scores as a `History` (NaN at unscored steps)."""
-    from banana_space.rundir import read_history
+    from banana_space.run import Run, read_history
 
-    meta = json.loads((runs / job.name / "run.json").read_text())
-    return meta, read_history(runs / job.name, meta)
+    run = Run(runs / job.name)
+    meta = json.loads(run.meta_file.read_text())
+    return meta, read_history(run.scores_file, meta)
 
 
 def jobs_for(profiles: Sequence[str], starts: Sequence[str], steps: int, side: int,

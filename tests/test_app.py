@@ -24,7 +24,7 @@ from app_server import (
 from gradio_client import Client, handle_file
 
 from banana_space.backends.simulate import DEFAULT_PROFILE
-from banana_space.rundir import load_run
+from banana_space.run import Run
 from banana_space.view import VERDICT_COLUMN
 from page.outputs import PageOutputs
 
@@ -174,7 +174,7 @@ def test_stop_button_ends_the_run_and_keeps_frames(app_url, runs_dir, photo_path
     assert 2 <= made < 61
     # The run holds exactly the frames shown (a frame made after the click is dropped: it may
     # stay on disk for a page still showing it, but it is no frame of the run's, nor zipped).
-    assert load_run(runs_dir / final[RUN_DIR]).last_step + 1 == made
+    assert Run(runs_dir / final[RUN_DIR]).load().last_step + 1 == made
 
 
 def test_eight_visitors_at_once_each_get_only_their_own_run(app_url, runs_dir, tmp_path) -> None:

@@ -17,7 +17,7 @@ from banana_space.backends.simulate import SimulateBackend
 from banana_space.catalog import CPU_DEFAULTS
 from banana_space.cli import main as cli
 from banana_space.events import Finished, FrameMade, FrameScored, Notice, Started
-from banana_space.rundir import load_run, zip_path
+from banana_space.run import Run
 from banana_space.runs import RunSpec, start_run
 
 CPU_METRICS = list(CPU_DEFAULTS)
@@ -77,7 +77,7 @@ def test_five_step_simulate_chain_on_a_real_photo(photo, tmp_path, weights_dir) 
     assert meta["status"] == "completed" and meta["last_step"] == 5
     assert meta["settings"]["backend_settings"] == {"strength": 1.0, "profile": "nano-banana-pro"}
     assert "pyiqa" in meta["versions"]
-    with zipfile.ZipFile(zip_path(run)) as archive:
+    with zipfile.ZipFile(Run(run).zip_path) as archive:
         names = archive.namelist()
         readme = archive.read(f"{run.name}/README.txt").decode()
     assert f"{run.name}/frames/step_005.png" in names and f"{run.name}/verdict.csv" in names
@@ -192,11 +192,11 @@ def test_cli_run_then_score_the_frames_it_made(photo_path, tmp_path, capsys) -> 
                 "--out", str(out), "--seed", "5", "--strength", "2"])
     assert code == 0
     assert "completed" in capsys.readouterr().out
-    saved = load_run(out)
+    saved = Run(out).load()
     assert saved.last_step == 2 and saved.meta["settings"]["backend_options"] == {"strength": 2.0}
     assert cli(["score", str(out / "frames"), "--metrics", "piqe,entropy",
                 "--out", str(tmp_path / "scored")]) == 0
-    rescored = load_run(tmp_path / "scored")
+    rescored = Run(tmp_path / "scored").load()
     assert rescored.history.scores["piqe"] == pytest.approx(saved.history.scores["piqe"])
 
 

@@ -25,7 +25,7 @@ from banana_space.backends.base import BackendInfo, Edit, Entry, Option
 from banana_space.backends.simulate import SimulateBackend
 from banana_space.events import Finished, FrameScored, Notice, Started
 from banana_space.pool import POOL, MetricPool
-from banana_space.rundir import load_run, zip_path
+from banana_space.run import Run
 from banana_space.runs import RunSpec, prune_runs, resume_run, start_run
 
 
@@ -64,10 +64,10 @@ def test_generator_failure_at_step_k_keeps_frames_before_it(photo, tmp_path,
     assert end.reason == "failed at step 3: ConnectionError: connection reset by peer"
     assert [e.step for e in events if isinstance(e, FrameScored)] == [0, 1, 2]
     run = run_dir_of(events)
-    saved = load_run(run)
+    saved = Run(run).load()
     assert saved.last_step == 2 and saved.meta["status"] == "failed"
     assert "step 3" in saved.meta["reason"]
-    with zipfile.ZipFile(zip_path(run)) as archive:
+    with zipfile.ZipFile(Run(run).zip_path) as archive:
         frames = sorted(n for n in archive.namelist() if "/frames/" in n)
     assert [Path(n).name for n in frames] == ["step_000.png", "step_001.png", "step_002.png"]
 
@@ -116,9 +116,9 @@ def test_stop_mid_run_keeps_what_was_made(photo, tmp_path) -> None:
             stop.set()
     end = events[-1]
     assert end.status == "stopped" and 2 <= end.last_step < 50
-    saved = load_run(run_dir_of(events))
+    saved = Run(run_dir_of(events)).load()
     assert saved.meta["status"] == "stopped" and saved.last_step == end.last_step
-    assert zip_path(run_dir_of(events)).is_file()
+    assert Run(run_dir_of(events)).zip_path.is_file()
 
 
 def test_a_consumer_that_goes_away_leaves_no_thread_running(photo, tmp_path) -> None:
@@ -159,7 +159,7 @@ def test_sigkill_mid_run_leaves_complete_files_and_resume_matches(photo_path, tm
     with (killed / "scores.csv").open(newline="") as handle:
         rows = list(csv.DictReader(handle))
     assert rows and all(len(r) == 5 and r["score"] not in (None, "") for r in rows)
-    saved = load_run(killed)
+    saved = Run(killed).load()
     assert json.loads((killed / "run.json").read_text())["status"] == "running"
     # Frame k is written only after frame k-1 is fully recorded: with 4 frames on disk, at
     # least steps 0-2 have their scores (step 3 may have been killed between its two files).
@@ -174,7 +174,7 @@ def test_sigkill_mid_run_leaves_complete_files_and_resume_matches(photo_path, tm
     assert frames == sorted(p.name for p in (killed / "frames").glob("*.png"))
     for name in frames:
         assert (killed / "frames" / name).read_bytes() == (whole / "frames" / name).read_bytes()
-    assert load_run(killed).meta["status"] == "completed"
+    assert Run(killed).load().meta["status"] == "completed"
 
 
 def test_resume_in_process_continues_after_the_last_complete_frame(photo, tmp_path) -> None:
@@ -188,7 +188,7 @@ def test_resume_in_process_continues_after_the_last_complete_frame(photo, tmp_pa
     events = list(resume_run(run_dir, pool=POOL))
     steps = [e.step for e in events if isinstance(e, FrameScored)]
     assert steps[0] > 2 and steps[-1] == 6 and events[-1].status == "completed"
-    assert load_run(run_dir).last_step == 6
+    assert Run(run_dir).load().last_step == 6
 
 
 def test_retention_deletes_the_oldest_runs_never_an_active_one(tmp_path) -> None:

@@ -27,7 +27,7 @@ from raw_api import call, dependencies
 from banana_space.common import write_atomic
 from banana_space.events import Finished, FrameScored, Started
 from banana_space.markup import escape_markdown
-from banana_space.rundir import RunBusy, lock_writer, zip_path
+from banana_space.run import Run, RunBusy
 from banana_space.runids import BadRunId, run_path
 from banana_space.runs import RunSpec, prune_runs, resume_run, start_run
 from banana_space.view import RunView
@@ -94,8 +94,8 @@ def test_a_run_being_written_by_another_process_cannot_be_resumed(photo, tmp_pat
     run_dir = list(start_run(RunSpec(small(photo), 2, metrics=["entropy"]),
                              tmp_path))[0].run_dir
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from banana_space.rundir import lock_writer;"
-         f"lock_writer({str(run_dir)!r}); print('locked', flush=True); time.sleep(120)"],
+        [sys.executable, "-c", "import sys, time; from banana_space.run import Run;"
+         f"Run({str(run_dir)!r}).lock(); print('locked', flush=True); time.sleep(120)"],
         cwd=REPO, stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "locked"
@@ -105,7 +105,7 @@ def test_a_run_being_written_by_another_process_cannot_be_resumed(photo, tmp_pat
     finally:
         holder.kill()
         holder.wait()
-    os.close(lock_writer(run_dir))  # released when its process ends
+    os.close(Run(run_dir).lock())  # released when its process ends
 
 
 # --- item 6: markup --------------------------------------------------------------------------
@@ -127,11 +127,11 @@ def test_markup_a_visitor_controls_is_shown_as_text() -> None:
 def test_the_zip_is_named_after_the_run_and_explains_itself(photo, tmp_path) -> None:
     events = list(start_run(RunSpec(small(photo), 3, metrics=["entropy"]), tmp_path))
     run_dir = next(e.run_dir for e in events if isinstance(e, Started))
-    with zipfile.ZipFile(zip_path(run_dir)) as archive:
+    with zipfile.ZipFile(Run(run_dir).zip_path) as archive:
         names = set(archive.namelist())
         readme = archive.read(f"{run_dir.name}/README.txt").decode()
         plot = archive.read(f"{run_dir.name}/plot.html").decode()
-    assert zip_path(run_dir).name == f"banana-{run_dir.name}.zip"
+    assert Run(run_dir).zip_path.name == f"banana-{run_dir.name}.zip"
     for name in ("frames/step_003.png", "scores.csv", "verdict.csv", "steps.csv", "run.json",
                  "README.txt", "plot.html"):
         assert f"{run_dir.name}/{name}" in names
@@ -165,7 +165,7 @@ def test_zipping_a_large_run_streams_from_disk(tmp_path) -> None:
               "print((after - before) // 1024)")
     grown_mb = int(subprocess.run([sys.executable, "-c", script, str(run)], cwd=REPO,
                                   check=True, capture_output=True, text=True).stdout)
-    assert zip_path(run).stat().st_size > 240_000_000
+    assert Run(run).zip_path.stat().st_size > 240_000_000
     assert grown_mb < 80, f"zipping took {grown_mb} MB more memory"
 
 
@@ -378,7 +378,7 @@ def test_uploads_are_deleted_and_oversized_ones_refused(short_lived_uploads, pho
 def test_many_visitors_opening_one_finished_run_all_see_it_finished(app, photo_path) -> None:
     client = Client(app["url"], verbose=False)
     run_id = client.predict(*run_args(photo_path, 1, seed=9), api_name="/run")[RUN_DIR]
-    zip_path(app["runs"] / run_id).unlink()  # the first opener zips it again
+    Run(app["runs"] / run_id).zip_path.unlink()  # the first opener zips it again
 
     def open_it(_: int) -> str:
         return Client(app["url"], verbose=False).predict(run_id, False, api_name="/open")[STATUS]
@@ -386,4 +386,4 @@ def test_many_visitors_opening_one_finished_run_all_see_it_finished(app, photo_p
     with ThreadPoolExecutor(max_workers=8) as pool:
         statuses = list(pool.map(open_it, range(8)))
     assert all("Completed" in status for status in statuses), statuses
-    assert zip_path(app["runs"] / run_id).is_file()
+    assert Run(app["runs"] / run_id).zip_path.is_file()

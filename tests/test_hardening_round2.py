@@ -32,7 +32,7 @@ from raw_api import call, dependencies
 from test_mcp import answer, data_url, session_call
 
 from banana_space.events import Started
-from banana_space.rundir import RunBusy, lock_writer
+from banana_space.run import Run, RunBusy
 
 pytestmark = pytest.mark.app
 
@@ -115,7 +115,7 @@ def busy_runs(runs: Path, among: set[str] | None = None) -> int:
     busy = 0
     for run_id in run_ids(runs) if among is None else run_ids(runs) & among:
         try:
-            os.close(lock_writer(runs / run_id))
+            os.close(Run(runs / run_id).lock())
         except (RunBusy, FileNotFoundError):
             busy += 1
     return busy

@@ -18,7 +18,7 @@ from fake_hub_write import FakeHubWrite, is_binary
 from banana_space import persist
 from banana_space.events import Started
 from banana_space.pool import MetricPool
-from banana_space.rundir import load_run
+from banana_space.run import Run
 from banana_space.runids import BadRunId
 from banana_space.runs import RunSpec, start_run
 
@@ -29,7 +29,7 @@ OWNERS_TOKEN = "hf_fake_token_for_tests_0002"  # the Space's secret: the runs re
 
 def test_a_bundled_recording_is_copied_in_when_its_link_is_opened(tmp_path: Path) -> None:
     persist.restore(tmp_path, "dunes-simulated-30", RECORDED)
-    assert load_run(tmp_path / "dunes-simulated-30").last_step == 30
+    assert Run(tmp_path / "dunes-simulated-30").load().last_step == 30
     persist.restore(tmp_path, "no-such-run", RECORDED)  # nothing found: nothing written
     for bad in ("../dunes-simulated-30", "a/b", ".thumbs", "", None, "x" * 200):
         with pytest.raises(BadRunId):
@@ -64,7 +64,7 @@ def test_a_finished_run_is_pushed_once_and_restored_after_a_wipe(hub, tmp_path, 
     _pushed()
     run = next(e.run_dir for e in events if isinstance(e, Started))
     kept = {name.split("/", 2)[2]: data for name, data in hub.datasets[RUNS_REPO].items()}
-    assert load_run(run).last_step == 2
+    assert Run(run).load().last_step == 2
     assert set(kept) == {"run.json", "scores.csv", "verdict.csv", "steps.csv",
                          *(f"frames/step_{i:03d}.png" for i in range(3)),
                          *(f".thumbs/.step_{i:03d}.png" for i in range(3))}
@@ -78,7 +78,7 @@ def test_a_finished_run_is_pushed_once_and_restored_after_a_wipe(hub, tmp_path, 
     shutil.rmtree(root)
     root.mkdir()
     persist.restore(root, run.name, RECORDED)
-    restored = load_run(root / run.name)
+    restored = Run(root / run.name).load()
     assert restored.meta["status"] == "completed" and restored.last_step == 2
     for name, data in kept.items():
         assert (root / run.name / name).read_bytes() == data

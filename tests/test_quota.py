@@ -23,7 +23,7 @@ from banana_space.judges.base import JudgeInfo, Rating
 from banana_space.judges.visualquality_r1 import RateJob, VisualQualityR1Judge, answer
 from banana_space.plots import delta_figure
 from banana_space.pool import MetricPool
-from banana_space.rundir import load_run
+from banana_space.run import Run
 from banana_space.runs import RunSpec, resume_run, start_run
 from banana_space.scoring import Scorer
 
@@ -203,14 +203,14 @@ def test_a_zerogpu_refusal_at_step_k_keeps_frames_before_it_and_resumes(
     assert isinstance(end, Finished)
     assert (end.status, end.last_step) == ("stopped", 2)
     assert end.reason.startswith(said)
-    saved = load_run(run_dir)
+    saved = Run(run_dir).load()
     assert saved.last_step == 2 and saved.meta["status"] == "stopped"
     assert sorted(p.name for p in (run_dir / "frames").iterdir()) == [
         "step_000.png", "step_001.png", "step_002.png"]
     gpu.use_gpu_runner(zerogpu.refusals_named(gpu.call_here))  # quota back (a day later)
     resumed = list(resume_run(run_dir, pool=pool))
     assert isinstance(resumed[-1], Finished) and resumed[-1].status == "completed"
-    assert load_run(run_dir).last_step == 5
+    assert Run(run_dir).load().last_step == 5
 
 
 def test_a_workers_own_error_is_a_failure_not_a_refusal(gpu_simulate, tmp_path, photo,

@@ -21,7 +21,7 @@ from shard_data import parquet_shards
 
 from banana_space.common import png_bytes
 from banana_space.real_chains import LABEL, Plan, examples, prepare, start_preparing
-from banana_space.rundir import load_run
+from banana_space.run import Run
 
 REPO = Path(__file__).resolve().parent.parent
 RECORDED = REPO / "assets" / "recorded"
@@ -64,7 +64,7 @@ def test_a_real_chain_is_fetched_at_its_steps_scored_once_and_listed_first(
         hub, chains, tmp_path) -> None:
     plan = Plan(chains=("not/on/the/hub",), count=1, metrics=tuple(METRICS))
     [run] = prepare(tmp_path / "runs", plan)  # the name does not match: the first chain found
-    saved = load_run(run)
+    saved = Run(run).load()
     assert saved.last_step == 20
     assert sorted(int(p.stem[5:]) for p in (run / "frames").glob("step_*.png")) == SAMPLED
     with Image.open(run / "frames" / "step_010.png") as frame:

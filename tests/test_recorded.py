@@ -12,7 +12,8 @@ import pytest
 from PIL import Image
 
 from banana_space.events import Finished, FrameScored, Started
-from banana_space.rundir import frame_name, load_run, thumb_path, write_zip
+from banana_space.run import Run, frame_name
+from banana_space.rundir import write_zip
 from banana_space.runs import RunSpec, start_run
 from banana_space.view import RunView
 
@@ -22,7 +23,7 @@ PROFILE_OF_TAG = {"simulated": "nano-banana-pro", "blur": "blur"}
 
 
 def test_the_recordings_are_the_ones_the_issue_asks_for() -> None:
-    profiles = [load_run(p).meta["settings"]["backend_settings"]["profile"] for p in RECORDED]
+    profiles = [Run(p).load().meta["settings"]["backend_settings"]["profile"] for p in RECORDED]
     assert profiles.count("nano-banana-pro") >= 2 and "blur" in profiles
     assert sum(f.stat().st_size for f in (REPO / "assets").rglob("*") if f.is_file()) < 40e6
 
@@ -31,7 +32,7 @@ def test_the_recordings_are_the_ones_the_issue_asks_for() -> None:
 def test_a_recording_opens_with_every_step(run: Path, tmp_path) -> None:
     copy = tmp_path / run.name
     shutil.copytree(run, copy)  # as app.open_recorded does
-    saved = load_run(copy)
+    saved = Run(copy).load()
     _, tag, steps = run.name.rsplit("-", 2)
     settings = saved.meta["settings"]
     assert settings["backend_settings"]["profile"] == PROFILE_OF_TAG[tag]
@@ -47,7 +48,7 @@ def test_a_recording_opens_with_every_step(run: Path, tmp_path) -> None:
     dropped = [s for s in range(saved.last_step + 1)
                if not (copy / "frames" / frame_name(s)).is_file()]
     assert dropped and {0, 5, 10, 20, saved.last_step}.isdisjoint(dropped)
-    assert screen.strip[dropped[0]][1] == str(thumb_path(copy, dropped[0]))
+    assert screen.strip[dropped[0]][1] == str(Run(copy).thumb_path(dropped[0]))
     # The page says the dropped frames are re-made (remake.py; tests/test_remake.py).
     assert "re-made from its seed" in screen.status
     assert [row[0] for row in screen.verdict][:2] == ["psnr (reference)", "ssim (reference)"]
@@ -61,14 +62,14 @@ def test_a_run_with_dropped_frames_keeps_its_steps(photo, tmp_path) -> None:
     events = list(start_run(RunSpec(photo.resize((64, 48)), 4, metrics=["entropy"]), tmp_path))
     run = next(e.run_dir for e in events if isinstance(e, Started))
     (run / "frames" / frame_name(2)).unlink()
-    saved = load_run(run)
+    saved = Run(run).load()
     assert saved.last_step == 4 and len(saved.history.scores["entropy"]) == 5
     view = RunView.from_saved(saved)
-    assert view.frame_path(2) == str(thumb_path(run, 2))
+    assert view.frame_path(2) == str(Run(run).thumb_path(2))
     assert view.frame_path(3) == str(run / "frames" / frame_name(3))
     # A step with neither its frame nor its thumbnail is not part of the run.
     (run / "frames" / frame_name(3)).unlink()
-    thumb_path(run, 3).unlink()
-    assert load_run(run).last_step == 2
+    Run(run).thumb_path(3).unlink()
+    assert Run(run).load().last_step == 2
     assert isinstance(events[-1], Finished)
     assert sum(isinstance(e, FrameScored) for e in events) == 5

@@ -12,7 +12,7 @@ from conftest import REPO
 from PIL import Image
 
 from banana_space import remake
-from banana_space.rundir import frame_name, load_run
+from banana_space.run import Run, frame_name
 from banana_space.view import RunView
 
 RECORDED = REPO / "assets" / "recorded"
@@ -27,14 +27,14 @@ def a_recording(tmp_path: Path) -> Path:
 
 def test_every_recording_can_re_make_its_dropped_frames() -> None:
     for run in sorted(p for p in RECORDED.iterdir() if p.is_dir()):
-        hashes = json.loads((run / remake.MANIFEST).read_text())["pixels_sha256"]
-        assert sorted(map(int, hashes)) == list(range(load_run(run).last_step + 1)), run.name
+        hashes = json.loads(Run(run).manifest_file.read_text())["pixels_sha256"]
+        assert sorted(map(int, hashes)) == list(range(Run(run).load().last_step + 1)), run.name
 
 
 def test_a_dropped_frame_is_re_made_full_size_and_identical(tmp_path: Path) -> None:
     run = a_recording(tmp_path)
-    hashes = json.loads((run / remake.MANIFEST).read_text())["pixels_sha256"]
-    made = remake.full_frame(run, 2)
+    hashes = json.loads(Run(run).manifest_file.read_text())["pixels_sha256"]
+    made = remake.remake_frame(run, 2)
     assert made == run / "frames" / frame_name(2)
     with Image.open(made) as frame, Image.open(run / "frames" / frame_name(0)) as first:
         assert frame.width == first.width  # the full frame, not the 256 px thumbnail
@@ -45,14 +45,14 @@ def test_a_dropped_frame_is_re_made_full_size_and_identical(tmp_path: Path) -> N
 
 def test_a_frame_that_comes_out_different_is_never_written(tmp_path: Path) -> None:
     run = a_recording(tmp_path)
-    manifest = json.loads((run / remake.MANIFEST).read_text())
+    manifest = json.loads(Run(run).manifest_file.read_text())
     manifest["pixels_sha256"]["2"] = "0" * 64  # as if another generator version made it
-    (run / remake.MANIFEST).write_text(json.dumps(manifest))
-    assert remake.full_frame(run, 3) is None
+    Run(run).manifest_file.write_text(json.dumps(manifest))
+    assert remake.remake_frame(run, 3) is None
     assert (run / "frames" / frame_name(1)).is_file()
     assert not (run / "frames" / frame_name(2)).exists()
     assert "step 2 came out different" in remake.FAILED[run.resolve()]
-    notices = RunView.from_saved(load_run(run)).notices
+    notices = RunView.from_saved(Run(run).load()).notices
     assert any(level == "warning" and "thumbnails, labelled so" in text and "step 2 came out"
                in text for level, text in notices), notices
 
@@ -62,5 +62,5 @@ def test_a_generator_this_version_lacks_is_said_plainly(tmp_path: Path) -> None:
     meta = json.loads((run / "run.json").read_text())
     meta["settings"]["backend_options"]["profile"] = "a-profile-that-was-renamed"
     (run / "run.json").write_text(json.dumps(meta))
-    assert remake.full_frame(run, 1) is None
+    assert remake.remake_frame(run, 1) is None
     assert "cannot be made here" in remake.FAILED[run.resolve()]

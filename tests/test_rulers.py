@@ -32,7 +32,7 @@ from banana_space.rulers import (
     noise_level,
     scale_index,
 )
-from banana_space.rundir import load_run, zip_path
+from banana_space.run import Run
 
 SIDE = 512
 EXAMPLES = Path(__file__).parent.parent / "assets" / "examples"
@@ -257,16 +257,16 @@ def test_cli_run_and_score_with_the_rulers_preset(tmp_path, capsys) -> None:
                 "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "completed" in printed and "noise_level" in printed
-    with zipfile.ZipFile(zip_path(out)) as archive:  # the zip carries what run.json says
+    with zipfile.ZipFile(Run(out).zip_path) as archive:  # the zip carries what run.json says
         columns = json.loads(archive.read(f"{out.name}/run.json"))["columns"]
     assert {c["name"]: c["family"] for c in columns} == {
         "psnr": "pyiqa", "ssim": "pyiqa", "piqe": "pyiqa", **dict.fromkeys(RULERS, "ours")}
     assert {c["name"]: c["meaning"] for c in columns}["scale_index"] == \
         RULERS["scale_index"].meaning
-    saved = load_run(out)
+    saved = Run(out).load()
     assert all(math.isfinite(v) for name in RULERS for v in saved.history.scores[name])
     assert cli(["score", str(out / "frames"), "--metrics", "rulers",
                 "--out", str(tmp_path / "scored")]) == 0
-    rescored = load_run(tmp_path / "scored")
+    rescored = Run(tmp_path / "scored").load()
     for name in RULERS:
         assert rescored.history.scores[name] == pytest.approx(saved.history.scores[name])

@@ -14,7 +14,7 @@ from typing import Any
 from banana_space.catalog import build_metric
 from banana_space.events import Finished, FrameMade, FrameScored
 from banana_space.pool import MetricPool
-from banana_space.rundir import frame_name, load_run, zip_path
+from banana_space.run import Run, frame_name
 from banana_space.runs import RunSpec, start_run
 
 HELD_STEP = 2
@@ -67,9 +67,9 @@ def test_stop_ends_the_run_while_a_frame_is_scored_and_drops_that_frame(photo, t
     assert end.last_step == HELD_STEP - 1
     assert [e.step for e in events if isinstance(e, FrameScored)] == [0, 1]
     run = next(e.run_dir for e in events if hasattr(e, "run_dir"))
-    saved = load_run(run)
+    saved = Run(run).load()
     assert saved.last_step == HELD_STEP - 1 and saved.meta["status"] == "stopped"
-    with zipfile.ZipFile(zip_path(run)) as archive:  # made once the end was shown
+    with zipfile.ZipFile(Run(run).zip_path) as archive:  # made once the end was shown
         assert not [n for n in archive.namelist() if n.endswith(frame_name(HELD_STEP))]
         assert [n for n in archive.namelist() if n.endswith(frame_name(HELD_STEP - 1))]
     # Once let go, the held frame's scoring finishes in the background; nothing after it.

@@ -33,7 +33,7 @@ from test_mcp import answer, session_call
 from banana_space.events import Started
 from banana_space.pool import MetricPool
 from banana_space.prompts import DEFAULT_PROMPT
-from banana_space.rundir import RunBusy, lock_writer
+from banana_space.run import Run, RunBusy
 from banana_space.runs import RunSpec, start_run
 
 pytestmark = pytest.mark.app
@@ -202,7 +202,7 @@ def _in_flight(app: dict, exclude: str = "") -> bool:
         if run_dir.name == exclude:
             continue
         try:
-            os.close(lock_writer(run_dir))
+            os.close(Run(run_dir).lock())
         except (RunBusy, FileNotFoundError):
             return True
     return False

@@ -6,8 +6,8 @@ start (`assets/examples/photo-*.png` and `clean-*.png`, at `size` px on the long
 lossless PNG frames), `steps` times with the same seed, so the suite is the same wherever it
 is made. Real chains (Banana100 through `hf://`, or any folder of chains) join as kind "real",
 counted as damage.
-Every frame is a PNG in `<work>/<profile>/<start>/step_NNN.png`, which `table` reads as it
-reads any folder of frames.
+Every frame is a PNG in `<work>/<profile>/<start>/`, named as a run names its frames
+(`run.frame_name`), which `table` reads as it reads any folder of frames.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from PIL import Image
 
 from ..backends.simulate import PROFILES, SimulateBackend
 from ..prompts import DEFAULT_PROMPT
+from ..run import frame_name
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "assets" / "examples"
 SUITE_VERSION = "2"  # 2: the profiles modelled on measurements, the photographic starts
@@ -89,10 +90,10 @@ def make_chain(task: tuple[Path, str, str, int, int, int]) -> str:
     folder.mkdir(parents=True, exist_ok=True)
     backend = SimulateBackend(profile=profile)
     frame = start_image(start, size)
-    frame.save(folder / "step_000.png")
+    frame.save(folder / frame_name(0))
     for step in range(1, steps + 1):
         frame = backend.edit(frame, DEFAULT_PROMPT, seed=seed, step=step).image
-        frame.save(folder / f"step_{step:03d}.png", compress_level=1)
+        frame.save(folder / frame_name(step), compress_level=1)
     done.write_text(json.dumps({"profile": profile, "start": start, "steps": steps}))
     return str(folder)
 
