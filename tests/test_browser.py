@@ -45,6 +45,7 @@ from axe_playwright_python.sync_playwright import Axe
 from conftest import REPO
 from PIL import Image
 from playwright.sync_api import Browser, ConsoleMessage, Page
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from banana_space.view import VERDICT_COLUMN
 
@@ -57,7 +58,9 @@ PROJECTOR = {"width": 1280, "height": 720}
 WIDE = {"width": 1400, "height": 1000}
 PHONE = {"width": 390, "height": 844}
 LOCAL_HOSTS = {"127.0.0.1", "localhost"}
-RUN_TIMEOUT_S = 150  # a 5-step simulated run takes ~20 s on 2 cores
+# A failure bound, not a guess of the speed: a 5-step simulated run takes ~20 s on 2 idle cores,
+# minutes on a loaded machine.
+RUN_TIMEOUT_S = 600
 MAX_TAB_STOPS = 15
 RECORDED_LABELS = {"dunes-simulated-30": "Dunes · simulated (nano-banana-pro profile) · 30 steps"}
 # Every error toast a page shows, kept from the moment the page starts (a toast fades away).
@@ -247,12 +250,24 @@ def open_recorded(page: Page, name: str = "dunes-simulated-30") -> Snapshot:
     return look(page)
 
 
-def in_view(page: Page, selector: str) -> bool:
-    """Whether the element lies entirely inside the window as it is scrolled now."""
-    return page.evaluate(f"""() => {{
+def _in_view_js(selector: str) -> str:
+    return f"""() => {{
       const box = document.querySelector('{selector}').getBoundingClientRect();
       return box.top >= 0 && box.bottom <= window.innerHeight && box.height > 0;
-    }}""")
+    }}"""
+
+
+def in_view(page: Page, selector: str) -> bool:
+    """Whether the element lies entirely inside the window as it is scrolled now."""
+    return page.evaluate(_in_view_js(selector))
+
+
+def wait_in_view(page: Page, selector: str, failure: str, timeout_s: float = 60) -> None:
+    """Wait until the element lies entirely inside the window; `failure` if it never does."""
+    try:
+        page.wait_for_function(_in_view_js(selector), timeout=timeout_s * 1000)
+    except PlaywrightTimeout:
+        raise AssertionError(failure) from None
 
 
 def test_a_run_streams_in_frame_by_frame_and_downloads(page: Page, visitors: Visitors,
@@ -351,8 +366,8 @@ def test_a_run_streams_in_frame_by_frame_and_downloads(page: Page, visitors: Vis
     assert shared.summary == final.summary
     assert verdict_by_metric(shared) == verdicts
     assert compare_view(phone)["images"] == ["step_000.png", "step_003.png"]
-    phone.wait_for_timeout(300)  # the scroll to the result follows the load
-    assert in_view(phone, "#summary"), "the shared link did not scroll to the result"
+    # The scroll to the result follows the load: waited for, however slow the machine.
+    wait_in_view(phone, "#summary", "the shared link did not scroll to the result")
     screenshot(phone, "phone")
 
 
@@ -373,7 +388,9 @@ def test_stop_keeps_the_frames_made(page: Page, photo_path: Path) -> None:
     assert f"Stopped after step {stopped.frames - 1} by the user." in stopped.status, \
         stopped.status
     assert stopped.status.lower().count("stopped") == 1, stopped.status
-    page.wait_for_timeout(6000)  # two or three frames' time, had the chain gone on
+    # The run's last screen offers its zip (page.handlers.stream): after it, nothing of this
+    # run can reach the page, so what it shows then is what Stop kept.
+    page.wait_for_selector("#download a[download]", timeout=RUN_TIMEOUT_S * 1000)
     later = look(page)
     assert later.frames == stopped.frames
     assert "Stopped" in later.status

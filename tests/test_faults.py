@@ -131,9 +131,8 @@ def test_a_consumer_that_goes_away_leaves_no_thread_running(photo, tmp_path) -> 
     started = set(threading.enumerate()) - before
     assert started, "the run did its work on no thread of its own, so this test checks nothing"
     events.close()  # what gradio does when a visitor closes the tab
-    deadline = time.monotonic() + 10
-    while any(t.is_alive() for t in started) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    for thread in started:  # each ends on its own (a failure bound, not the machine's speed)
+        thread.join(120)
     assert not [t.name for t in started if t.is_alive()]
 
 

@@ -1,16 +1,21 @@
 """What one visitor's request may cost the server (issue 31): the quality gate streams its edits
-within caps and a chain's queue and share; an animation's frames are each decoded once; the
-metric pool is bounded and held in the memory budget; the visitor is the last address over every
+within caps and a chain's queue and share; an animation's frames are each decoded once; the metric
+pool is bounded and held in the memory budget; the visitor is the last address over every
 X-Forwarded-For line; a strip too thin to score is refused from its header; only a short list of
-formats is opened; and a refusal costs the log one line, not a traceback. Through the channel
-each attack used (the `mcp` client, gradio_client, raw HTTP), or the engine where the cost is
-the engine's own (what is decoded, what is held); each test failed before its fix."""
+formats is opened; four visitors decoding a large GIF stay within the memory budget and a zip of a
+million members is refused from its end record (issue 22, item 6: a child process's own high-water
+mark, never timed); and a refusal costs the log one line, not a traceback. Through the channel each
+attack used (the `mcp` client, gradio_client, raw HTTP), or the engine where the cost is the
+engine's own (what is decoded, what is held); each test failed before its fix."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import secrets
+import subprocess
+import sys
 import threading
 import zipfile
 
@@ -19,12 +24,13 @@ import numpy as np
 import pytest
 import torch
 from app_server import running_app
+from conftest import REPO
 from gradio_client import Client, handle_file
 from PIL import Image
 from raw_api import dependencies
-from test_hardening_round2 import file_data, join, noise, upload, wait_for
 from test_mcp import data_url, session_call
 from test_visitor_reach import _in_flight
+from visitors import file_data, join, noise, upload, wait_for
 
 from banana_space import frames as frames_module
 from banana_space import gate
@@ -208,3 +214,60 @@ def test_refusals_are_early_short_listed_and_one_line_in_the_log(app, tmp_path) 
     assert made["status"] == "completed"
     logged = app["log"].read_text()[len(before):]
     assert "Traceback" not in logged, logged[-3000:]
+
+
+def child_growth_mb(script: str, *args: str, budget_gb: str) -> int:
+    """Run `script` in a child process; how much its high-water mark grew (MB) over the part
+    between the child's `before = hwm()` and its end."""
+    prelude = ("hwm = lambda: int([l for l in open('/proc/self/status') "
+               "if l.startswith('VmHWM:')][0].split()[1]) // 1024\n")
+    done = subprocess.run([sys.executable, "-c", prelude + script, *args], cwd=REPO,
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "BANANA_MEMORY_GB": budget_gb})
+    assert done.returncode == 0, done.stderr[-2000:]
+    return int(done.stdout.split()[-1])
+
+
+def test_four_visitors_decoding_a_large_gif_stay_within_the_budget(tmp_path) -> None:
+    gif = tmp_path / "chain.gif"
+    first, second = Image.new("P", (3000, 3000), 0), Image.new("P", (3000, 3000), 1)
+    second.putpixel((1, 1), 2)
+    first.save(gif, save_all=True, append_images=[second, first], optimize=False)
+    script = """
+import sys, threading
+from pathlib import Path
+from banana_space.sources import open_frames
+frames = [open_frames(Path(sys.argv[1])) for _ in range(4)]
+before = hwm()
+threads = [threading.Thread(target=f.frame, args=(2,)) for f in frames]
+[t.start() for t in threads]; [t.join() for t in threads]
+print(hwm() - before)
+"""
+    # One frame of 3000 x 3000 reserves ~230 MB: a 300 MB budget lets one decode at a time.
+    grown = child_growth_mb(script, str(gif), budget_gb="0.3")
+    assert grown < 400, f"4 decodes took {grown} MB over a 300 MB budget"
+
+
+def test_a_zip_of_a_million_members_is_refused_from_its_end_record(tmp_path) -> None:
+    script = """
+import struct, sys
+from pathlib import Path
+count = 1_000_000
+entry = lambda i: struct.pack('<4s6H3L5H2L', b'PK\\x01\\x02', 20, 20, 0, 0, 0, 0, 0, 0, 0,
+                              7, 0, 0, 0, 0, 0, 0) + b'%07d' % i
+directory = b''.join(entry(i) for i in range(count))
+end = struct.pack('<4s4H2LH', b'PK\\x05\\x06', 0, 0, 0xFFFF, 0xFFFF, len(directory), 0, 0)
+path = Path(sys.argv[1]); path.write_bytes(directory + end); del directory
+from banana_space.images import BadImage
+from banana_space.sources import open_frames
+before = hwm()
+try:
+    open_frames(path)
+except BadImage as error:
+    assert 'files' in str(error), error
+else:
+    raise SystemExit('accepted')
+print(hwm() - before)
+"""
+    grown = child_growth_mb(script, str(tmp_path / "million.zip"), budget_gb="1")
+    assert grown < 40, f"refusing it took {grown} MB"

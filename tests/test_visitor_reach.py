@@ -27,8 +27,8 @@ from fake_hub_write import FakeHubWrite
 from gradio_client import Client, handle_file
 from PIL import Image
 from raw_api import call, dependencies
-from test_hardening_round2 import noise, wait_for
 from test_mcp import answer, session_call
+from visitors import noise, wait_for
 
 from banana_space.events import Started
 from banana_space.pool import MetricPool

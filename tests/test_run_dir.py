@@ -1,12 +1,16 @@
-"""What one anonymous visitor could do to everyone else (issue 18, items 1, 4, 6, 7, 8 and 9):
-each test failed before its fix. Engine tests first, then the real app over gradio_client
-and raw HTTP. Memory is bounded on a subprocess's peak RSS, never timed."""
+"""A run's directory on a server many visitors share (issues 18 and 22): one writer at a time
+(in this process or another), whole files however many threads rewrite one, a live run opens
+as running and a killed writer's as interrupted, a run that is complete or gone is not resumed;
+its zip is named after the run, explains itself and is streamed from disk; the runs kept are
+bounded by number and bytes; bad settings are refused before anything is written. The engine,
+then the real app over gradio_client and raw HTTP. Memory is bounded on a subprocess's peak
+RSS, never timed. Each test failed before its fix."""
 
 from __future__ import annotations
 
-import io
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -15,49 +19,25 @@ import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import httpx
-import numpy as np
 import pytest
-from app_server import RUN_DIR, STATUS, ZIP, run_inputs, running_app
+from app_server import RUN_DIR, STATUS, ZIP, running_app
 from conftest import REPO
 from gradio_client import Client, handle_file
-from PIL import Image
 from raw_api import call, dependencies
+from visitors import chain_args, client, noise, run_args, run_dirs, run_ids, small, wait_for
 
 from banana_space.common import write_atomic
-from banana_space.events import Finished, FrameScored, Started
-from banana_space.markup import escape_markdown
+from banana_space.events import FrameScored, Started
 from banana_space.run import Run, RunBusy
-from banana_space.runids import BadRunId, run_path
 from banana_space.runs import RunSpec, prune_runs, resume_run, start_run
-from banana_space.view import RunView
 
 
-def small(photo: Image.Image) -> Image.Image:
-    return photo.resize((96, 64))
+@pytest.fixture(scope="module")
+def app(tmp_path_factory) -> dict:
+    runs = tmp_path_factory.mktemp("run-dir") / "runs"
+    with running_app(runs, BANANA_KEEP_RUNS="3", BANANA_RUNS_PER_VISITOR="3") as url:
+        yield {"url": url, "runs": runs}
 
-
-# --- run ids (issue 13, item 1; issue 18, items 1 and 9) ------------------------------------
-
-def test_run_ids_name_directories_inside_the_runs_folder_only(tmp_path) -> None:
-    root, outside = tmp_path / "runs", tmp_path / "outside"
-    (root / "good").mkdir(parents=True)
-    (root / "good" / "run.json").write_text("{}")
-    outside.mkdir()
-    (outside / "run.json").write_text("{}")
-    (root / "out").symlink_to(outside, target_is_directory=True)
-    (root / "alias").symlink_to(root / "good", target_is_directory=True)
-    assert run_path(root, "good") == root.resolve() / "good"
-    assert run_path(root, "new-run", must_exist=False) == root.resolve() / "new-run"
-    for hostile in [str(root / "good"), "/etc", "../outside", "good/../../outside", "out",
-                    "alias", "missing", "x" * 100_000, "good\x00", ".", "..", ".previews", "",
-                    None, 7]:
-        with pytest.raises(BadRunId) as refused:
-            run_path(root, hostile)
-        assert str(tmp_path) not in str(refused.value) and "<" not in str(refused.value)
-
-
-# --- item 4: one writer per run -------------------------------------------------------------
 
 def test_temporary_names_are_unique_per_write(tmp_path) -> None:
     """Eight threads rewriting one file (a thumbnail, run.json): once, they shared one
@@ -108,22 +88,6 @@ def test_a_run_being_written_by_another_process_cannot_be_resumed(photo, tmp_pat
     os.close(Run(run_dir).lock())  # released when its process ends
 
 
-# --- item 6: markup --------------------------------------------------------------------------
-
-def test_markup_a_visitor_controls_is_shown_as_text() -> None:
-    hostile = ('<a href=http://x style=font-size:40px>Session expired</a>'
-               '<img src=http://host/x.png> [click](http://evil) ![i](http://evil/i.png)')
-    view = RunView(run_dir=Path("runs/20260101-000000-abcdef"))
-    view.ended = Finished("failed", 2, f"failed at step 3: frame {hostile}.png: damaged")
-    view.notices.append(("warning", f"skipped {hostile}.txt"))
-    view.texts[1] = hostile
-    for text in (view.status(), view.model_text(), escape_markdown(hostile)):
-        assert "<a" not in text and "<img" not in text
-        assert "](http" not in text and "[click]" not in text  # no link but the run's own
-
-
-# --- item 8: the zip ------------------------------------------------------------------------
-
 def test_the_zip_is_named_after_the_run_and_explains_itself(photo, tmp_path) -> None:
     events = list(start_run(RunSpec(small(photo), 3, metrics=["entropy"]), tmp_path))
     run_dir = next(e.run_dir for e in events if isinstance(e, Started))
@@ -169,8 +133,6 @@ def test_zipping_a_large_run_streams_from_disk(tmp_path) -> None:
     assert grown_mb < 80, f"zipping took {grown_mb} MB more memory"
 
 
-# --- item 8: retention by count and bytes ---------------------------------------------------
-
 def fake_runs(root: Path, sizes: list[int]) -> list[Path]:
     runs = []
     for index, size in enumerate(sizes):
@@ -191,27 +153,6 @@ def test_retention_is_bounded_by_bytes_as_well_as_count(tmp_path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run-3", "run-4"]
 
 
-# --- the app ---------------------------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def app(tmp_path_factory) -> dict:
-    runs = tmp_path_factory.mktemp("hardening") / "runs"
-    with running_app(runs, BANANA_KEEP_RUNS="3", BANANA_RUNS_PER_VISITOR="3") as url:
-        yield {"url": url, "runs": runs}
-
-
-def run_args(image: Path, steps: float, seed: float = 0, prompt: str = "Produce an exact "
-             "replica of the provided image, with no alterations.", backend: str = "simulate"
-             ) -> list:
-    return run_inputs(handle_file(str(image)), steps, seed=seed, prompt=prompt,
-                      backend=backend, metrics=["entropy"])
-
-
-def run_dirs(runs: Path) -> set[str]:
-    return {p.name for p in runs.iterdir() if not p.name.startswith(".")} if runs.exists() \
-        else set()
-
-
 @pytest.mark.app
 def test_bad_settings_are_refused_before_anything_is_written(app, photo_path) -> None:
     client = Client(app["url"], verbose=False)
@@ -226,40 +167,6 @@ def test_bad_settings_are_refused_before_anything_is_written(app, photo_path) ->
             client.predict(handle_file(str(photo_path)), steps, "simulate", "entropy", seed, "",
                            api_name="/run_chain")
     assert run_dirs(app["runs"]) == before
-
-
-@pytest.mark.app
-def test_errors_quote_no_server_path(app, tmp_path) -> None:
-    notes = tmp_path / "notes.png"
-    notes.write_text("not an image")
-    recording = tmp_path / "frames.zip"
-    recording.write_text("not a recording")
-    client = Client(app["url"], verbose=False)
-    for path, backend in [(notes, "simulate"), (recording, "replay")]:
-        with pytest.raises(Exception) as refused:
-            client.predict(*run_args(path, 2, backend=backend), api_name="/run")
-        assert path.name in str(refused.value) and "/tmp/" not in str(refused.value)
-
-
-@pytest.mark.app
-def test_one_chain_per_visitor_and_stop_before_frame_0(app, photo_path) -> None:
-    client = Client(app["url"], verbose=False)
-    job = client.submit(*run_args(photo_path, 60), api_name="/run")
-    while job.status().code.name not in ("PROCESSING", "ITERATING"):
-        assert not job.done()
-        time.sleep(0.05)
-    # Stop at once: before the first frame has been shown (the metrics may still be loading).
-    assert "Stopping" in client.predict(api_name="/stop")
-    with pytest.raises(Exception, match="already running"):
-        client.predict(*run_args(photo_path, 2), api_name="/run")
-    final = job.result(timeout=120)
-    assert "Stopped" in final[STATUS]
-    made = len(list((app["runs"] / final[RUN_DIR] / "frames").glob("*.png")))
-    assert made < 10
-    # Stop with nothing running leaves the finished run's status alone.
-    index = dependencies(app["url"])["stop"]
-    answer = call(app["url"], index, [""], session=client.session_hash)
-    assert answer.success and not isinstance(answer.data[0], str)
 
 
 @pytest.mark.app
@@ -304,77 +211,6 @@ def test_resume_and_raw_on_a_deleted_run_say_so(app, photo_path) -> None:
 
 
 @pytest.mark.app
-def test_a_failure_reason_from_member_names_is_escaped(app, photo, tmp_path) -> None:
-    archive = tmp_path / "chain.zip"
-    hostile = "<img src=http:__host_x.png>[click](http:__evil)"
-    with zipfile.ZipFile(archive, "w") as zipped:
-        for index in range(4):
-            data = io.BytesIO()
-            small(photo).rotate(index).save(data, format="PNG")
-            payload = data.getvalue()[:200] if index == 2 else data.getvalue()
-            zipped.writestr(f"{index}{hostile if index == 2 else ''}.png", payload)
-    client = Client(app["url"], verbose=False)
-    final = client.predict(*run_args(archive, 10, backend="replay"), api_name="/run")
-    assert "Failed" in final[STATUS] and "step 2" in final[STATUS]
-    assert "<img" not in final[STATUS] and "](http" not in final[STATUS]
-
-
-@pytest.mark.app
-def test_concurrent_previews_of_one_image_are_whole(app, tmp_path) -> None:
-    """Eight visitors preview one large photo at once; each gets a complete image (gradio
-    once rewrote one shared cache file in place while serving it to the others)."""
-    rng = np.random.default_rng(0)
-    big = tmp_path / "big.png"
-    Image.fromarray(rng.integers(0, 255, (2000, 3000, 3), dtype=np.uint8)).save(big)
-    url, index = app["url"], dependencies(app["url"])["preview"]
-    with httpx.Client(timeout=60) as http:
-        with big.open("rb") as handle:
-            path = http.post(f"{url}gradio_api/upload", files={"files": handle}).json()[0]
-    file_data = {"path": path, "meta": {"_type": "gradio.FileData"}, "orig_name": "big.png"}
-
-    def look(_: int) -> tuple[int, int]:
-        answer = call(url, index, [file_data])
-        assert answer.success, answer.error
-        shown = answer.data[0].get("value", answer.data[0])  # an update of the hidden preview
-        with httpx.Client(timeout=60) as http:
-            got = http.get(shown["url"])
-        return int(got.headers["content-length"]), len(got.content)
-
-    with ThreadPoolExecutor(max_workers=8) as pool:
-        sizes = list(pool.map(look, range(8)))
-    assert all(declared == received for declared, received in sizes), sizes
-    assert "from 3000 x 2000" in call(url, index, [file_data]).data[1]
-
-
-@pytest.fixture(scope="module")
-def short_lived_uploads(tmp_path_factory) -> str:
-    runs = tmp_path_factory.mktemp("uploads") / "runs"
-    with running_app(runs, BANANA_UPLOADS_KEEP_S="2") as url:
-        yield url
-
-
-@pytest.mark.app
-def test_uploads_are_deleted_and_oversized_ones_refused(short_lived_uploads, photo_path,
-                                                        tmp_path) -> None:
-    url = short_lived_uploads
-    with httpx.Client(timeout=60) as http:
-        with photo_path.open("rb") as handle:
-            stored = Path(http.post(f"{url}gradio_api/upload",
-                                    files={"files": handle}).json()[0])
-        assert stored.is_file()
-        huge = tmp_path / "huge.png"
-        with huge.open("wb") as sink:
-            sink.truncate(101 * 1024 * 1024)
-        with huge.open("rb") as handle:
-            answer = http.post(f"{url}gradio_api/upload", files={"files": handle})
-        assert answer.status_code == 413
-    deadline = time.monotonic() + 60
-    while stored.exists():
-        assert time.monotonic() < deadline, "the upload was kept"
-        time.sleep(0.5)
-
-
-@pytest.mark.app
 def test_many_visitors_opening_one_finished_run_all_see_it_finished(app, photo_path) -> None:
     client = Client(app["url"], verbose=False)
     run_id = client.predict(*run_args(photo_path, 1, seed=9), api_name="/run")[RUN_DIR]
@@ -387,3 +223,38 @@ def test_many_visitors_opening_one_finished_run_all_see_it_finished(app, photo_p
         statuses = list(pool.map(open_it, range(8)))
     assert all("Completed" in status for status in statuses), statuses
     assert Run(app["runs"] / run_id).zip_path.is_file()
+
+
+@pytest.mark.app
+def test_a_run_whose_writer_was_killed_reads_interrupted(app, photo_path) -> None:
+    script = ("import sys; from pathlib import Path; from PIL import Image;"
+              "from banana_space.runs import RunSpec, start_run;"
+              "events = start_run(RunSpec(Image.open(sys.argv[2]).convert('RGB').resize((96, 64)),"
+              " 100, metrics=['entropy']), Path(sys.argv[1]));"
+              "[print(getattr(e, 'step', ''), flush=True) for e in events]")
+    before = run_ids(app["runs"])
+    writer = subprocess.Popen([sys.executable, "-c", script, str(app["runs"]), str(photo_path)],
+                              cwd=REPO, stdout=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: run_ids(app["runs"]) - before, what="the writer's run")
+        for _ in range(3):
+            writer.stdout.readline()
+    finally:
+        writer.send_signal(signal.SIGKILL)
+        writer.wait()
+    run_id = (run_ids(app["runs"]) - before).pop()
+    assert json.loads((app["runs"] / run_id / "run.json").read_text())["status"] == "running"
+    opened = json.loads(client(app, "10.0.11.1").predict(run_id, api_name="/open_run"))
+    assert opened["status"] == "interrupted"
+
+
+@pytest.mark.app
+def test_resume_chain_refuses_a_completed_run(app, tmp_path) -> None:
+    image = noise(tmp_path / "r.png", 64, 48)
+    run_id = json.loads(client(app, "10.0.9.1").predict(*chain_args(image, 1),
+                                                        api_name="/run_chain"))["run"]
+    meta = app["runs"] / run_id / "run.json"
+    before = meta.read_bytes()
+    with pytest.raises(Exception, match="complete"):
+        client(app, "10.0.9.2").predict(run_id, "", "", api_name="/resume_chain")
+    assert meta.read_bytes() == before
