@@ -33,7 +33,7 @@ Kind = Literal["damage", "control", "nuisance"]
 @dataclass(frozen=True)
 class Profile:
     label: str  # what the UI shows
-    models: str  # one line: which generator's artifact, for the UI and the README
+    models: str  # one line: which generator's artifact, for the UI and docs/generators.md
     step: StepFunction | AnchoredStep
     kind: Kind = "damage"
     anchored: bool = False  # True: `step` is an AnchoredStep (see `controls`)

@@ -13,7 +13,7 @@
     DIR/report.html            see report.py
 
 Every file is written whole under a temporary name and renamed into place
-(`rundir.write_atomic`), so a table killed at any instant leaves complete files, and a rerun
+(`common.write_atomic`), so a table killed at any instant leaves complete files, and a rerun
 with the same metrics scores only the chains that have no resume file yet. The verdict math is
 `analysis.History`'s, the same as a single run's.
 """
