@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .common import error_line
 from .frames import (
     ANIMATION_SUFFIXES,
     ARCHIVE_SUFFIXES,
@@ -121,9 +122,8 @@ def _failed(what: str, error: Exception) -> BadSource:
         return BadSource(f"could not read {what}: the dataset does not exist, or it is "
                          "private or gated. This server reads a dataset you name anonymously: "
                          "only public datasets can be replayed.")
-    text = str(error).strip().splitlines()
-    return BadSource(f"could not read {what} from the Hugging Face hub: {type(error).__name__}"
-                     + (f": {text[0][:200]}" if text else ""))
+    return BadSource(f"could not read {what} from the Hugging Face hub: "
+                     f"{error_line(error, limit=200)}")
 
 
 class NotOnHub(BadSource):

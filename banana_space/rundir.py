@@ -177,8 +177,9 @@ def rewrite_verdict(run: Path) -> None:
     Raises:
         RunBusy: the run is being written right now.
     """
-    lock = Run(run).lock()
-    writer = RunDir.reopen(Run(run).load(), lock)
+    run_folder = Run(run)
+    lock = run_folder.lock()
+    writer = RunDir.reopen(run_folder.load(), lock)
     try:
         writer.write_scores()
     finally:

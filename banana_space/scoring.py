@@ -143,15 +143,15 @@ class Scorer:
     def _rate(judge: Judge, image: Image.Image, result: FrameScores) -> float:
         label = judge.info.label
         try:
-            verdict = judge.rate(image)
+            rating = judge.rate(image)
         except Exception as error:  # a judge's outage is one missing cell, not a failed run
             result.warnings.append(f"{label} failed on this frame: {error_line(error, limit=200)}")
             return math.nan
-        if verdict.warning:
-            result.warnings.append(f"{label}: {verdict.warning}")
-        if verdict.text:
-            result.judge_text += f"{label}: {verdict.text}\n"
-        return verdict.score
+        if rating.warning:
+            result.warnings.append(f"{label}: {rating.warning}")
+        if rating.text:
+            result.judge_text += f"{label}: {rating.text}\n"
+        return rating.score
 
     @staticmethod
     def _safely(result: FrameScores, compute: Callable[..., float], name: str,
@@ -183,5 +183,3 @@ def unavailable_notices(unavailable: dict[str, str]) -> list[Notice]:
     return [Notice(f"{names[0]} is unavailable: {reason}" if len(names) == 1 else
                    f"{len(names)} metrics unavailable: {reason}", None)
             for reason, names in by_reason.items()]
-
-

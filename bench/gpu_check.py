@@ -60,9 +60,9 @@ def rate(frames: list[Image.Image]) -> None:
     judge.load()
     for index, frame in enumerate(frames):
         started = time.perf_counter()
-        verdict = judge.rate(frame)
-        print(f"  frame {index}: {verdict.score:.2f} in {time.perf_counter() - started:.1f} s"
-              + (f" ({verdict.warning})" if verdict.warning else ""))
+        rating = judge.rate(frame)
+        print(f"  frame {index}: {rating.score:.2f} in {time.perf_counter() - started:.1f} s"
+              + (f" ({rating.warning})" if rating.warning else ""))
     print(f"  peak GPU memory with the judge {gigabytes_peak():.1f} GiB")
 
 

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from banana_space.settings import number as _number
+from banana_space.settings import number
 
 REPO = Path(__file__).resolve().parent.parent
 RECORDED = REPO / "assets" / "recorded"  # finished runs that open instantly (no key, no GPU)
@@ -68,26 +68,26 @@ class Settings:
         """The settings from `env` (the process's environment by default), with the defaults
         a free CPU Space wants; a malformed number raises ValueError naming the variable."""
         runs_root = Path(env.get("BANANA_RUNS_DIR", REPO / "runs")).resolve()
-        keep_runs = _number(env, "BANANA_KEEP_RUNS", "200", int)
+        keep_runs = number(env, "BANANA_KEEP_RUNS", "200", int)
         uploads = env.get("BANANA_UPLOADS_DIR") or Path(tempfile.gettempdir()) / (
             "banana-uploads-" + hashlib.sha256(str(runs_root).encode()).hexdigest()[:12])
         return cls(
             runs_root=runs_root,
             keep_runs=keep_runs,
-            keep_bytes=int(_number(env, "BANANA_KEEP_GB", "20", float) * 1e9),
-            runs_per_visitor=_number(env, "BANANA_RUNS_PER_VISITOR", str(max(1, keep_runs // 10)),
+            keep_bytes=int(number(env, "BANANA_KEEP_GB", "20", float) * 1e9),
+            runs_per_visitor=number(env, "BANANA_RUNS_PER_VISITOR", str(max(1, keep_runs // 10)),
                                      int),
             uploads=Path(uploads),
-            uploads_keep_s=_number(env, "BANANA_UPLOADS_KEEP_S", "86400", int),
+            uploads_keep_s=number(env, "BANANA_UPLOADS_KEEP_S", "86400", int),
             trust_proxy=env.get("BANANA_TRUST_PROXY", "1" if env.get("SPACE_ID") else "0") == "1",
-            chains_per_visitor=_number(env, "BANANA_CHAINS_PER_VISITOR", "2", int),
-            chains_waiting=_number(env, "BANANA_CHAINS_WAITING", "64", int),
+            chains_per_visitor=number(env, "BANANA_CHAINS_PER_VISITOR", "2", int),
+            chains_waiting=number(env, "BANANA_CHAINS_WAITING", "64", int),
             # One maximal run (a 2048 x 2048 input, 100 steps) is 419 megapixel-steps.
-            cost_per_visitor=_number(env, "BANANA_COST_PER_VISITOR", "420", float) * 1e6,
+            cost_per_visitor=number(env, "BANANA_COST_PER_VISITOR", "420", float) * 1e6,
             upload_bytes_per_visitor=int(
-                _number(env, "BANANA_UPLOAD_MB_PER_VISITOR", "500", float) * 1e6),
+                number(env, "BANANA_UPLOAD_MB_PER_VISITOR", "500", float) * 1e6),
             hub_bytes_per_visitor=int(
-                _number(env, "BANANA_HUB_MB_PER_VISITOR", "1000", float) * 1e6),
+                number(env, "BANANA_HUB_MB_PER_VISITOR", "1000", float) * 1e6),
             visitor_metrics=tuple(name.strip() for name in
                                   env.get("BANANA_VISITOR_METRICS", "").split(",")
                                   if name.strip()),
