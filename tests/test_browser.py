@@ -542,8 +542,12 @@ def current_axe() -> Axe:
 
 def serious_axe_violations(page: Page) -> list[str]:
     """axe-core's serious and critical findings on the page once no event is pending (gradio
-    draws a component waiting for its event at a fifth of its opacity, as it should)."""
-    page.wait_for_function("!document.querySelector('.pending')", timeout=60000)
+    draws a component waiting for its event at a fifth of its opacity, as it should) and the
+    fade back has ended (its Markdown wrapper has `transition: all .15s`: read mid-fade, the
+    status line's text is too faint, which is no fault of the page)."""
+    page.wait_for_function(
+        "!document.querySelector('.pending') && !document.getAnimations().some("
+        "a => a instanceof CSSTransition && a.playState === 'running')", timeout=60000)
     # The page's own script (page/style.py) names what gradio leaves unnamed; on a loaded
     # machine it may start after the components are drawn.
     page.wait_for_function("document.body.dataset.pageScript === 'ready'", timeout=60000)
