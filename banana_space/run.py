@@ -17,6 +17,10 @@ one object (`Run`) that knows it. Nothing else spells a run's file names; everyt
     DIR/.owner                  who made the run (an opaque key), for retention shares
     DIR/remake.json             a bundled recording's pixel hashes, so that the frames it
                                 dropped can be re-made and checked (`remake.py`)
+    DIR/compare.json            in both runs of a comparison: the pair, its two settings
+                                and any side that failed (`compare.py`)
+    DIR/banana-compare-<id>.zip in a comparison's run A: both runs' zips and the comparison
+                                (never inside A's own zip)
 
 Every file is written whole to a uniquely named temporary file and renamed into place, so a run
 killed at any instant leaves only complete frames and CSVs without torn lines. A stopped or
@@ -54,11 +58,13 @@ FRAME_STEP_JS = r"step_0*(\d+)\.png"  # a frame's step read from its file (or th
 LOCK_NAME = ".writer.lock"
 OWNER_NAME = ".owner"
 MANIFEST_NAME = "remake.json"  # {"pixels_sha256": {"<step>": "<hex>", ...}}
+COMPARE_NAME = "compare.json"  # {"a": run id, "b": run id or null, "sides": …, "failed": …}
 THUMB_SIDE = 256  # the strip shows 88 px (176 on a dense screen), not 1.6 MB frames
 # The files of a run directory, relative to it, that are kept on the hub and may be restored.
-KEPT_FILE = re.compile(r"(run\.json|scores\.csv|verdict\.csv|steps\.csv|"
+KEPT_FILE = re.compile(r"(run\.json|compare\.json|scores\.csv|verdict\.csv|steps\.csv|"
                        r"frames/step_\d{3}\.png|\.thumbs/\.step_\d{3}\.png)")
-KEPT_PATTERNS = [META_NAME, "*.csv", f"{FRAMES}/{FRAME_GLOB}", f"{THUMBS}/.{FRAME_GLOB}"]
+KEPT_PATTERNS = [META_NAME, COMPARE_NAME, "*.csv", f"{FRAMES}/{FRAME_GLOB}",
+                 f"{THUMBS}/.{FRAME_GLOB}"]
 
 
 def frame_name(step: int) -> str:
@@ -122,6 +128,16 @@ class Run:
     def zip_path(self) -> Path:
         """The run's download, named after it (several downloads must not all be one name)."""
         return self.path / f"banana-{self.id}.zip"
+
+    @property
+    def compare_file(self) -> Path:
+        """The comparison this run is a side of, if any."""
+        return self.path / COMPARE_NAME
+
+    @property
+    def compare_zip_path(self) -> Path:
+        """The comparison's download, in its run A."""
+        return self.path / f"banana-compare-{self.id}.zip"
 
     def exists(self) -> bool:
         """Whether a run is here (its run.json)."""
@@ -332,7 +348,8 @@ class SavedRun:
                 # A frame made after the last scored step (Stop drops the frame being scored)
                 # is no part of the run; it stays on disk only while a page may still show it.
                 unscored = relative.parts[0] == FRAMES and file.name > frame_name(self.last_step)
-                if (file.is_file() and file != target and not unscored
+                if (file.is_file() and file not in (target, self.run.compare_zip_path)
+                        and not unscored
                         and not any(part.startswith(".") for part in relative.parts)):
                     # PNGs are compressed already: storing them costs no space and no CPU.
                     archive.write(file, f"{folder}/{relative}", zipfile.ZIP_STORED

@@ -29,7 +29,7 @@ from .pool import POOL, MetricPool
 from .quota import judged_steps
 from .run import META_NAME, Run, RunBusy, SavedRun, runs_in
 from .rundir import RunDir, write_zip
-from .scoring import Scorer, unavailable_notices
+from .scoring import InputScores, Scorer, unavailable_notices
 from .sources import HUB_PREFIX
 from .spec import RunSpec, check_spec, from_settings, to_settings
 
@@ -47,7 +47,8 @@ def _ready_backend(name: str, options: dict[str, Any]) -> Backend:
 
 def start_run(spec: RunSpec, root: Path, *, stop: threading.Event | None = None,
               pool: MetricPool = POOL, run_id: str | None = None,
-              budget: MemoryBudget = BUDGET) -> Iterator[Event]:
+              budget: MemoryBudget = BUDGET, input_scores: InputScores | None = None
+              ) -> Iterator[Event]:
     """Check, build and start a run (the paper's loop, Sec. 3: each output fed back in, every
     frame scored). Raises before anything is written if the spec is bad, the backend cannot
     run here or a frame could never be scored within the memory budget; afterwards every
@@ -60,6 +61,8 @@ def start_run(spec: RunSpec, root: Path, *, stop: threading.Event | None = None,
         pool: the metric pool (the process's own by default).
         run_id: the directory's name (the CLI's `--out`); default: a new id.
         budget: the memory budget scoring shares.
+        input_scores: the input's scores shared with other chains from the same input
+            (a comparison's sides), measured once.
     Returns:
         The run's events (`banana_space.events`), each written to the directory as it is
         yielded: `Started`, then per step `FrameMade` and `FrameScored`, notices, `Finished`.
@@ -76,7 +79,7 @@ def start_run(spec: RunSpec, root: Path, *, stop: threading.Event | None = None,
     if image is None:
         raise ValueError("no input image")
     judges = create_judges(list(spec.judges), spec.judge_options)
-    scorer = Scorer(spec.metrics, judges, pool, budget)
+    scorer = Scorer(spec.metrics, judges, pool, budget, input_scores)
     scorer.check_fits(image.size)
     run = RunDir.create(root, run_id)
     settings = to_settings(spec, steps=steps, backend_settings=backend.settings(),

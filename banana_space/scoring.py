@@ -11,7 +11,9 @@ from its size (`Scorer.memory_needed`), so the chain can wait its turn in the bu
 
 from __future__ import annotations
 
+import hashlib
 import math
+import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
@@ -41,10 +43,37 @@ class FrameScores:
     judge_text: str = ""
 
 
+class InputScores:
+    """An input's metric scores, measured once for every chain that starts from it (the two
+    sides of a comparison, `banana_space.compare`): the first chain to score the input
+    measures it while the others wait, then each gets its own copy. Kept by the frame's pixels
+    and the metrics that scored them, so a side with another start or other metrics measures
+    its own."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._kept: dict[tuple[str, tuple[str, ...]], FrameScores] = {}
+
+    def once(self, image: Image.Image, metrics: Sequence[str],
+             measure: Callable[[], FrameScores], cancelled: Callable[[], bool]) -> FrameScores:
+        """The kept scores of `image` by `metrics`, or `measure()`'s, kept unless the frame
+        was cancelled meanwhile (its cells would be NaN)."""
+        key = (hashlib.sha256(image.tobytes()).hexdigest() + str(image.size), tuple(metrics))
+        with self._lock:  # the other side waits: the input is scored once, not twice at once
+            if key not in self._kept:
+                result = measure()
+                if cancelled():
+                    return result
+                self._kept[key] = result
+            kept = self._kept[key]
+        return FrameScores(dict(kept.scores), list(kept.warnings), kept.judge_text)
+
+
 class Scorer:
     def __init__(self, metrics: Sequence[str], judges: Sequence[Judge] = (),
-                 pool: MetricPool = POOL, budget: MemoryBudget = BUDGET) -> None:
-        self.pool, self.budget = pool, budget
+                 pool: MetricPool = POOL, budget: MemoryBudget = BUDGET,
+                 input_scores: InputScores | None = None) -> None:
+        self.pool, self.budget, self.input_scores = pool, budget, input_scores
         self.unavailable: dict[str, str] = {}
         self.wanted = list(dict.fromkeys([*metrics, *FIDELITY]))
         self.metrics: list[str] = []  # the wanted ones that loaded (`load`)
@@ -107,7 +136,16 @@ class Scorer:
         Metrics run side by side on `SCORING_THREADS` threads (each holds its own lock in the
         pool; torch and numpy let go of the GIL in their kernels), and each looks at
         `cancelled` before it starts: a stopped run's frame skips its remaining metrics
-        (their cells NaN, no warning; the frame is dropped anyway)."""
+        (their cells NaN, no warning; the frame is dropped anyway). The input (the frame that
+        is its own reference) is measured once across the chains that share `input_scores`."""
+        if self.input_scores is not None and image is reference:
+            return self.input_scores.once(image, self.metrics,
+                                          lambda: self._measure(image, reference, cancelled),
+                                          cancelled)
+        return self._measure(image, reference, cancelled)
+
+    def _measure(self, image: Image.Image, reference: Image.Image,
+                 cancelled: Callable[[], bool]) -> FrameScores:
         result = FrameScores({})
         tensor = to_tensor(image)
         if image.size != reference.size:

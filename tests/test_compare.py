@@ -1,0 +1,166 @@
+"""Two chains from one upload (banana_space/compare.py), on real parts: the offline simulation,
+real pyiqa metrics, real run directories. Identical sides are refused before anything is
+written; the input is scored once; a side that cannot start leaves the other running and says
+why; Stop stops both; the comparison's zip holds both runs and the A/B table; the lessons'
+sentences come from the verdicts."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import threading
+import zipfile
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from banana_space import compare
+from banana_space.analysis import VerdictRow
+from banana_space.compare import IDENTICAL, PairRow, Side, read_record, start_pair
+from banana_space.events import Finished, FrameScored, Started
+from banana_space.images import LoadedImage
+from banana_space.lessons import LESSONS, lesson_sentence
+from banana_space.pool import POOL
+from banana_space.run import Run, runs_in
+
+METRICS = ["brisque", "niqe"]
+STATIC = Side(options={"profile": "nano-banana-pro"})
+NOISE = Side(options={"profile": "white-noise"})
+
+
+@pytest.fixture()
+def start(photo) -> LoadedImage:
+    return LoadedImage(photo.resize((224, 160)), [])
+
+
+def ended(events: list) -> dict[str, Finished]:
+    return {e.side: e.event for e in events
+            if isinstance(e, compare.SideEvent) and isinstance(e.event, Finished)}
+
+
+def test_identical_sides_are_refused_before_anything_is_written(start, tmp_path) -> None:
+    spelled_out = Side(options={"profile": "nano-banana-pro", "strength": 1.0})
+    for a, b in [(STATIC, STATIC), (Side(), spelled_out), (Side(options={"profile": ""}), Side())]:
+        with pytest.raises(ValueError, match="A and B are the same settings"):
+            start_pair(start, 2, a, b, METRICS, tmp_path)
+    assert IDENTICAL.startswith("A and B are the same settings")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_every_refusal_applies_to_each_side(start, tmp_path) -> None:
+    with pytest.raises(ValueError, match="side B: the seed must be"):
+        start_pair(start, 2, STATIC, Side(seed=-1), METRICS, tmp_path)
+    with pytest.raises(ValueError, match="side A: .*takes no option"):
+        start_pair(start, 2, Side(options={"colour": 1}), NOISE, METRICS, tmp_path)
+    with pytest.raises(ValueError, match="steps must be"):
+        start_pair(start, 0, STATIC, NOISE, METRICS, tmp_path)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_pair_runs_both_chains_and_scores_the_input_once(start, tmp_path, weights_dir,
+                                                           monkeypatch) -> None:
+    calls: Counter = Counter()
+    score = POOL.score
+
+    def counted(name, image, reference=None):
+        calls[name] += 1
+        return score(name, image, reference)
+
+    monkeypatch.setattr(POOL, "score", counted)
+    steps = 3
+    events = list(start_pair(start, steps, STATIC, NOISE, METRICS, tmp_path))
+    assert {side: e.status for side, e in ended(events).items()} == {"A": "completed",
+                                                                      "B": "completed"}
+    # frames 0..3 on each side, frame 0 (the same input) once: 2 x 4 - 1
+    assert calls["brisque"] == calls["niqe"] == 2 * (steps + 1) - 1
+    started = {e.side: Run(e.event.run_dir) for e in events
+               if isinstance(e, compare.SideEvent) and isinstance(e.event, Started)}
+    a, b = started["A"].load(), started["B"].load()
+    assert a.history.scores["brisque"][0] == b.history.scores["brisque"][0]
+    assert a.history.scores["brisque"][1:] != b.history.scores["brisque"][1:]
+    record = read_record(started["A"])
+    assert record == read_record(started["B"])
+    assert (record["a"], record["b"]) == (started["A"].id, started["B"].id)
+    assert record["sides"]["B"]["options"]["profile"] == "white-noise"
+    assert record["failed"] == {}
+
+    with zipfile.ZipFile(started["A"].compare_zip_path) as archive:
+        names = set(archive.namelist())
+        table = list(csv.DictReader(io.StringIO(archive.read("comparison.csv").decode())))
+    assert names == {f"A-{started['A'].zip_path.name}", f"B-{started['B'].zip_path.name}",
+                     "comparison.csv", "compare.json"}
+    by_metric = {row["metric"]: row for row in table}
+    assert {"brisque", "niqe", "psnr"} <= set(by_metric)
+    assert by_metric["brisque"]["a_detects"] in {"yes", "no", "undecided"}
+    # A's own zip holds A only, never the comparison's zip
+    with zipfile.ZipFile(started["A"].zip_path) as archive:
+        assert not any("compare-" in name for name in archive.namelist())
+
+
+def test_a_side_that_cannot_start_leaves_the_other_running(start, tmp_path) -> None:
+    keyed = Side(backend="nano-banana")  # no key here: it cannot start
+    events = list(start_pair(start, 2, STATIC, keyed, ["entropy"], tmp_path))
+    failed = [e for e in events if isinstance(e, compare.SideFailed)]
+    assert [(f.side, "needs a key" in f.reason) for f in failed] == [("B", True)]
+    assert ended(events)["A"].status == "completed" and "B" not in ended(events)
+    (only,) = runs_in(tmp_path)
+    record = read_record(only)
+    assert record["b"] is None and "needs a key" in record["failed"]["B"]
+    with zipfile.ZipFile(only.compare_zip_path) as archive:
+        assert {n for n in archive.namelist() if n.endswith(".zip")} == {
+            f"A-{only.zip_path.name}"}
+
+
+def test_stop_stops_both(start, tmp_path) -> None:
+    stop = threading.Event()
+    events = []
+    for event in start_pair(start, 50, STATIC, NOISE, ["entropy"], tmp_path, stop=stop):
+        events.append(event)
+        scored = {e.side for e in events if isinstance(e, compare.SideEvent)
+                  and isinstance(e.event, FrameScored) and e.event.step >= 1}
+        if scored == {"A", "B"}:
+            stop.set()
+    finishes = ended(events)
+    assert {side: e.status for side, e in finishes.items()} == {"A": "stopped", "B": "stopped"}
+    assert all(e.last_step < 50 for e in finishes.values())
+
+
+def row(metric: str, detects: bool | None, role: str = "metric") -> VerdictRow:
+    return VerdictRow(metric, role, (-1.0, math.nan, math.nan), detects, math.nan)
+
+
+def test_the_lesson_sentence_is_written_from_the_verdicts() -> None:
+    rows = [PairRow("brisque", "metric", row("brisque", False), row("brisque", True)),
+            PairRow("niqe", "metric", row("niqe", False), row("niqe", True)),
+            PairRow("piqe", "metric", row("piqe", False), row("piqe", False)),
+            PairRow("entropy", "metric", row("entropy", True), row("entropy", None)),
+            PairRow("psnr", "fidelity", row("psnr", True, "fidelity"),
+                    row("psnr", True, "fidelity"))]
+    sentence = lesson_sentence("static", "white noise", rows)
+    assert "brisque and niqe detect white noise but are fooled by static" in sentence
+    assert "piqe is fooled by both" in sentence
+    assert "entropy" not in sentence and "psnr" not in sentence
+    flipped = [PairRow(r.metric, r.role, r.b, r.a) for r in rows]
+    assert "brisque and niqe detect static but are fooled by white noise" in lesson_sentence(
+        "static", "white noise", flipped)
+    assert lesson_sentence("a", "b", rows[3:]) == ""  # nothing decided on both sides
+
+
+def test_every_lesson_is_a_pair_that_differs() -> None:
+    assert {"static-vs-noise", "as-is-vs-smoothed", "pro-vs-flux"} <= set(LESSONS)
+    for lesson in LESSONS.values():
+        compare.check_pair(lesson.a, lesson.b)
+
+
+def test_the_record_is_json_in_both_runs(start, tmp_path) -> None:
+    events = list(start_pair(start, 1, Side(), Side(smoothed=True), ["entropy"], tmp_path,
+                             lesson="as-is-vs-smoothed"))
+    runs = runs_in(tmp_path)
+    records = [json.loads(r.compare_file.read_text()) for r in runs]
+    assert records[0] == records[1] and records[0]["lesson"] == "as-is-vs-smoothed"
+    smoothed = Run(tmp_path / records[0]["b"]).load()
+    assert any("smoothed" in note for note in smoothed.meta["settings"]["input_notes"])
+    assert len(ended(events)) == 2
