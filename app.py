@@ -43,6 +43,7 @@ from banana_space.real_chains import start_preparing
 from banana_space.spec import MAX_STEPS
 from banana_space.view import VERDICT_HEADERS
 from page import api, disk, guard, leaderboard_tab
+from page import compare as compare_tab
 from page.form import FORM_OPTIONS, inputs_of, option_control
 from page.handlers import (
     REAL_CHAINS_POLL_S,
@@ -302,7 +303,9 @@ def build() -> gr.Blocks:
                 api_edited = gr.File(label="edited", type="filepath")
                 api_answer = gr.Textbox(label="answer (JSON)")
                 api_only = gr.Button("API")
-        leaderboard_tab.build()  # the committed results of `banana-space leaderboard`
+        with gr.Tabs() as tabs:
+            leaderboard_tab.build()  # the committed results of `banana-space leaderboard`
+            compare_tab.build(demo, EXAMPLES[0], tabs)  # two chains side by side, the lessons
         with gr.Accordion("Licences and terms", open=False, elem_id="licences-and-terms"):
             gr.Markdown(LICENCES)
         gr.Markdown("Banana Space · code under Apache-2.0 · **for non-commercial use**, because "

@@ -18,6 +18,7 @@ and α and σ² come from `nss.ggd_param`, pyiqa's `estimate_ggd_param` tested e
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -70,6 +71,14 @@ def read_frame(image: Image.Image) -> NssReading:
     density, _ = np.histogram(coefficients.numpy().ravel(), bins=HISTOGRAM_EDGES, density=True)
     return NssReading(float(alpha.reshape(-1)[0]), float(sigma.reshape(-1)[0]) ** 2,
                       tuple(float(d) for d in density))
+
+
+@functools.lru_cache(maxsize=512)
+def read_saved_frame(path: str) -> NssReading:
+    """`read_frame` of a frame file; a run's frames never change once written, so each is
+    read once however often the page asks (the step slider, a reopened link)."""
+    with Image.open(path) as image:
+        return read_frame(image.convert("RGB"))
 
 
 def ggd_density(x: np.ndarray, alpha: float, variance: float) -> np.ndarray:

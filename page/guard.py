@@ -201,6 +201,21 @@ def _check_chain_room(queue: Any, who: str) -> None:
         raise Refused(f"{len(waiting)} chains are waiting already; try again in a few minutes.")
 
 
+def room_for_more_chains(request: gr.Request, more: int) -> None:
+    """`Refused` where `more` chains beyond the one this event is would pass the visitor's
+    cap (`SETTINGS.chains_per_visitor`): a comparison runs two chains in one queued event, and
+    counts as two."""
+    if _demo is None or request is None:
+        return
+    waiting, running = _chain_events(_demo._queue)
+    who = client_address(request)
+    mine = sum(client_address(event.request) == who for event in waiting + running)
+    if mine + more > SETTINGS.chains_per_visitor:
+        raise Refused(f"A comparison runs {more + 1} chains, and you have {mine} queued or "
+                      f"running counting it as one; at most {SETTINGS.chains_per_visitor} per "
+                      "visitor. Wait for one to end, or stop one.")
+
+
 def alive(request: gr.Request) -> bool:
     """False once the client that asked for this event has gone (gradio marks its queue event
     dead when the event stream disconnects); True outside the queue."""

@@ -13,7 +13,6 @@ import math
 import threading
 import zipfile
 from collections import Counter
-from pathlib import Path
 
 import pytest
 

@@ -1,0 +1,93 @@
+"""`compare_chains` on the real app (page/compare.py): through gradio_client and the `mcp`
+client it runs two chains from one image and answers both run ids and one link; identical
+settings are refused with a sentence; both chains count against the visitor's caps like two
+runs (a cost cap one run fits and two do not refuses a comparison, not a run)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from app_server import running_app
+from gradio_client import Client, handle_file
+from test_mcp import answer, data_url, session_call
+
+from banana_space.run import Run
+
+pytestmark = pytest.mark.app
+
+STATIC, NOISE = '{"profile": "nano-banana-pro"}', '{"profile": "white-noise", "seed": 4}'
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory):
+    runs = tmp_path_factory.mktemp("compare") / "runs"
+    with running_app(runs) as url:
+        yield url, runs
+
+
+@pytest.fixture()
+def small_photo(photo, tmp_path):
+    path = tmp_path / "small.png"
+    photo.resize((96, 64)).save(path)
+    return path
+
+
+def test_compare_chains_through_gradio_client(app, small_photo) -> None:
+    url, runs = app
+    client = Client(url, verbose=False)
+    answered = json.loads(client.predict(handle_file(str(small_photo)), 3, STATIC, NOISE,
+                                         "entropy, brisque", "", api_name="/compare_chains"))
+    a, b = answered["runs"]["A"], answered["runs"]["B"]
+    assert a["run"] != b["run"] and a["status"] == b["status"] == "completed"
+    assert a["last_step"] == b["last_step"] == 3
+    assert answered["link"].endswith(f"/?compare={a['run']}") and answered["failed"] == {}
+    assert set(a["verdict"]) == set(b["verdict"]) == {"entropy", "brisque", "psnr", "ssim"}
+    # one input, scored once: the same numbers at step 0 on both sides
+    first = {side: Run(runs / run["run"]).load().history.scores["brisque"][0]
+             for side, run in answered["runs"].items()}
+    assert first["A"] == first["B"]
+    for run in (a, b):  # each side is the caller's run, like run_chain's
+        assert Run(runs / run["run"]).made_by is not None
+        assert json.loads(Run(runs / run["run"]).compare_file.read_text())["a"] == a["run"]
+
+    with pytest.raises(Exception, match="A and B are the same settings"):
+        client.predict(handle_file(str(small_photo)), 2, STATIC, '{"seed": 0}', "entropy", "",
+                       api_name="/compare_chains")
+    with pytest.raises(Exception, match="Side B takes no colour"):
+        client.predict(handle_file(str(small_photo)), 2, STATIC, '{"colour": 1}', "entropy", "",
+                       api_name="/compare_chains")
+    with pytest.raises(Exception, match="steps must be a whole number between 1 and 100"):
+        client.predict(handle_file(str(small_photo)), 500, STATIC, NOISE, "entropy", "",
+                       api_name="/compare_chains")
+
+
+def test_compare_chains_through_mcp(app, photo) -> None:
+    url, runs = app
+    image = data_url(photo.resize((96, 64)))
+    tools, (ran, same) = asyncio.run(session_call(f"{url}gradio_api/mcp/", [
+        ("compare_chains", {"image": image, "steps": 2, "a": STATIC, "b": NOISE,
+                            "metrics": "entropy"}),
+        ("compare_chains", {"image": image, "steps": 2, "a": "{}",
+                            "b": '{"generator": "simulate", "profile": "nano-banana-pro"}',
+                            "metrics": "entropy"}),
+    ]))
+    assert "compare_chains" in {tool.name for tool in tools}
+    both = answer(ran)
+    assert {side: run["status"] for side, run in both["runs"].items()} == {
+        "A": "completed", "B": "completed"}
+    assert (runs / both["runs"]["B"]["run"] / "run.json").is_file()
+    assert same.isError and "A and B are the same settings" in same.content[0].text
+
+
+def test_a_comparison_counts_as_two_chains_against_the_caps(tmp_path, small_photo) -> None:
+    # a cost cap of 1 pixel-step: a visitor's first chain is always admitted, a second is not
+    with running_app(tmp_path / "runs", BANANA_COST_PER_VISITOR="0.000001") as url:
+        client = Client(url, verbose=False)
+        ran = json.loads(client.predict(handle_file(str(small_photo)), 1, "simulate", "entropy",
+                                        0, "", "", api_name="/run_chain"))
+        assert ran["status"] == "completed"
+        with pytest.raises(Exception, match="per visitor at once"):
+            client.predict(handle_file(str(small_photo)), 1, STATIC, NOISE, "entropy", "",
+                           api_name="/compare_chains")
