@@ -1,18 +1,15 @@
-"""The Compare tab and the `compare_chains` tool: one upload, two settings, two chains side by
-side (`banana_space.compare`), the lessons that set up a pair in one click
-(`banana_space.lessons`) and the "Why is it fooled?" panel (`banana_space.why`).
+"""The Compare tab: one upload, two settings, two chains side by side
+(`banana_space.compare`, run as `page.pair` runs a pair), the lessons that set up a pair in one
+click (`banana_space.lessons`) and the "Why is it fooled?" panel (`banana_space.why`); the
+`compare_chains` tool (`page.pair`) is registered here.
 
-Both chains run under one stop flag (the tab's, or the API caller's token: Stop stops both),
-hold two chains' share of the visitor's caps (`guard.room_for_more_chains`, two
-`guard.admitted`), and each side's run is recorded as the visitor's like any run. A
-comparison's link is `?compare=<run A's id>`: it reopens both sides from run A's
+Both chains run under the tab's one stop flag (Stop stops both). A comparison's link is `?compare=<run A's id>`: it reopens both sides from run A's
 `compare.json`, read-only, for anyone who has it.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,7 +24,6 @@ from banana_space.catalog import CPU_DEFAULTS, visitor_metrics
 from banana_space.compare import (
     SMOOTH_SIGMA,
     Side,
-    SideEvent,
     SideFailed,
     last_checkpoint,
     pair_rows,
@@ -35,7 +31,6 @@ from banana_space.compare import (
     start_pair,
 )
 from banana_space.compare_plots import alpha_figure, mscn_figure, pair_figure
-from banana_space.events import Started
 from banana_space.images import load_image
 from banana_space.lessons import LESSONS, STEPS, lesson_sentence
 from banana_space.markup import escape_markdown
@@ -50,7 +45,6 @@ from page.access import (
     REFUSALS,
     brought_back,
     claim,
-    confined,
     received,
     refusal,
     release,
@@ -58,13 +52,12 @@ from page.access import (
     visitor_metric_names,
     whole_number,
 )
-from page.api import compact, link, summary
 from page.handlers import stop_run
 from page.outputs import plot_data, strip_html
+from page.pair import SIDE_FIELDS, compare_chains, owned_pair, pair_admitted, side_of
 from page.settings import SETTINGS
 from page.style import SHARE_CSS, SHARE_HTML, SHARE_JS, STRIP_CSS, STRIP_JS
 
-SIDE_FIELDS = ("generator", "profile", "smoothed", "prompt", "seed")
 PAIR_HEADERS = ["score", "A: verdict", "A: Δ at its last checkpoint", "B: verdict",
                 "B: Δ at its last checkpoint"]
 NOT_YET = "The answer appears here once both runs have their first checkpoint."
@@ -88,138 +81,6 @@ class CompareOutputs(NamedTuple):
     why_text: Any
     why_mscn: Any
     why_alpha: Any
-
-
-# ---- sides from what a visitor sends ----------------------------------------------------------
-
-def side_of(generator: str, profile: str, smoothed: Any, prompt: str, seed: Any,
-            name: str) -> Side:
-    """A side's settings from a visitor's values, or a `gr.Error` naming the side."""
-    entry = BACKENDS.get(generator or "simulate")
-    if entry is None:
-        raise gr.Error(f"Side {name}: unknown generator; valid: {', '.join(BACKENDS)}.")
-    if entry.info.plays_recording:
-        raise gr.Error(f"Side {name}: a comparison makes chains; to score a recorded one, "
-                       "use score_chain.")
-    options = {}
-    if profile:
-        if not entry.info.takes("profile"):
-            raise gr.Error(f"Side {name}: the {entry.info.name} generator takes no profile.")
-        options["profile"] = profile
-    if not isinstance(smoothed, bool):
-        raise gr.Error(f"Side {name}: smoothed is true or false.")
-    return Side(entry.info.name, options, smoothed, prompt or DEFAULT_PROMPT,
-                whole_number(seed, f"Side {name}'s seed"))
-
-
-def side_from_json(text: str, name: str) -> Side:
-    """A side from the API's JSON object (every key optional: `SIDE_FIELDS`)."""
-    try:
-        given = json.loads(text or "{}")
-    except json.JSONDecodeError:
-        raise gr.Error(f"Side {name} is not JSON: give an object such as "
-                       '{"profile": "white-noise"}.') from None
-    if not isinstance(given, dict):
-        raise gr.Error(f"Side {name} must be a JSON object.")
-    unknown = sorted(set(given) - set(SIDE_FIELDS))
-    if unknown:
-        raise gr.Error(f"Side {name} takes no {', '.join(unknown)}; it takes "
-                       f"{', '.join(SIDE_FIELDS)}.")
-    return side_of(given.get("generator", "simulate"), given.get("profile", ""),
-                   given.get("smoothed", False), given.get("prompt", ""), given.get("seed", 0),
-                   name)
-
-
-# ---- running a pair, for the page and the API alike ------------------------------------------
-
-@contextlib.contextmanager
-def pair_admitted(request: gr.Request, cost: float) -> Iterator[None]:
-    """Two chains' share of the visitor's caps: their number and their cost, each side's."""
-    try:
-        guard.room_for_more_chains(request, 1)
-        with guard.admitted(request, cost), guard.admitted(request, cost):
-            yield
-    except guard.Refused as error:
-        raise refusal(error) from None
-
-
-def owned_pair(events: Iterator[SideEvent | SideFailed], request: gr.Request
-               ) -> Iterator[SideEvent | SideFailed]:
-    """A pair's events, each side's run recorded as the visitor's once it is on disk (as
-    `access.owned` does for one run); closing this closes both chains."""
-    try:
-        for event in events:
-            if isinstance(event, SideEvent) and isinstance(event.event, Started):
-                guard.started(Path(event.event.run_dir), request)
-            yield event
-    finally:
-        events.close()
-
-
-def compare_link(request: gr.Request, run_a: str) -> str:
-    """The page that shows both sides: `?compare=` and run A's id."""
-    return link(request, run_a).rsplit("?", 1)[0] + f"?compare={run_a}"
-
-
-def compare_chains(image: str | None, steps: float, a: str, b: str, metrics: str,
-                   token: str = "", request: gr.Request = None) -> str:
-    """Run two replication chains from one image, side by side: settings A and B differ in the
-    generator or profile, the start (as it is or smoothed), the prompt or the seed. The input
-    is scored once; each side is a run of its own (as run_chain's), and both count against
-    your caps. Waits for both to end.
-
-    Args:
-        image: the input image (PNG, JPEG or WebP).
-        steps: each chain's steps, 1-100.
-        a: side A as JSON, every key optional: {"generator": "simulate", "profile":
-            "nano-banana-pro", "smoothed": false, "prompt": "...", "seed": 0}.
-        b: side B, the same way; it must differ from A.
-        metrics: comma-separated metric names this server offers, or presets; blank: the 4
-            CPU classics.
-        token: a secret of yours (16+ characters): stop_run with it stops both chains.
-    Returns:
-        JSON text: runs (A and B, each as run_chain answers, or null for a side that never
-        started), link (one page showing both), failed (side -> why).
-    """
-    if not image:
-        raise gr.Error("Give an input image.")
-    side_a, side_b = side_from_json(a, "A"), side_from_json(b, "B")
-    steps = whole_number(steps, "Steps")
-    chosen = visitor_metric_names(metrics)
-    try:
-        loaded = load_image(received(image))
-        stop = guard.claim_token(token)
-    except REFUSALS as error:
-        raise refusal(error) from None
-    try:
-        with pair_admitted(request, guard.chain_cost(loaded.image, steps)):
-            try:
-                events = start_pair(loaded, steps, side_a, side_b, chosen, SETTINGS.runs_root,
-                                    stop=stop)
-            except REFUSALS as error:
-                raise refusal(error) from None
-            run_a = _until_end(owned_pair(events, request), request)
-    finally:
-        guard.release_token(token, stop)
-    record = read_record(run_a) or {"b": None, "failed": {}}
-    runs = {"A": summary(run_a, request),
-            "B": summary(confined(record["b"]), request) if record["b"] else None}
-    return compact({"runs": runs, "link": compare_link(request, run_a.id),
-                    "failed": record["failed"]})
-
-
-def _until_end(events: Iterator[SideEvent | SideFailed], request: gr.Request) -> Run:
-    """Consume a pair's events; run A. A caller that disconnects stops both."""
-    run_a = None
-    for event in events:
-        if isinstance(event, SideEvent) and isinstance(event.event, Started) and \
-                event.side == "A":
-            run_a = Run(event.event.run_dir)
-        if not guard.alive(request):
-            events.close()
-            break
-    assert run_a is not None, "side A always starts"
-    return run_a
 
 
 # ---- what the tab shows -------------------------------------------------------------------------

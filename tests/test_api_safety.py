@@ -147,7 +147,7 @@ def test_the_documented_api_is_the_product_and_no_plumbing(site) -> None:
     api = client.view_api(return_format="dict", print_info=False)
     assert set(api["named_endpoints"]) == {"/run_chain", "/score_chain", "/resume_chain",
                                            "/open_run", "/stop", "/list_options",
-                                           "/check_degradation"}
+                                           "/check_degradation", "/compare_chains"}
     assert not api["unnamed_endpoints"]
     for name in ("/redraw", "/compare", "/preview", "/lambda", "/lambda_1", "/on_load"):
         with pytest.raises(ValueError, match="Cannot find a function"):

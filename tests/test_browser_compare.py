@@ -1,0 +1,114 @@
+"""The Compare tab in Debian's Chromium (page/compare.py): the "model-like static against white
+noise" lesson, one click on the default example at 6 steps, shows two strips, both runs' curves
+on each score's chart (A solid, B dashed, one colour), an A/B verdict table, a lesson sentence
+written from the verdicts and the "Why is it fooled?" panel, whose α per step is pyiqa's
+BRISQUE feature of the same frames; its share link, opened cold in a new browser context, shows
+both runs. A screenshot of the lesson lands in $BANANA_SCREENSHOTS (docs/screenshots)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from urllib.parse import unquote
+
+import pytest
+from PIL import Image
+from pyiqa.archs.brisque_arch import natural_scene_statistics
+from pyiqa.utils.color_util import to_y_channel
+from test_browser import SCREENSHOTS, Visitors, app_url, visitors  # noqa: F401 - fixtures
+
+from banana_space.catalog import to_tensor
+from banana_space.lessons import STEPS
+
+pytestmark = [pytest.mark.browser, pytest.mark.app]
+
+# Both runs of a comparison on the default example at 2048 x 1280 with four metrics: a failure
+# bound, not a guess (minutes on a loaded 2-core machine).
+PAIR_TIMEOUT_S = 1800
+SIDES_JS = """() => {
+  const strip = side => [...document.querySelectorAll(`#compare-strip-${side} .strip a`)]
+      .map(a => a.getAttribute('href'));
+  const graph = document.querySelector('#compare-plot .js-plotly-plot');
+  const traces = ((graph && graph.data) || []).map(t => ({
+      name: t.name, axis: t.yaxis || 'y', colour: t.line.color, dash: t.line.dash,
+      points: Array.from(t.y || []).filter(v => v !== null).length}));
+  const alpha = document.querySelector('#why-alpha .js-plotly-plot');
+  const headers = [...document.querySelectorAll('#compare-verdict thead th')]
+      .map(th => th.innerText.trim());
+  const rows = [...document.querySelectorAll('#compare-verdict [role=row].virtual-row')].map(
+      row => [...row.querySelectorAll('[role=gridcell]')].map(cell => cell.innerText.trim()));
+  return {a: strip('a'), b: strip('b'), traces: traces, headers: headers, rows: rows,
+          alphas: ((alpha && alpha.data) || []).map(t => ({name: t.name, y: Array.from(t.y)})),
+          share: document.querySelector('#compare-share a')?.getAttribute('href') ?? '',
+          lesson: document.querySelector('#compare-lesson')?.innerText ?? '',
+          why: document.querySelector('#why-text')?.innerText ?? '',
+          status: document.querySelector('#compare-status')?.innerText ?? ''};
+}"""
+BOTH_SHOWN = ("document.querySelectorAll('#compare-strip-a .strip img').length === {n} && "
+              "document.querySelectorAll('#compare-strip-b .strip img').length === {n} && "
+              "document.querySelectorAll('#compare-verdict .virtual-row').length > 0 && "
+              "document.querySelector('#why-alpha .js-plotly-plot') !== null")
+
+
+def pyiqa_alpha(frame: Path) -> float:
+    """BRISQUE's first feature of a frame file, by pyiqa's own functions."""
+    with Image.open(frame) as image:
+        luma = to_y_channel(to_tensor(image.convert("RGB")), 255.0)
+    return float(natural_scene_statistics(luma, 7, 7.0 / 6)[0, 0])
+
+
+def served_path(href: str) -> Path:
+    return Path(unquote(href.removeprefix("gradio_api/file=")))
+
+
+def test_the_static_against_noise_lesson_side_by_side(visitors: Visitors) -> None:  # noqa: F811
+    page = visitors.open()
+    page.get_by_role("tab", name="Compare two settings").click()
+    page.click("#lesson-static-vs-noise")
+    page.wait_for_function(
+        "(document.querySelector('#compare-status')?.innerText ?? '')"
+        ".split('Completed').length === 3", timeout=PAIR_TIMEOUT_S * 1000)
+    page.wait_for_function(BOTH_SHOWN.format(n=STEPS + 1), timeout=120_000)
+    seen = page.evaluate(SIDES_JS)
+
+    # two strips, every frame of each: 0 (the same input) .. 6
+    assert len(seen["a"]) == len(seen["b"]) == STEPS + 1
+    assert served_path(seen["a"][0]).name == served_path(seen["b"][0]).name
+    assert served_path(seen["a"][1]).parent != served_path(seen["b"][1]).parent
+    # both runs' curves on each score's chart: A solid, B dashed, in one colour
+    charts: dict[str, dict[str, dict]] = {}
+    for trace in seen["traces"]:
+        side, score = trace["name"].split(" · ")
+        charts.setdefault(score, {})[side] = trace
+    assert {"brisque", "niqe", "piqe", "entropy", "psnr"} <= set(charts)
+    for score, sides in charts.items():
+        assert set(sides) == {"A", "B"}, score
+        assert sides["A"]["axis"] == sides["B"]["axis"]
+        assert sides["A"]["colour"] == sides["B"]["colour"]
+        assert (sides["A"]["dash"], sides["B"]["dash"]) == ("solid", "dash")
+        assert sides["A"]["points"] == sides["B"]["points"] == STEPS + 1
+    # the A/B verdict table
+    assert {"A: verdict", "B: verdict"} <= set(seen["headers"])
+    table = {row[0]: row for row in seen["rows"]}
+    assert {"brisque", "niqe", "piqe", "entropy"} <= set(table)
+    assert all(re.search("detects|fooled|undecided", cell) for row in table.values()
+               for cell in (row[1], row[3]))
+    # the lesson's sentence, written from those verdicts
+    assert "model-like static" in seen["lesson"] and "white noise" in seen["lesson"]
+    assert "By the paper's test in these two runs" in seen["lesson"]
+    # Why: our reading, labelled so; α per step is pyiqa's BRISQUE feature of the same frames
+    assert "Our reading of the paper's explanation, not the paper's" in seen["why"]
+    alphas = {trace["name"].split(":")[0]: trace["y"] for trace in seen["alphas"]}
+    for side, hrefs in (("A", seen["a"]), ("B", seen["b"])):
+        assert alphas[side] == pytest.approx([pyiqa_alpha(served_path(h)) for h in hrefs],
+                                             abs=1e-6)  # float32 α, sent as JSON
+
+    page.locator("#compare-tab").screenshot(path=SCREENSHOTS / "compare-lesson.png")
+
+    # the share link, cold, in a new browser context: both runs
+    assert seen["share"].startswith("?compare=")
+    cold = visitors.open(query=seen["share"])
+    cold.wait_for_function(BOTH_SHOWN.format(n=STEPS + 1), timeout=120_000)
+    again = cold.evaluate(SIDES_JS)
+    assert (again["a"], again["b"]) == (seen["a"], seen["b"])
+    assert again["rows"] == seen["rows"] and again["lesson"] == seen["lesson"]
