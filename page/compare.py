@@ -3,7 +3,8 @@
 click (`banana_space.lessons`) and the "Why is it fooled?" panel (`banana_space.why`); the
 `compare_chains` tool (`page.pair`) is registered here.
 
-Both chains run under the tab's one stop flag (Stop stops both). A comparison's link is `?compare=<run A's id>`: it reopens both sides from run A's
+Both chains run under the tab's one stop flag (Stop stops both). A
+comparison's link is `?compare=<run A's id>`: it reopens both sides from run A's
 `compare.json`, read-only, for anyone who has it.
 """
 
@@ -54,7 +55,7 @@ from page.access import (
 )
 from page.handlers import stop_run
 from page.outputs import plot_data, strip_html
-from page.pair import SIDE_FIELDS, compare_chains, owned_pair, pair_admitted, side_of
+from page.pair import compare_chains, owned_pair, pair_admitted, side_of
 from page.settings import SETTINGS
 from page.style import SHARE_CSS, SHARE_HTML, SHARE_JS, STRIP_CSS, STRIP_JS
 
@@ -171,12 +172,15 @@ def _side(record: dict[str, Any], side: str) -> dict[str, Any]:
 
 
 def run_compare(upload: str | None, steps: float, metrics: list[str], lesson: str,
-                *fields: Any, request: gr.Request) -> Iterator[CompareOutputs]:
-    """Start both chains from the upload and stream both sides as they come."""
+                a_generator: str, a_profile: str, a_smoothed: bool, a_prompt: str, a_seed: float,
+                b_generator: str, b_profile: str, b_smoothed: bool, b_prompt: str, b_seed: float,
+                request: gr.Request) -> Iterator[CompareOutputs]:
+    """Start both chains from the upload and stream both sides as they come (the side fields
+    in `page.pair.SIDE_FIELDS`' order: gradio hands a request only to a named parameter)."""
     if not upload:
         raise gr.Error("Upload an image first (or keep the example).")
-    half = len(SIDE_FIELDS)
-    side_a, side_b = side_of(*fields[:half], "A"), side_of(*fields[half:], "B")
+    side_a = side_of(a_generator, a_profile, a_smoothed, a_prompt, a_seed, "A")
+    side_b = side_of(b_generator, b_profile, b_smoothed, b_prompt, b_seed, "B")
     steps, chosen = whole_number(steps, "Steps"), visitor_metric_names(metrics)
     tab = tab_of(request)
     stop = claim(tab)  # one flag for both: Stop stops both
