@@ -163,3 +163,25 @@ def test_the_record_is_json_in_both_runs(start, tmp_path) -> None:
     smoothed = Run(tmp_path / records[0]["b"]).load()
     assert any("smoothed" in note for note in smoothed.meta["settings"]["input_notes"])
     assert len(ended(events)) == 2
+
+
+def test_a_side_that_fails_on_the_way_keeps_the_other_and_says_why(start, tmp_path) -> None:
+    """Side B replays a recorded chain whose frame 2 is damaged: B fails at step 2, A completes,
+    and the comparison names B and the reason."""
+    archive = tmp_path / "chain.zip"
+    with zipfile.ZipFile(archive, "w") as zipped:
+        for i in range(5):
+            data = io.BytesIO()
+            start.image.rotate(i).save(data, format="PNG")
+            zipped.writestr(f"{i}.png", data.getvalue()[:200] if i == 2 else data.getvalue())
+    replayed = Side(backend="replay", options={"source": str(archive)})
+    root = tmp_path / "runs"
+    events = list(start_pair(start, 4, STATIC, replayed, ["entropy"], root))
+    finishes = ended(events)
+    assert finishes["A"].status == "completed" and finishes["A"].last_step == 4
+    assert finishes["B"].status == "failed" and finishes["B"].last_step == 1
+    record = read_record(Run(root / next(e.event.run_dir for e in events
+                                         if isinstance(e, compare.SideEvent)
+                                         and isinstance(e.event, Started)).name))
+    assert set(record["failed"]) == {"B"} and record["failed"]["B"]
+    assert record["failed"]["B"] == finishes["B"].reason
