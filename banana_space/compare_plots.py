@@ -30,7 +30,10 @@ from .why import GAUSSIAN_ALPHA, NssReading, bin_centres, ggd_density
 SIDE_DASHES = {"A": "solid", "B": "dash"}
 PAIR_TITLE = "Change vs the input, one chart per score: A solid, B dashed (below 0 = worse)"
 # The three frames of the MSCN panel, each its own colour (Okabe-Ito).
-FRAME_COLOURS = ("#000000", "#0072B2", "#D55E00")
+FRAME_COLOURS = ("#000000", "#0072B2", "#D55E00", "#009E73")
+# The density axis (log10): the histogram's rarest bins (one coefficient in ~a million) and
+# the top of a unit-variance density; the fitted curve's tails below it are not drawn off-scale.
+DENSITY_RANGE = [-5, 0.3]
 
 
 def _colour(history: History, name: str, index: dict[str, int]) -> str:
@@ -99,7 +102,7 @@ def mscn_figure(readings: Mapping[str, NssReading], title: str) -> Figure:
     layout = {"template": TEMPLATE, "font": {"size": FONT_PX}, "height": 360,
               "title": {"text": title, "font": {"size": FONT_PX + 1}, "x": 0.01},
               "xaxis": {"title": {"text": "MSCN coefficient"}},
-              "yaxis": {"title": {"text": "density"}, "type": "log"},
+              "yaxis": {"title": {"text": "density"}, "type": "log", "range": DENSITY_RANGE},
               "legend": {"orientation": "h", "y": -0.25},
               "margin": {"l": 64, "r": 10, "t": 50, "b": 40}}
     return {"data": traces, "layout": layout}

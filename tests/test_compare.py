@@ -185,3 +185,37 @@ def test_a_side_that_fails_on_the_way_keeps_the_other_and_says_why(start, tmp_pa
                                          and isinstance(e.event, Started)).name))
     assert set(record["failed"]) == {"B"} and record["failed"]["B"]
     assert record["failed"]["B"] == finishes["B"].reason
+
+
+def test_the_pair_figure_draws_both_runs_on_each_scores_chart() -> None:
+    from banana_space.analysis import History
+    from banana_space.catalog import metric_info
+    from banana_space.compare_plots import mscn_figure, pair_figure
+    from banana_space.why import NssReading
+
+    histories = []
+    for slope in (1.0, -2.0):
+        history = History([metric_info(name) for name in ("psnr", "brisque", "niqe")])
+        for step in range(4):
+            history.add(step, {"psnr": 40 - 3 * step, "brisque": 20 + slope * step,
+                               "niqe": 5 + step})
+        histories.append(history)
+    figure = pair_figure(*histories, marked=2)
+    by_chart: dict[str, list[dict]] = {}
+    for trace in figure["data"]:
+        by_chart.setdefault(trace["yaxis"], []).append(trace)
+    assert len(by_chart) == 3
+    for traces in by_chart.values():
+        (a, b) = traces
+        assert (a["name"][0], b["name"][0]) == ("A", "B")
+        assert a["line"]["color"] == b["line"]["color"]
+        assert (a["line"]["dash"], b["line"]["dash"]) == ("solid", "dash")
+    colours = {traces[0]["line"]["color"] for traces in by_chart.values()}
+    assert len(colours) == 3  # one colour per score
+    assert len(figure["layout"]["shapes"]) == 3  # the compared step, on every chart
+    alone = pair_figure(histories[0], None)
+    assert {t["name"][0] for t in alone["data"]} == {"A"}
+
+    reading = NssReading(2.0, 1.0, tuple([0.1] * 60))
+    frames = {f"frame {i}": reading for i in range(4)}
+    assert len(mscn_figure(frames, "t")["data"]) == 8  # every frame: histogram and its fit
