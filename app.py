@@ -42,7 +42,7 @@ from banana_space.real_chains import examples as chain_examples
 from banana_space.real_chains import start_preparing
 from banana_space.spec import MAX_STEPS
 from banana_space.view import VERDICT_HEADERS
-from page import api, disk, guard, leaderboard_tab
+from page import api, bodies, disk, guard, leaderboard_tab
 from page.form import FORM_OPTIONS, inputs_of, option_control
 from page.handlers import (
     REAL_CHAINS_POLL_S,
@@ -92,12 +92,15 @@ EXAMPLES = sorted((str(p) for p in (REPO / "assets" / "examples").glob("*.*") if
                   key=lambda path: (Path(path).name != DEFAULT_EXAMPLE,
                                     not Path(path).name.startswith("photo-"),
                                     not Path(path).name.startswith("clean-"), path))
-MAX_UPLOAD = "100mb"  # a 64-Mpx PNG, or ~70 frames of 1024 px PNGs in a zip; gradio refuses more
 DELETE_CACHE = (min(3600, SETTINGS.uploads_keep_s), SETTINGS.uploads_keep_s)  # see disk.py
 # Scoring is CPU-bound and a small Space has 2 cores: 4 chains at once share them (each waits
 # mostly on its generator anyway), set on every chain event (gradio takes a group's limit from
 # the first event it sees, so one event without it once let 8 run).
 CHAINS_AT_ONCE = 4
+# Sessions whose values gradio keeps (its default is 10,000): the page keeps nothing in them
+# that a request does not send again (the run id rides in a hidden field), so this bounds their
+# memory, each at most a request body (`page/bodies.py`), for as many tabs as a small Space sees.
+SESSIONS_KEPT = 256
 WARMED = threading.Event()  # the metric pool's warm-up has been started
 # The page's events a client may still call by name.
 STREAMING = {"run", "resume", "open", "replay_hub"}
@@ -418,8 +421,11 @@ def main() -> None:
     guard.install(demo)
     start_preparing(SETTINGS.runs_root)  # Banana100's own chains, where the hub is reachable
     demo.launch(allowed_paths=[str(SETTINGS.runs_root)], theme=THEME, css=PAGE_CSS, js=PAGE_JS,
-                max_file_size=MAX_UPLOAD, mcp_server=True,
-                app_kwargs={"middleware": [Middleware(guard.UploadGuard)]})
+                # a 64-Mpx PNG, or ~70 frames of 1024 px PNGs in a zip; gradio refuses more
+                max_file_size=bodies.UPLOAD_BYTES, mcp_server=True,
+                state_session_capacity=SESSIONS_KEPT,
+                app_kwargs={"middleware": [Middleware(bodies.BodyLimit),
+                                           Middleware(guard.UploadGuard)]})
 
 
 if __name__ == "__main__":

@@ -21,13 +21,15 @@ import zipfile
 
 import httpx
 import numpy as np
+import psutil
 import pytest
 import torch
 from app_server import running_app
 from conftest import REPO
 from gradio_client import Client, handle_file
+from hostile_files import many_page_tiff
 from PIL import Image
-from raw_api import dependencies
+from raw_api import call, dependencies
 from test_mcp import data_url, session_call
 from test_visitor_reach import _in_flight
 from visitors import file_data, join, noise, upload, wait_for
@@ -271,3 +273,67 @@ print(hwm() - before)
 """
     grown = child_growth_mb(script, str(tmp_path / "million.zip"), budget_gb="1")
     assert grown < 40, f"refusing it took {grown} MB"
+
+
+# --- issue 41, item 1: request bodies -----------------------------------------------------------
+
+BIG_BODY = 5_000_000  # the Done-when's 5 MB
+BODY_GROWTH_MB = 100  # what ten refused bodies may add to the server (issue 41's bound)
+
+
+def app_process(app: dict) -> psutil.Process:
+    """The app's own process: the one listening on its port."""
+    port = int(app["url"].rstrip("/").rsplit(":", 1)[1])
+    listening = [c.pid for c in psutil.net_connections("tcp")
+                 if c.status == psutil.CONN_LISTEN and c.laddr.port == port]
+    return psutil.Process(listening[0])
+
+
+@pytest.mark.app
+def test_a_large_body_is_refused_on_every_route_and_neither_kept_nor_logged(app) -> None:
+    """Ten 5 MB bodies from fresh sessions: the documented /stop's REST route, a queue join
+    with the token, a join with too few inputs (gradio printed that whole), and one sent in
+    chunks with no length; each is refused (413) before gradio reads it."""
+    index, big = app["index"], "x" * BIG_BODY
+    server = app_process(app)
+
+    def join_body(name: str, data: list) -> dict:
+        return {"data": data, "fn_index": index[name], "event_data": None, "trigger_id": None,
+                "session_hash": secrets.token_hex(6)}
+
+    sends = [lambda: httpx.post(f"{app['url']}gradio_api/call/stop", json={"data": [big]},
+                                timeout=60),
+             lambda: httpx.post(f"{app['url']}gradio_api/queue/join", timeout=60,
+                                json=join_body("stop", [big])),
+             lambda: httpx.post(f"{app['url']}gradio_api/queue/join", timeout=60,
+                                json=join_body("resume", [big])),
+             lambda: httpx.post(f"{app['url']}gradio_api/queue/join", timeout=60,
+                                content=iter([json.dumps(join_body("stop", [big])).encode()]),
+                                headers={"content-type": "application/json"})]
+    assert sends[0]().status_code == 413  # once first: what a first request allocates
+    before_log, before_mb = app["log"].read_text(), server.memory_info().rss / 1e6
+    statuses = [sends[i % len(sends)]().status_code for i in range(10)]
+    grown = server.memory_info().rss / 1e6 - before_mb
+    assert statuses == [413] * 10, statuses
+    assert grown < BODY_GROWTH_MB, f"the server grew by {grown:.0f} MB"
+    assert app["log"].read_text() == before_log
+    # A body of a usual size still goes through, on both routes.
+    assert httpx.post(f"{app['url']}gradio_api/call/stop", json={"data": [""]},
+                      timeout=60).status_code == 200
+    assert httpx.post(f"{app['url']}gradio_api/queue/join", json=join_body("stop", [""]),
+                      timeout=60).status_code == 200
+
+
+# --- issue 41, item 2: many pages, through the page's preview ------------------------------------
+
+@pytest.mark.app
+def test_the_preview_refuses_a_tiff_of_many_pages_from_its_structure(app, tmp_path) -> None:
+    """The preview is not in the API but is reachable by its index: a TIFF of 8,000 pages
+    (under this app's 1 MB of uploads per visitor) is refused from its page count."""
+    tiff = tmp_path / "pages.tiff"
+    tiff.write_bytes(many_page_tiff(8_000))
+    path = upload(app, tiff, "10.41.2.1").json()[0]
+    answer = call(app["url"], app["index"]["preview"], [file_data(path)],
+                  headers={"X-Forwarded-For": "10.41.2.1"})
+    assert answer.success, answer.error
+    assert "more than 1000 pages or frames" in answer.data[1]
