@@ -42,7 +42,7 @@ from banana_space.real_chains import examples as chain_examples
 from banana_space.real_chains import start_preparing
 from banana_space.spec import MAX_STEPS
 from banana_space.view import VERDICT_HEADERS
-from page import api, bodies, disk, guard, leaderboard_tab
+from page import api, bodies, disk, guard, leaderboard_tab, served
 from page.form import FORM_OPTIONS, inputs_of, option_control
 from page.handlers import (
     REAL_CHAINS_POLL_S,
@@ -284,7 +284,8 @@ def build() -> gr.Blocks:
                                                 value=default_judge_at(), label="Judges rate…",
                                                 elem_id="judge-at")
                 with gr.Accordion("Advanced", open=False):
-                    form["seed"] = gr.Number(0, precision=0, label="Seed")
+                    # No precision: gradio would round 1.5 to 2; the server refuses it.
+                    form["seed"] = gr.Number(0, label="Seed")
                     # Every other backend option, each made from its `Option` (page/form.py).
                     for option in FORM_OPTIONS:
                         if option.name not in form:
@@ -323,10 +324,11 @@ def build() -> gr.Blocks:
         # The page's plumbing is private: reachable only by what the page posts (and confined
         # there like everything else), never listed or offered to API clients or agents.
         plumbing = {"api_visibility": "private"}
-        upload.change(preview, upload, [input_preview, input_note], show_progress="hidden",
-                      **plumbing)
-        demo.load(preview, upload, [input_preview, input_note], show_progress="hidden",
-                  **plumbing)
+        # A preview decodes the whole upload: a few at once, a few per visitor (guard.py).
+        previews = {"concurrency_id": guard.PREVIEW_GROUP,
+                    "concurrency_limit": guard.PREVIEWS_AT_ONCE, "show_progress": "hidden"}
+        upload.change(preview, upload, [input_preview, input_note], **previews, **plumbing)
+        demo.load(preview, upload, [input_preview, input_note], **previews, **plumbing)
         examples.select(pick_example, None, upload, **plumbing)
         prompt_preset.change(lambda key: PROMPTS[key].text, prompt_preset, form["prompt"],
                              **plumbing)
@@ -425,6 +427,7 @@ def main() -> None:
                 max_file_size=bodies.UPLOAD_BYTES, mcp_server=True,
                 state_session_capacity=SESSIONS_KEPT,
                 app_kwargs={"middleware": [Middleware(bodies.BodyLimit),
+                                           Middleware(served.PrivateFiles),
                                            Middleware(guard.UploadGuard)]})
 
 

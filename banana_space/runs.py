@@ -3,7 +3,7 @@
 `start_run` checks a `RunSpec`, builds the backend, judges and scorer, and returns a generator
 of events that is also being written to a fresh run directory. `resume_run` continues a run
 directory from its last complete frame with the settings it recorded. `prune_runs` keeps the
-runs folder within a count and a byte budget.
+runs folder within a count and a byte budget, by shares (a visitor's flood evicts its own).
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ import contextlib
 import os
 import shutil
 import threading
+import time
+from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -27,7 +29,7 @@ from .markup import one_line, without_paths
 from .persist import push_run
 from .pool import POOL, MetricPool
 from .quota import judged_steps
-from .run import META_NAME, Run, RunBusy, SavedRun, runs_in
+from .run import META_NAME, DamagedRun, Run, RunBusy, SavedRun, runs_in
 from .rundir import RunDir, write_zip
 from .scoring import Scorer, unavailable_notices
 from .sources import HUB_PREFIX
@@ -205,12 +207,18 @@ def directory_bytes(path: Path) -> int:
 
 def prune_runs(root: Path, keep: int, active: Iterable[Path] = (),
                keep_bytes: int | None = None, owner: str | None = None,
-               owner_keep: int | None = None, owner_bytes: int | None = None) -> list[Path]:
+               owner_keep: int | None = None, owner_bytes: int | None = None,
+               min_age_s: float = 0.0) -> list[Path]:
     """Delete the oldest run directories beyond the newest `keep`, or beyond `keep_bytes` on
     disk all together (zips included), never one being written (by any thread or process:
     its writer's lock is held) nor one in `active`. Those spared still count toward both.
     With `owner`, that owner's own runs beyond its newest `owner_keep` (or `owner_bytes`) go
-    first, so one visitor's flood of runs evicts only its own.
+    first, so one visitor's flood of runs evicts only its own. A run is never evicted to make
+    room for someone else while it is younger than `min_age_s` or inside its owner's share
+    (its owner's newest `owner_keep` within `owner_bytes`; a run without an owner, a
+    recording or a restored run, has no share): one visitor with many addresses evicts
+    nobody's run but its own (issue 41), and the runs kept may then pass `keep` for a while.
+    Owners are opaque keys (`Run.made_by`).
 
     Returns:
         The run directories deleted, oldest first.
@@ -222,7 +230,28 @@ def prune_runs(root: Path, keep: int, active: Iterable[Path] = (),
         mine = [run for run in runs if Run(run).made_by == owner]
         doomed = _beyond(mine, owner_keep or len(mine), owner_bytes, protected)
         runs = [run for run in runs if run not in doomed]
-    return doomed + _beyond(runs, keep, keep_bytes, protected)
+    now = time.time()
+    young = {run.resolve() for run in runs if now - Run(run).modified() < min_age_s}
+    shared = _in_shares(runs, owner_keep, owner_bytes)
+    return doomed + _beyond(runs, keep, keep_bytes, protected | young | shared)
+
+
+def _in_shares(runs: list[Path], owner_keep: int | None, owner_bytes: int | None
+               ) -> set[Path]:
+    """The runs (newest first) inside their owner's share: each owner's newest `owner_keep`
+    within `owner_bytes`; none without a share."""
+    if owner_keep is None:
+        return set()
+    shared, counted = set(), defaultdict(lambda: [0, 0])  # owner -> [runs, bytes] in its share
+    for directory in runs:
+        made_by = Run(directory).made_by
+        if made_by is None:
+            continue
+        held, size = counted[made_by], directory_bytes(directory)
+        if held[0] < owner_keep and (owner_bytes is None or held[1] + size <= owner_bytes):
+            held[0], held[1] = held[0] + 1, held[1] + size
+            shared.add(directory.resolve())
+    return shared
 
 
 def _beyond(runs: list[Path], keep: int, keep_bytes: int | None, protected: set[Path]
@@ -256,7 +285,7 @@ def completed_steps(path: Path) -> int | None:
     None for a run that can go on (or is not there: `resume_run` says why)."""
     try:
         saved = Run(path).load()
-    except FileNotFoundError:
+    except (FileNotFoundError, DamagedRun):
         return None
     done = saved.meta.get("status") == "completed" and saved.last_step >= saved.meta.get(
         "steps", 0)

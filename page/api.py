@@ -229,7 +229,11 @@ def open_run(run_id: str, request: gr.Request) -> str:
         JSON text: as run_chain; status "running" while the run is being made, "interrupted"
         where its maker went away mid-run (resume_chain continues it).
     """
-    return compact(summary(brought_back(run_id), request))  # fetched again if wiped
+    run = brought_back(run_id)  # fetched again if wiped
+    try:
+        return compact(summary(run, request))
+    except REFUSALS as error:  # a damaged run: one line, never a traceback
+        raise refusal(error) from None
 
 
 def list_options() -> str:

@@ -237,6 +237,8 @@ def show_saved(run: Run, raw: bool) -> PageOutputs:
         saved, live = open_saved(run.path)
     except FileNotFoundError:
         raise gr.Error("That run was deleted (old runs are removed to make room).") from None
+    except REFUSALS as error:  # a damaged run: one line, never a traceback
+        raise refusal(error) from None
     view = RunView.from_saved(saved)
     if live:
         view.ended = None

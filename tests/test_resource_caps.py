@@ -14,17 +14,19 @@ import asyncio
 import json
 import os
 import secrets
+import shutil
 import subprocess
 import sys
 import threading
 import zipfile
+from pathlib import Path
 
 import httpx
 import numpy as np
 import psutil
 import pytest
 import torch
-from app_server import running_app
+from app_server import run_inputs, running_app
 from conftest import REPO
 from gradio_client import Client, handle_file
 from hostile_files import many_page_tiff
@@ -337,3 +339,64 @@ def test_the_preview_refuses_a_tiff_of_many_pages_from_its_structure(app, tmp_pa
                   headers={"X-Forwarded-For": "10.41.2.1"})
     assert answer.success, answer.error
     assert "more than 1000 pages or frames" in answer.data[1]
+
+
+# --- issue 41, item 10: number fields take real numbers only ------------------------------------
+
+@pytest.mark.app
+@pytest.mark.parametrize(("given", "says"), [
+    ({"steps": True}, "Steps (N) must be a number, not true or false"),
+    ({"steps": "3"}, "Steps (N) must be a number, not text"),
+    ({"steps": None}, "Steps (N) must be a number, not blank"),
+    ({"seed": 1.5}, "The seed must be a whole number, not 1.5"),
+    ({"seed": float("nan")}, "Seed must be a number, not NaN or infinite"),
+    ({"seed": "zero"}, "Seed must be a number, not text"),
+], ids=["steps-true", "steps-string", "steps-null", "seed-1.5", "seed-nan", "seed-string"])
+def test_number_fields_take_real_numbers_only_in_one_line(app, tmp_path, given, says) -> None:
+    path = upload(app, noise(tmp_path / "start.png", 48, 32), "10.41.10.1").json()[0]
+    inputs = run_inputs(file_data(path), given.pop("steps", 1), metrics=["entropy"], **given)
+    before = app["log"].read_text()
+    answer = call(app["url"], app["index"]["run"], inputs,
+                  headers={"X-Forwarded-For": "10.41.10.1"})
+    assert not answer.success and says in answer.error, answer.error
+    assert "\n" not in answer.error
+    logged = app["log"].read_text()[len(before):]
+    assert "Traceback" not in logged, logged[-3000:]
+
+
+# --- issue 41, item 9: a damaged run is refused in one line -------------------------------------
+
+@pytest.mark.app
+def test_a_damaged_run_is_refused_in_one_line_and_never_zipped(app, tmp_path) -> None:
+    """A garbage run.json, a bad scores row, a field of the wrong type and a truncated frame,
+    each opened through the API and the page's own event: one line saying which file, no
+    traceback in the log, and no zip (or temporary) made of the truncated frame."""
+    made = json.loads(client(app, "10.41.9.1").predict(
+        handle_file(str(noise(tmp_path / "in.png", 48, 32))), 2, "simulate", "entropy", 0, "",
+        "", api_name="/run_chain"))
+    good = app["runs"] / made["run"]
+    damage = {"garbage-json": ("run.json", lambda text: "{not json"),
+              "bad-score": ("scores.csv", lambda text: text.replace("\n1,", "\none,", 1)),
+              "wrong-type": ("run.json", lambda text: text.replace('"steps": 2', '"steps": "2"')),
+              "truncated-frame": ("frames/step_001.png", None)}
+    for name, (file, change) in damage.items():
+        run = app["runs"] / f"damaged-{name}"
+        shutil.copytree(good, run)
+        (run / f"banana-{good.name}.zip").unlink()
+        if change is None:
+            (run / file).write_bytes((run / file).read_bytes()[:200])
+        else:
+            (run / file).write_text(change((run / file).read_text()))
+    before = app["log"].read_text()
+    for name, (file, _) in damage.items():
+        run_id = f"damaged-{name}"
+        page = call(app["url"], app["index"]["open"], [run_id, False])
+        assert not page.success and "is damaged" in page.error and Path(file).name in page.error
+        assert "\n" not in page.error, page.error
+        if name != "truncated-frame":  # open_run reads the run, never zips it
+            with pytest.raises(Exception, match=f"run {run_id} is damaged"):
+                client(app, "10.41.9.2").predict(run_id, api_name="/open_run")
+        assert not list((app["runs"] / run_id).glob("*.zip"))
+        assert not list((app["runs"] / run_id).glob(".*.tmp"))
+    logged = app["log"].read_text()[len(before):]
+    assert "Traceback" not in logged, logged[-3000:]
