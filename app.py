@@ -415,7 +415,7 @@ def build() -> gr.Blocks:
 def main() -> None:
     """Serve the page: what a killed process left behind is cleared first (before the page is
     built, since building it puts the example pictures' thumbnails into that same folder)."""
-    disk.clear_stale()
+    disk.clear_stale(guard.ORPHAN_GRACE_S)
     SETTINGS.runs_root.mkdir(parents=True, exist_ok=True)
     demo = build()
     # No queue size: cheap events are never refused; chains are bounded by guard.py.

@@ -23,7 +23,8 @@ from .backends import REGISTRY as BACKENDS
 from .backends import Backend, BackendUnavailable, create_backend
 from .budget import BUDGET, MemoryBudget
 from .chain import Chain, replicate
-from .events import Event, Finished, Notice, Started
+from .diskspace import DiskFull, check_room, free_bytes, is_disk_full
+from .events import Event, Finished, FrameMade, Notice, Started
 from .judges import create_judges
 from .markup import one_line, without_paths
 from .persist import push_run
@@ -80,6 +81,7 @@ def start_run(spec: RunSpec, root: Path, *, stop: threading.Event | None = None,
     judges = create_judges(list(spec.judges), spec.judge_options)
     scorer = Scorer(spec.metrics, judges, pool, budget)
     scorer.check_fits(image.size)
+    check_room(Path(root), image.size)  # frame 0 and the first copy's room, before any folder
     run = RunDir.create(root, run_id)
     settings = to_settings(spec, steps=steps, backend_settings=backend.settings(),
                            input_size=image.size, input_notes=notes)
@@ -124,6 +126,7 @@ def resume_run(path: Path, *, stop: threading.Event | None = None, pool: MetricP
         backend = _ready_backend(spec.backend, spec.backend_options)
         judges = create_judges(list(spec.judges), spec.judge_options)
         scorer = Scorer(spec.metrics, judges, pool)
+        check_room(run.path, tuple(settings.get("input_size") or (0, 0)))
     except BaseException:
         os.close(lock)
         raise
@@ -147,8 +150,20 @@ def _opening(scorer: Scorer, path: Path, steps: int, settings: dict[str, Any],
 
 
 def _zip_and_keep(run: RunDir) -> None:
-    write_zip(run.path)
-    push_run(run.path)  # pushed to BANANA_RUNS_REPO, where one is set (persist.py)
+    if _zip_if_room(run.path):
+        push_run(run.path)  # pushed to BANANA_RUNS_REPO, where one is set (persist.py)
+
+
+def _zip_if_room(path: Path) -> bool:
+    """Zip the run; on a full disk, no zip (and no temporary left): it is made when the run
+    is next opened, and the run is shown and served without it meanwhile."""
+    try:
+        write_zip(path)
+    except OSError as error:
+        if not is_disk_full(error):
+            raise
+        return False
+    return True
 
 
 def _recorded(run: RunDir, opening: Iterable[Event], events: Iterator[Event]
@@ -167,12 +182,18 @@ def _recorded(run: RunDir, opening: Iterable[Event], events: Iterator[Event]
             yield event
         for event in events:
             event = _public(event)
+            if isinstance(event, FrameMade):
+                check_room(run.path, event.image.size)
             run.record(event)
             finished = isinstance(event, Finished)
             yield event
             if finished:
                 finished = False
                 _zip_and_keep(run)
+    except (DiskFull, OSError) as error:
+        if not isinstance(error, DiskFull) and not is_disk_full(error):
+            raise
+        yield _out_of_room(run, error)
     except GeneratorExit:
         if run.meta.get("status") == "running":
             run.record(Finished("stopped", run.meta.get("last_step", -1), INTERRUPTED))
@@ -182,6 +203,19 @@ def _recorded(run: RunDir, opening: Iterable[Event], events: Iterator[Event]
     finally:
         events.close()
         run.close()
+
+
+def _out_of_room(run: RunDir, error: OSError) -> Finished:
+    """The run's end on a full disk: failed, saying so, every complete frame and its scores
+    kept (a write that failed left no temporary file: `write_atomic`). Its record is tried;
+    where even that does not fit, the run reads "interrupted" once its writer has gone."""
+    reason = str(error) if isinstance(error, DiskFull) else (
+        "this server's disk is full: older runs are removed to make room; try again later")
+    last = run.meta.get("last_step", -1)
+    finished = _public(Finished("failed", last, f"failed after step {last}: {reason}"))
+    with contextlib.suppress(OSError):
+        run.record(finished)
+    return finished
 
 
 def _public(event: Event) -> Event:
@@ -208,7 +242,7 @@ def directory_bytes(path: Path) -> int:
 def prune_runs(root: Path, keep: int, active: Iterable[Path] = (),
                keep_bytes: int | None = None, owner: str | None = None,
                owner_keep: int | None = None, owner_bytes: int | None = None,
-               min_age_s: float = 0.0) -> list[Path]:
+               min_age_s: float = 0.0, min_free_bytes: int = 0) -> list[Path]:
     """Delete the oldest run directories beyond the newest `keep`, or beyond `keep_bytes` on
     disk all together (zips included), never one being written (by any thread or process:
     its writer's lock is held) nor one in `active`. Those spared still count toward both.
@@ -218,7 +252,8 @@ def prune_runs(root: Path, keep: int, active: Iterable[Path] = (),
     (its owner's newest `owner_keep` within `owner_bytes`; a run without an owner, a
     recording or a restored run, has no share): one visitor with many addresses evicts
     nobody's run but its own (issue 41), and the runs kept may then pass `keep` for a while.
-    Owners are opaque keys (`Run.made_by`).
+    Owners are opaque keys (`Run.made_by`). With `min_free_bytes`, the runs also keep that
+    much of their disk free: they may hold what they hold now and what is free beyond it.
 
     Returns:
         The run directories deleted, oldest first.
@@ -233,7 +268,25 @@ def prune_runs(root: Path, keep: int, active: Iterable[Path] = (),
     now = time.time()
     young = {run.resolve() for run in runs if now - Run(run).modified() < min_age_s}
     shared = _in_shares(runs, owner_keep, owner_bytes)
+    if min_free_bytes:  # the disk's free space is a limit too (shared with whatever else)
+        room = sum(map(directory_bytes, runs)) + free_bytes(root) - min_free_bytes
+        keep_bytes = room if keep_bytes is None else min(keep_bytes, room)
     return doomed + _beyond(runs, keep, keep_bytes, protected | young | shared)
+
+
+def clear_orphans(root: Path, grace_s: float) -> list[Path]:
+    """Delete the folders in the runs folder that never became a run (no run.json: a run
+    whose start failed, on a full disk say) once older than `grace_s` and not being written;
+    dot-folders (previews, restores) are not runs. Returns the folders deleted."""
+    now, cleared = time.time(), []
+    for folder in Path(root).iterdir() if Path(root).is_dir() else ():
+        if (folder.name.startswith(".") or not folder.is_dir() or folder.is_symlink()
+                or Run(folder).exists()):
+            continue
+        with contextlib.suppress(FileNotFoundError):
+            if now - folder.stat().st_mtime > grace_s and _delete_unless_busy(folder):
+                cleared.append(folder)
+    return cleared
 
 
 def _in_shares(runs: list[Path], owner_keep: int | None, owner_bytes: int | None
@@ -316,7 +369,7 @@ def open_saved(path: Path) -> tuple[SavedRun, bool]:
         else:
             try:
                 if not run.zip_path.is_file():
-                    write_zip(path)
+                    _zip_if_room(path)
                 saved = run.load()
             finally:
                 os.close(lock)

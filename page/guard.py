@@ -65,9 +65,10 @@ from PIL import Image
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 
+from banana_space.diskspace import frame_bytes
 from banana_space.images import MAX_SIDE
 from banana_space.run import Run, runs_in
-from banana_space.runs import prune_runs
+from banana_space.runs import clear_orphans, prune_runs
 from page import disk
 from page.settings import SETTINGS
 
@@ -76,6 +77,9 @@ PREVIEW_GROUP = "previews"  # the upload's preview (app.py): PREVIEWS_AT_ONCE de
 PREVIEWS_AT_ONCE = 2
 PREVIEWS_PER_VISITOR = 2  # queued or running: a page asks once per change of its upload
 PREVIEWS_WAITING = 32
+# A folder in the runs folder without run.json this old never became a run (its start failed):
+# removed. A run's start writes run.json once its metrics load (BANANA_METRIC_LOAD_S, 30 s).
+ORPHAN_GRACE_S = 600
 MIN_TOKEN = 16  # an API caller's stop token is a secret: a short one would be guessable
 _SALT = secrets.token_bytes(16)  # owners are unknowable from a run's files, even offline
 
@@ -348,6 +352,7 @@ def started(run_dir: Path, request: gr.Request) -> None:
     if run.made_by is None:  # a resumed run keeps its owner
         run.mark_owner(owner)
     prune_runs(SETTINGS.runs_root, SETTINGS.keep_runs, owner=owner, **_shares())
+    clear_orphans(SETTINGS.runs_root, ORPHAN_GRACE_S)
 
 
 def _shares() -> dict[str, Any]:
@@ -355,7 +360,8 @@ def _shares() -> dict[str, Any]:
     under which no run is evicted for someone else's."""
     return {"keep_bytes": SETTINGS.runs_bytes, "owner_keep": SETTINGS.runs_per_visitor,
             "owner_bytes": SETTINGS.run_bytes_per_visitor,
-            "min_age_s": SETTINGS.run_min_age_s}
+            "min_age_s": SETTINGS.run_min_age_s,
+            "min_free_bytes": frame_bytes((MAX_SIDE, MAX_SIDE))}  # room for the largest frame
 
 
 @contextlib.contextmanager
