@@ -24,8 +24,12 @@ class DiskFull(ValueError):
 
 
 def free_bytes(path: Path) -> int:
-    """Bytes free for us on the file system that holds `path`."""
-    return shutil.disk_usage(path).free
+    """Bytes free for us on the file system that holds `path` (or would: a runs folder not
+    made yet is made on the file system of its nearest folder that is)."""
+    existing = Path(path).absolute()
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    return shutil.disk_usage(existing).free
 
 
 def frame_bytes(size: tuple[int, int]) -> int:
