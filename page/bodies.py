@@ -20,6 +20,7 @@ from typing import Any
 BODY_BYTES = 1_000_000  # a 4000-character prompt and every other field, many times over
 UPLOAD_BYTES = 100_000_000  # app.py's MAX_UPLOAD: gradio refuses a larger upload itself
 MCP_BODY_BYTES = UPLOAD_BYTES * 4 // 3 + BODY_BYTES  # one upload's worth of base64, and the call
+MCP_ROUTE = "/gradio_api/mcp"  # gradio's MCP server (SSE and streamable HTTP)
 TOO_LARGE = (f"A request body may be at most {BODY_BYTES // 1_000_000} MB here: send files "
              "with /upload (gradio_client's handle_file does), never inside a call.").encode()
 
@@ -31,7 +32,7 @@ def body_limit(path: str) -> int | None:
     """The most bytes a request to `path` may send; None where another guard bounds it."""
     if path.endswith("/upload"):
         return None  # gradio's max_file_size, read as it streams to disk
-    if "/mcp" in path:
+    if path.startswith(MCP_ROUTE):
         return MCP_BODY_BYTES
     return BODY_BYTES
 

@@ -3,6 +3,7 @@ Stop, a consumer that goes away, and a process killed with SIGKILL then resumed.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import math
@@ -19,8 +20,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from app_server import running_app
 from conftest import REPO
+from gradio_client import Client, handle_file
 from PIL import Image
+from raw_api import call, dependencies
 
 from banana_space import backends
 from banana_space.backends.base import BackendInfo, Edit, Entry, Option
@@ -305,3 +309,43 @@ def test_retention_keeps_free_space_and_clears_folders_that_never_became_runs(sm
     os.utime(stale, (time.time() - 700, time.time() - 700))
     assert clear_orphans(small_disk, grace_s=600) == [stale]
     assert fresh.is_dir() and dotted.is_dir() and (small_disk / "run-2").is_dir()
+
+
+@pytest.mark.app
+def test_on_a_full_disk_the_app_starts_serves_its_runs_and_refuses_new_ones(small_disk,
+                                                                           tmp_path) -> None:
+    """The runs folder on a full 4 MB tmpfs: the app starts; a finished run opens, and an
+    interrupted one (never zipped) opens without its zip, leaving no temporary file; a new
+    run is refused in one line saying the disk is full, with no traceback in the log."""
+    events = list(start_run(RunSpec(noisy(48), 2, metrics=["entropy"]), small_disk,
+                            pool=MetricPool(device="cpu", load_seconds=600)))
+    finished = next(e.run_dir for e in events if isinstance(e, Started))
+    interrupted = small_disk / "interrupted-run"
+    shutil.copytree(finished, interrupted)
+    (interrupted / f"banana-{finished.name}.zip").unlink()
+    meta = json.loads((interrupted / "run.json").read_text())
+    (interrupted / "run.json").write_text(json.dumps({**meta, "status": "running"}))
+    with contextlib.suppress(OSError), (small_disk / "filler.bin").open("wb") as filler:
+        while True:  # until the kernel says the disk is full
+            filler.write(os.urandom(1 << 16))
+            filler.flush()
+    with running_app(small_disk) as url:
+        visitor = Client(url, verbose=False)
+        assert json.loads(visitor.predict(finished.name, api_name="/open_run")
+                          )["status"] == "completed"
+        page = call(url, dependencies(url)["open"], ["interrupted-run", False])
+        assert page.success, page.error
+        assert "interrupted" in str(page.data[0]).lower()
+        with pytest.raises(Exception, match="disk is full"):
+            visitor.predict(handle_file(str(photo_file(tmp_path))), 1, "simulate", "entropy",
+                            0, "", "", api_name="/run_chain")
+    logged = "".join(log.read_text() for log in tmp_path.glob("app-*.log"))
+    assert "Traceback" not in logged, logged[-3000:]
+    assert not temporaries(small_disk)
+    assert sorted(p.name for p in small_disk.iterdir()) == sorted(
+        [finished.name, "interrupted-run", "filler.bin"])
+
+
+def photo_file(folder: Path) -> Path:
+    noisy(48).save(folder / "start.png")
+    return folder / "start.png"
