@@ -252,8 +252,9 @@ def prune_runs(root: Path, keep: int, active: Iterable[Path] = (),
     (its owner's newest `owner_keep` within `owner_bytes`; a run without an owner, a
     recording or a restored run, has no share): one visitor with many addresses evicts
     nobody's run but its own (issue 41), and the runs kept may then pass `keep` for a while.
-    Owners are opaque keys (`Run.made_by`). With `min_free_bytes`, the runs also keep that
-    much of their disk free: they may hold what they hold now and what is free beyond it.
+    Owners are opaque keys (`Run.made_by`). With `min_free_bytes`, the runs then keep that
+    much of their disk free (oldest first, shares or not: the disk is the hard limit, and the
+    owners of old runs may be long gone), never deleting a run younger than `min_age_s`.
 
     Returns:
         The run directories deleted, oldest first.
@@ -267,11 +268,13 @@ def prune_runs(root: Path, keep: int, active: Iterable[Path] = (),
         runs = [run for run in runs if run not in doomed]
     now = time.time()
     young = {run.resolve() for run in runs if now - Run(run).modified() < min_age_s}
-    shared = _in_shares(runs, owner_keep, owner_bytes)
-    if min_free_bytes:  # the disk's free space is a limit too (shared with whatever else)
+    doomed += _beyond(runs, keep, keep_bytes,
+                      protected | young | _in_shares(runs, owner_keep, owner_bytes))
+    if min_free_bytes:  # the disk is the hard limit: shares give way to it, young runs not
+        runs = [run for run in runs if run not in doomed]
         room = sum(map(directory_bytes, runs)) + free_bytes(root) - min_free_bytes
-        keep_bytes = room if keep_bytes is None else min(keep_bytes, room)
-    return doomed + _beyond(runs, keep, keep_bytes, protected | young | shared)
+        doomed += _beyond(runs, len(runs), room, protected | young)
+    return doomed
 
 
 def clear_orphans(root: Path, grace_s: float) -> list[Path]:
