@@ -165,14 +165,18 @@ def _show(events: Iterator[Event]) -> Finished:
 def _summary(run_dir: Path) -> str:
     from .analysis import (
         CHECKPOINT_HEADERS,
+        CHECKPOINTS,
         FLOOR_RULE,
-        PAPER_TEST,
         SINCE_INPUT_HEADER,
         Verdict,
+        checkpoints,
+        paper_test,
+        steps_text,
     )
     from .run import Run
 
-    rows = Run(run_dir).load().history.verdict()
+    history = Run(run_dir).load().history
+    rows, used = history.verdict(), checkpoints(history.last_step)
     headers = "".join(f"{header:>10}" for header in CHECKPOINT_HEADERS)
     lines = [f"{'metric':<14}{headers}  detects  beyond floor  {SINCE_INPUT_HEADER}  "
              "ρ vs PSNR  ρ from 1st"]
@@ -186,8 +190,13 @@ def _summary(run_dir: Path) -> str:
                      f"{Verdict(r.detects_robust).words.terse:<12} {since}  "
                      f"{r.spearman_vs_psnr:>9.2f}  {r.spearman_from_first:>10.2f}"
                      + "".join(f"  {note}" for note in notes))
-    lines.append(f"detects: {PAPER_TEST}; Δ5, Δ10, Δ20 are from step 1, the first copy")
-    lines.append(f"beyond floor: at every checkpoint, {FLOOR_RULE}")
+    read = [f"Δ{step}" for step in used if step in CHECKPOINTS]
+    lines.append(f"detects: {paper_test(used)}; "
+                 + (f"{', '.join(read)} {'is' if len(read) == 1 else 'are'} from step 1, the "
+                    "first copy" if read else "every Δ is from step 1, the first copy")
+                 + ("" if len(read) == len(CHECKPOINTS) else "; '-': the run has no such step"))
+    lines.append(f"beyond floor: at {steps_text(used) if used else 'every checkpoint'}, "
+                 f"{FLOOR_RULE}")
     lines.append(f"{SINCE_INPUT_HEADER}: the change at the last step against the input (ours)")
     return "\n".join(lines)
 
