@@ -173,7 +173,8 @@ class RunView:
                                                     running=self.ended is None,
                                                     simulated=self.simulated),
             frame=self.frame_path(self.last_step),
-            first_frame=self.frame_path(0) if self.last_step >= 0 else None, strip=strip,
+            first_frame=self.frame_path(0) if self.last_step >= 0 and 0 not in self.gaps
+            else None, strip=strip,
             figure=figure, verdict=self.verdict_rows(), model_text=self.model_text(),
             zip_path=str(download) if download and download.is_file() and self.ended else None,
             run_dir=str(self.run_dir) if self.run_dir else None, running=self.ended is None,

@@ -25,7 +25,7 @@ from banana_space.images import BadImage, load_image
 from banana_space.markup import escape_markdown
 from banana_space.plots import delta_figure, raw_figure
 from banana_space.quota import page_note, steps_for_the_smallest_day
-from banana_space.real_chains import LABEL, PLAN, examples, plan_from_env, preparing
+from banana_space.real_chains import PLAN, examples, plan_from_env, preparing
 from banana_space.remake import remake_all, remake_frame
 from banana_space.run import Run
 from banana_space.runids import copy_in
@@ -276,7 +276,8 @@ def real_chain_buttons() -> list[Any]:
     the bundled recordings after them are our simulations, and say so."""
     real = [e for e in examples(SETTINGS.runs_root, RECORDED) if e.real]
     credits = sorted({e.credit for e in real if e.credit})
-    heading = (f"**Real chains first** — open instantly: {LABEL}, "
+    heading = ("**Real chains first** — open instantly: Banana100's own chains (real), each "
+               "by its path in the dataset, "
                + "; ".join(escape_markdown(c) for c in credits)
                + ". **Below them, our simulations** (a model of the damage, not a real "
                "editor's output)." if real else
