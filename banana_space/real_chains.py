@@ -390,6 +390,34 @@ class Example:
     real: bool
 
 
+@dataclass(frozen=True)
+class Start:
+    """One of the dataset's own starts (a prepared chain's step 0, read from the dataset), for
+    the page's example pictures: the paper's conditions exactly."""
+
+    image: Path  # the full picture, what picking it uploads
+    thumb: Path  # what the gallery shows
+    caption: str  # "Banana100 start · chains/0007 · CC BY-NC-SA 4.0": whose, and its licence
+
+
+def dataset_starts(root: Path) -> list[Start]:
+    """The starts of the real chains prepared so far that have one (a chain with no step 0
+    has none to offer), in the page's order."""
+    shown = []
+    for path in prepared(root):
+        run = Run(path)
+        if not run.frame_path(0).is_file():
+            continue
+        settings = run.load().meta["settings"]
+        chain = settings.get("real_chain", LABEL).removeprefix(LABEL).strip()
+        credit = next((n for n in settings.get("input_notes", []) if "licence:" in n), "")
+        licence = credit.rpartition("licence: ")[2] or "licence unknown"
+        thumb = run.thumb_path(0)
+        shown.append(Start(run.frame_path(0), thumb if thumb.is_file() else run.frame_path(0),
+                           f"Banana100 start · {chain} · {licence}"))
+    return shown
+
+
 def examples(root: Path, recorded: Path) -> list[Example]:
     """Real chains first (those prepared so far), then the bundled recordings, each labelled
     "simulated" with its profile."""

@@ -21,7 +21,14 @@ from PIL import Image
 from shard_data import parquet_shards
 
 from banana_space.common import png_bytes
-from banana_space.real_chains import LABEL, Plan, examples, prepare, start_preparing
+from banana_space.real_chains import (
+    LABEL,
+    Plan,
+    dataset_starts,
+    examples,
+    prepare,
+    start_preparing,
+)
 from banana_space.run import Run
 from banana_space.view import RunView
 
@@ -193,6 +200,36 @@ def test_a_chain_numbered_from_1_has_copy_k_at_step_k_and_its_start_found_by_nam
     shown = [e for e in examples(tmp_path / "runs", RECORDED) if e.real]
     assert [e.label for e in shown] == ["Banana100 chain chains/0001 (Editor X) · steps 0–30",
                                         "Banana100 chain chains/0002 · steps 0–30"]
+    # The dataset's own starts lead the page's example pictures, each with its licence.
+    starts = dataset_starts(tmp_path / "runs")
+    assert [start.caption for start in starts] == [
+        "Banana100 start · chains/0001 (Editor X) · CC BY-NC-SA 4.0",
+        "Banana100 start · chains/0002 · CC BY-NC-SA 4.0"]
+    with Image.open(starts[1].image) as start:
+        assert start.convert("RGB").tobytes() == held_out["0002"][0].tobytes()
+
+
+def test_the_example_pictures_offer_the_datasets_starts_first(on_hub, held_out, tmp_path,
+                                                              monkeypatch) -> None:
+    import gradio as gr
+
+    from page import handlers
+
+    on_hub(one_based(held_out))
+    monkeypatch.setattr(handlers, "SETTINGS", replace(handlers.SETTINGS,
+                                                      runs_root=tmp_path / "runs"))
+    ours = {"photo-moss": "assets/examples/photo-moss.png"}
+    assert handlers.example_gallery([("moss.jpg", "photo-moss")]) == [("moss.jpg", "photo-moss")]
+    prepare(tmp_path / "runs", Plan(count=1, metrics=("entropy",)))
+    [start] = dataset_starts(tmp_path / "runs")
+    assert handlers.example_gallery([("moss.jpg", "photo-moss")]) == [
+        (str(start.thumb), start.caption), ("moss.jpg", "photo-moss")]
+    # A click is read by its caption (the order moved when the start arrived), else its place.
+    assert handlers.picked_example(start.caption, 1, ours) == str(start.image)
+    assert handlers.picked_example("photo-moss", 0, ours) == ours["photo-moss"]
+    assert handlers.picked_example(None, 1, ours) == ours["photo-moss"]
+    with pytest.raises(gr.Error, match="Pick one of the example pictures"):
+        handlers.picked_example("../../etc/passwd", 0, ours)
 
 
 def test_a_chain_numbered_from_1_without_a_start_has_no_step_0_and_says_so(
