@@ -105,15 +105,21 @@ def chains_only(refs: Sequence[ChainRef]) -> list[ChainRef]:
     starts = starts_folders(refs)
     kept = []
     for ref in refs:
-        why = ("its files are named after other chains: their starts" if ref.name in starts
-               else "an archive: its frames' names cannot be read before it is fetched"
-               if ref.frames_known is None else
-               steps if isinstance(steps := numbered(ref), str) else "")
-        if why:
+        if why := _not_a_chain(ref, starts):
             LOG.info("real chains: %s is not a chain (%s)", ref.name, why)
         else:
             kept.append(ref)
     return kept
+
+
+def _not_a_chain(ref: ChainRef, starts: set[str]) -> str:
+    """Why `ref` is not a chain, from its listing alone; "" where it may be one."""
+    if ref.name in starts:
+        return "its files are named after other chains: their starts"
+    if ref.frames_known is None:
+        return "an archive: its frames' names cannot be read before it is fetched"
+    steps = numbered(ref)
+    return steps if isinstance(steps, str) else ""
 
 
 def choose(refs: Sequence[ChainRef], plan: Plan) -> list[ChainRef]:
