@@ -21,6 +21,7 @@ from PIL import Image
 from shard_data import parquet_shards
 
 from banana_space.common import png_bytes
+from banana_space.markup import escape_markdown
 from banana_space.real_chains import (
     LABEL,
     Plan,
@@ -369,6 +370,7 @@ def test_the_app_online_lists_and_opens_a_real_chain_with_its_licence(chains,
         assert "Completed" in opened.data[STATUS] and "step 20 of 20" in opened.data[STATUS]
         assert "licence: CC BY-NC-SA 4.0" in opened.data[STATUS]
         # The chain's source path in the dataset, and the commit it was read at, on the page.
-        assert f"hf://datasets/{DATASET}/0002 at revision {COMMIT}" in opened.data[STATUS]
+        assert escape_markdown(f"hf://datasets/{DATASET}/0002 at revision {COMMIT}") in \
+            opened.data[STATUS]
         strip = opened.data[STRIP]
         assert "step 20" in strip and ">4<" not in strip and ">5<" in strip
