@@ -30,6 +30,7 @@ class EngineSettings:
     memory_gb: float | None  # BANANA_MEMORY_GB: the memory budget (None: half the limit)
     real_chains: str  # BANANA_REAL_CHAINS: "a,b" picks Banana100's chains, "off" none
     runs_repo: str | None  # BANANA_RUNS_REPO: the hub dataset that keeps finished runs
+    runs_commit_s: float  # BANANA_RUNS_COMMIT_S: finished runs are committed this often
     weights_dir: Path | None  # BANANA_WEIGHTS_DIR: weight files to seed pyiqa's cache from
     qrealign_model: str | None  # BANANA_QREALIGN_MODEL: a local Q-ReAlign Mini checkpoint
     gemini_base_url: str | None  # BANANA_GEMINI_BASE_URL: the Gemini API's address (tests)
@@ -48,6 +49,7 @@ class EngineSettings:
                 "BANANA_MEMORY_GB") else None,
             real_chains=env.get("BANANA_REAL_CHAINS", "").strip(),
             runs_repo=env.get("BANANA_RUNS_REPO", "").strip() or None,
+            runs_commit_s=number(env, "BANANA_RUNS_COMMIT_S", "300", float),
             weights_dir=Path(env["BANANA_WEIGHTS_DIR"]) if env.get("BANANA_WEIGHTS_DIR")
             else None,
             qrealign_model=env.get("BANANA_QREALIGN_MODEL") or None,

@@ -171,6 +171,26 @@ def test_deploy_publishes_the_space_binaries_in_lfs_and_secrets_unprinted() -> N
     assert f"spaces/{SPACE}" in done.stdout
 
 
+def test_deploy_asks_for_zerogpu_by_default_and_mounts_the_runs_bucket() -> None:
+    """With no --hardware a new Space asks for ZeroGPU, the one hardware a free account may
+    use (2026); --bucket creates a private bucket, mounts it read-write and puts the runs in
+    it. A second deploy finds both there, and an explicit --hardware is asked for."""
+    with FakeHubWrite() as hub:
+        done = _deploy(hub.url, "--bucket", "banana-runs")
+        again = _deploy(hub.url, "--bucket", "banana-lab/banana-runs", "--hardware", "cpu-basic")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert hub.repos[f"space/{SPACE}"]["hardware"] == "zero-a10g"
+    assert "up to 2 Gradio Spaces on ZeroGPU" in done.stdout and "--flavor zero-a10g" in done.stdout
+    assert "cpu-basic and every other hardware need a PRO or Team plan" in done.stdout
+    assert hub.hardware[SPACE] == "cpu-basic"  # asked by name: the existing Space moves
+    assert hub.buckets == {"banana-lab/banana-runs": {"visibility": "private"}}
+    assert hub.volumes[SPACE] == [{"type": "bucket", "source": "banana-lab/banana-runs",
+                                   "mountPath": "/data", "readOnly": False}]
+    assert hub.variables[SPACE] == {"BANANA_RUNS_DIR": "/data/runs"}
+    assert "runs on the bucket banana-lab/banana-runs mounted at /data" in done.stdout
+
+
 def test_deploy_refuses_a_checkout_holding_a_secret(tmp_path: Path) -> None:
     source = tmp_path / "checkout"
     source.mkdir()
