@@ -20,7 +20,8 @@ variable BANANA_RUNS_DIR points inside it, so a restart or rebuild keeps every r
 with nothing to upload.
 
 What is sent is an allow-list (`SPACE_GLOBS`): the app's own top-level modules, the engine,
-the assets, the docs the card links to, the requirements, the card and the licence. A virtual
+the assets, the docs the card links to, the requirements with their constraints, the card and
+the licence. A virtual
 environment, runs, caches, tests, benchmarks and every dot-file but `.gitattributes` stay home,
 and a file holding the value of a secret from the environment stops the upload.
 """
@@ -43,7 +44,10 @@ BUCKET_MOUNT = "/data"  # where the bucket appears in the Space's container
 RUNS_IN_BUCKET = f"{BUCKET_MOUNT}/runs"  # BANANA_RUNS_DIR on a Space with --bucket
 # What the Space runs and shows, relative to the checkout: the entry (app.py, zerogpu.py),
 # and whole folders for the page, the engine and the assets.
-SPACE_GLOBS = ("*.py", "README.md", "LICENSE", "requirements.txt", ".gitattributes",
+# requirements.txt applies constraints.txt (`-c`): the Space installs every package at the
+# version the tests ran on.
+SPACE_GLOBS = ("*.py", "README.md", "LICENSE", "requirements.txt", "constraints.txt",
+               ".gitattributes",
                "page/**", "banana_space/**", "assets/**", "docs/**")
 NEVER = ("__pycache__", "*.pyc", "*.pyo", ".*", "*.egg-info", "runs", ".venv", "venv")
 KEPT_DOT_FILES = (".gitattributes",)
