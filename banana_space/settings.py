@@ -30,12 +30,12 @@ class EngineSettings:
     memory_gb: float | None  # BANANA_MEMORY_GB: the memory budget (None: half the limit)
     real_chains: str  # BANANA_REAL_CHAINS: "a,b" picks Banana100's chains, "off" none
     runs_repo: str | None  # BANANA_RUNS_REPO: the hub dataset that keeps finished runs
-    runs_commit_s: float  # BANANA_RUNS_COMMIT_S: finished runs are committed this often
     weights_dir: Path | None  # BANANA_WEIGHTS_DIR: weight files to seed pyiqa's cache from
     qrealign_model: str | None  # BANANA_QREALIGN_MODEL: a local Q-ReAlign Mini checkpoint
     gemini_base_url: str | None  # BANANA_GEMINI_BASE_URL: the Gemini API's address (tests)
     preload: str | None  # BANANA_PRELOAD: models zerogpu.py loads at start (None: unset)
     zero_gpu: bool  # SPACES_ZERO_GPU: set by Hugging Face on a ZeroGPU Space
+    runs_commit_s: float = 300.0  # BANANA_RUNS_COMMIT_S: finished runs are committed this often
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> EngineSettings:
