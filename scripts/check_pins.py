@@ -50,6 +50,7 @@ import sys
 import tempfile
 import urllib.error
 import urllib.request
+from importlib.metadata import Distribution, PackageNotFoundError, distribution
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -106,16 +107,31 @@ def unpinned(python: str) -> list[str]:
     """What the Space's `pip install -r requirements.txt` would not take from the tested pins:
     requirements.txt not applying constraints.txt, a package it installs with no pin, a pin
     that is not the version installed here. Empty when it builds from the tested pins."""
-    from importlib.metadata import PackageNotFoundError, distribution
-
-    from packaging.requirements import Requirement
-
     text = (REPO / "requirements.txt").read_text()
     problems = [] if re.search(r"^-c constraints\.txt\s*$", text, re.MULTILINE) else [
         "requirements.txt does not apply the constraints (no line `-c constraints.txt`)"]
-    wanted, environment = pins(), space_environment(python)
+    wanted = pins()
+    for name, (installed, needed_by) in space_packages(python).items():
+        if installed is None:
+            problems.append(f"{name} (for {needed_by}) is not installed here: not tested")
+        elif name not in wanted:
+            problems.append(f"{name} (for {needed_by}) is not pinned")
+        elif wanted[name] != installed.version:
+            problems.append(f"{name}=={wanted[name]} is pinned, {installed.version} was tested")
+    return sorted(problems)
+
+
+def space_packages(python: str) -> dict[str, tuple[Distribution | None, str]]:
+    """Every package `pip install -r requirements.txt` installs on the Space: name ->
+    (its distribution installed here, or None; what needs it), following each installed
+    package's declared dependencies with markers read for the card's Python on Linux."""
+    from packaging.requirements import Requirement
+
+    text = (REPO / "requirements.txt").read_text()
+    environment = space_environment(python)
     todo = [(Requirement(line.split("#")[0].strip()), "requirements.txt")
             for line in text.splitlines() if line.split("#")[0].strip()[:1].isalnum()]
+    found: dict[str, tuple[Distribution | None, str]] = {}
     seen: set[tuple[str, frozenset[str]]] = set()
     while todo:
         requirement, needed_by = todo.pop()
@@ -126,19 +142,16 @@ def unpinned(python: str) -> list[str]:
         try:
             installed = distribution(name)
         except PackageNotFoundError:
-            problems.append(f"{name} (for {needed_by}) is not installed here: not tested")
+            found.setdefault(name, (None, needed_by))
             continue
-        if name not in wanted:
-            problems.append(f"{name} (for {needed_by}) is not pinned")
-        elif wanted[name] != installed.version:
-            problems.append(f"{name}=={wanted[name]} is pinned, {installed.version} was tested")
+        found.setdefault(name, (installed, needed_by))
         for line in installed.requires or []:
             dependency = Requirement(line)
             if dependency.marker is None or any(
                     dependency.marker.evaluate({**environment, "extra": extra})
                     for extra in extras | {""}):
                 todo.append((dependency, name))
-    return sorted(set(problems))
+    return found
 
 
 def index_url() -> str:
