@@ -314,7 +314,8 @@ def build() -> gr.Blocks:
         with gr.Accordion("Licences and terms", open=False, elem_id="licences-and-terms"):
             gr.Markdown(LICENCES)
         gr.Markdown("Banana Space · code under Apache-2.0 · **for non-commercial use**, because "
-                    "every metric comes from pyiqa (PolyForm Noncommercial) · "
+                    "every metric comes from pyiqa (PolyForm Noncommercial 1.0.0 and NTU "
+                    "S-Lab License 1.0) · "
                     "[Licences and terms](#licences-and-terms) · "
                     "[Banana100 paper](https://arxiv.org/abs/2604.03400)", elem_id="footer")
 

@@ -5,7 +5,8 @@
                                               or hf://datasets/OWNER/NAME/PATH)
     banana-space resume DIR
     banana-space table SOURCE... --metrics LIST --out DIR [--workers N] [--ray [ADDRESS]]
-    banana-space deploy OWNER/NAME [--hardware zero-a10g] [--private] [--secrets] [--dry-run]
+    banana-space deploy OWNER/NAME [--hardware zero-a10g] [--private] [--secrets] [--bucket NAME]
+                        [--dry-run]
     banana-space leaderboard [--out DIR] [--add SOURCE]... [--workers N] [--ray [ADDRESS]]
     banana-space check ORIGINAL EDITED...    (has an edit degraded the image? JSON)
 
@@ -87,10 +88,14 @@ def _parser(prog: str) -> argparse.ArgumentParser:
 def _deploy_parser(commands: Any) -> None:
     deploy = commands.add_parser("deploy", help="publish this checkout as a Hugging Face Space")
     deploy.add_argument("space", metavar="OWNER/NAME")
-    deploy.add_argument("--hardware", default=None, help="e.g. zero-a10g, cpu-basic, l4x1")
+    deploy.add_argument("--hardware", default=None, help="a new Space: zero-a10g (ZeroGPU, the "
+                        "one a free account may use); cpu-basic, l4x1, … need a paid plan")
     deploy.add_argument("--private", action="store_true", help="a private Space")
     deploy.add_argument("--secrets", action="store_true", help="copy GEMINI_API_KEY and "
                         "HF_TOKEN from this environment into the Space's secrets")
+    deploy.add_argument("--bucket", default=None, metavar="NAME", help="keep the runs on this "
+                        "Storage Bucket (OWNER/NAME, or NAME beside the Space), created if "
+                        "needed and mounted read-write")
     deploy.add_argument("--dry-run", action="store_true", help="list what would be uploaded")
     deploy.add_argument("--source", type=Path, default=Path(), help="the checkout (default: .)")
 
@@ -213,7 +218,8 @@ def main(argv: list[str] | None = None, prog: str = "banana-space") -> int:
             from .deploy import run_deploy
 
             return run_deploy(args.space, args.source, hardware=args.hardware,
-                              private=args.private, secrets=args.secrets, dry_run=args.dry_run)
+                              private=args.private, secrets=args.secrets, bucket=args.bucket,
+                              dry_run=args.dry_run)
         if args.command == "leaderboard":
             return _leaderboard(args, stop)
         if args.command == "check":

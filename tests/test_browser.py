@@ -700,3 +700,17 @@ def test_the_default_flow_in_the_lecture_hall(visitors: Visitors,
     assert f"Stopped after step {stopped.frames - 1} by the user" in stopped.status, \
         stopped.status
     assert starts_in_view(page, "#status") or starts_in_view(page, "#summary")
+
+
+@pytest.mark.parametrize("viewport", [PROJECTOR, PHONE], ids=["1280x720", "390x844"])
+def test_the_page_reads_in_dark_mode(visitors: Visitors, viewport: dict[str, int]) -> None:
+    """gradio follows the visitor's colour scheme (`?__theme=dark`, or the system's): the
+    page's own colours are the theme's variables, so axe finds no serious or critical fault
+    in dark mode either, on the first screen and with a recorded chain open."""
+    page = visitors.open(viewport, query="?__theme=dark")
+    assert page.evaluate("document.body.classList.contains('dark')")
+    assert serious_axe_violations(page) == []
+    page.locator("#recorded label").filter(has_text=RECORDED_LABELS["dunes-simulated-30"]).click()
+    page.wait_for_function("document.querySelector('#summary').innerText.includes('After')",
+                           timeout=60000)
+    assert serious_axe_violations(page) == []
