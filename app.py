@@ -42,7 +42,7 @@ from banana_space.real_chains import examples as chain_examples
 from banana_space.real_chains import start_preparing
 from banana_space.spec import MAX_STEPS
 from banana_space.view import VERDICT_HEADERS
-from page import api, disk, guard, leaderboard_tab
+from page import api, bodies, disk, guard, leaderboard_tab, served
 from page import compare as compare_tab
 from page.form import FORM_OPTIONS, inputs_of, option_control
 from page.handlers import (
@@ -50,12 +50,14 @@ from page.handlers import (
     REAL_SLOTS,
     compare,
     cost_note,
+    example_gallery,
     hub_credit,
     marked_plot,
     on_load,
     open_real_chain,
     open_recorded,
     past_runs,
+    picked_example,
     preview,
     real_chain_buttons,
     real_chains_tick,
@@ -93,12 +95,15 @@ EXAMPLES = sorted((str(p) for p in (REPO / "assets" / "examples").glob("*.*") if
                   key=lambda path: (Path(path).name != DEFAULT_EXAMPLE,
                                     not Path(path).name.startswith("photo-"),
                                     not Path(path).name.startswith("clean-"), path))
-MAX_UPLOAD = "100mb"  # a 64-Mpx PNG, or ~70 frames of 1024 px PNGs in a zip; gradio refuses more
 DELETE_CACHE = (min(3600, SETTINGS.uploads_keep_s), SETTINGS.uploads_keep_s)  # see disk.py
 # Scoring is CPU-bound and a small Space has 2 cores: 4 chains at once share them (each waits
 # mostly on its generator anyway), set on every chain event (gradio takes a group's limit from
 # the first event it sees, so one event without it once let 8 run).
 CHAINS_AT_ONCE = 4
+# Sessions whose values gradio keeps (its default is 10,000): the page keeps nothing in them
+# that a request does not send again (the run id rides in a hidden field), so this bounds their
+# memory, each at most a request body (`page/bodies.py`), for as many tabs as a small Space sees.
+SESSIONS_KEPT = 256
 WARMED = threading.Event()  # the metric pool's warm-up has been started
 # The page's events a client may still call by name.
 STREAMING = {"run", "resume", "open", "replay_hub"}
@@ -147,7 +152,11 @@ def example_thumbnails() -> list[tuple[str, str]]:
 
 
 def pick_example(event: gr.SelectData) -> str:
-    return EXAMPLES[event.index]
+    """The picture behind the clicked thumbnail (Banana100's starts come first, once they are
+    prepared: `handlers.example_gallery`)."""
+    value = event.value if isinstance(event.value, dict) else {}
+    return picked_example(value.get("caption"), event.index,
+                          {Path(path).stem: path for path in EXAMPLES})
 
 
 def build() -> gr.Blocks:
@@ -244,7 +253,9 @@ def build() -> gr.Blocks:
                                          show_label=False, alt_text="The picture you uploaded",
                                          visible=False, elem_id="input-preview")
                 input_note = gr.Markdown()
-                examples = gr.Gallery(example_thumbnails(), label="Example pictures (click one)",
+                bundled = example_thumbnails()
+                examples = gr.Gallery(example_gallery(bundled),
+                                      label="Example pictures (click one)",
                                       columns=4, height="auto", allow_preview=False,
                                       object_fit="cover", elem_id="examples", buttons=[])
                 form["backend"] = gr.Dropdown(backend_choices, value="simulate",
@@ -282,7 +293,8 @@ def build() -> gr.Blocks:
                                                 value=default_judge_at(), label="Judges rate…",
                                                 elem_id="judge-at")
                 with gr.Accordion("Advanced", open=False):
-                    form["seed"] = gr.Number(0, precision=0, label="Seed")
+                    # No precision: gradio would round 1.5 to 2; the server refuses it.
+                    form["seed"] = gr.Number(0, label="Seed")
                     # Every other backend option, each made from its `Option` (page/form.py).
                     for option in FORM_OPTIONS:
                         if option.name not in form:
@@ -309,7 +321,8 @@ def build() -> gr.Blocks:
         with gr.Accordion("Licences and terms", open=False, elem_id="licences-and-terms"):
             gr.Markdown(LICENCES)
         gr.Markdown("Banana Space · code under Apache-2.0 · **for non-commercial use**, because "
-                    "every metric comes from pyiqa (PolyForm Noncommercial) · "
+                    "every metric comes from pyiqa (PolyForm Noncommercial 1.0.0 and NTU "
+                    "S-Lab License 1.0) · "
                     "[Licences and terms](#licences-and-terms) · "
                     "[Banana100 paper](https://arxiv.org/abs/2604.03400)", elem_id="footer")
 
@@ -323,10 +336,11 @@ def build() -> gr.Blocks:
         # The page's plumbing is private: reachable only by what the page posts (and confined
         # there like everything else), never listed or offered to API clients or agents.
         plumbing = {"api_visibility": "private"}
-        upload.change(preview, upload, [input_preview, input_note], show_progress="hidden",
-                      **plumbing)
-        demo.load(preview, upload, [input_preview, input_note], show_progress="hidden",
-                  **plumbing)
+        # A preview decodes the whole upload: a few at once, a few per visitor (guard.py).
+        previews = {"concurrency_id": guard.PREVIEW_GROUP,
+                    "concurrency_limit": guard.PREVIEWS_AT_ONCE, "show_progress": "hidden"}
+        upload.change(preview, upload, [input_preview, input_note], **previews, **plumbing)
+        demo.load(preview, upload, [input_preview, input_note], **previews, **plumbing)
         examples.select(pick_example, None, upload, **plumbing)
         prompt_preset.change(lambda key: PROMPTS[key].text, prompt_preset, form["prompt"],
                              **plumbing)
@@ -365,6 +379,10 @@ def build() -> gr.Blocks:
         real_timer = gr.Timer(REAL_CHAINS_POLL_S)
         real_timer.tick(real_chains_tick, None, [examples_heading, *real, real_timer],
                         api_name="real_chains_tick", show_progress="hidden", **plumbing)
+        # Banana100's own starts lead the example pictures once their chains are prepared.
+        for shown in (demo.load, real_timer.tick):
+            shown(partial(example_gallery, bundled), None, examples, show_progress="hidden",
+                  **plumbing)
         # The profile is the simulation's alone.
         form["backend"].change(lambda name: gr.update(visible=name == "simulate"),
                                form["backend"], form["profile"], **plumbing)
@@ -413,7 +431,7 @@ def build() -> gr.Blocks:
 def main() -> None:
     """Serve the page: what a killed process left behind is cleared first (before the page is
     built, since building it puts the example pictures' thumbnails into that same folder)."""
-    disk.clear_stale()
+    disk.clear_stale(guard.ORPHAN_GRACE_S)
     SETTINGS.runs_root.mkdir(parents=True, exist_ok=True)
     demo = build()
     # No queue size: cheap events are never refused; chains are bounded by guard.py.
@@ -421,8 +439,12 @@ def main() -> None:
     guard.install(demo)
     start_preparing(SETTINGS.runs_root)  # Banana100's own chains, where the hub is reachable
     demo.launch(allowed_paths=[str(SETTINGS.runs_root)], theme=THEME, css=PAGE_CSS, js=PAGE_JS,
-                max_file_size=MAX_UPLOAD, mcp_server=True,
-                app_kwargs={"middleware": [Middleware(guard.UploadGuard)]})
+                # a 64-Mpx PNG, or ~70 frames of 1024 px PNGs in a zip; gradio refuses more
+                max_file_size=bodies.UPLOAD_BYTES, mcp_server=True,
+                state_session_capacity=SESSIONS_KEPT,
+                app_kwargs={"middleware": [Middleware(bodies.BodyLimit),
+                                           Middleware(served.PrivateFiles),
+                                           Middleware(guard.UploadGuard)]})
 
 
 if __name__ == "__main__":

@@ -120,6 +120,11 @@ def decode_bytes(pixels: int) -> int:
     return math.ceil(DECODE_BYTES_PER_PIXEL * pixels)
 
 
+def judged_bytes(size: tuple[int, int]) -> int:
+    """What a frame waiting for a judge holds: its RGB pixels (`chain.JUDGE_BACKLOG`)."""
+    return size[0] * size[1] * 3
+
+
 def animation_frame_bytes(pixels: int) -> int:
     return math.ceil(ANIMATION_FRAME_BYTES_PER_PIXEL * pixels)
 

@@ -14,8 +14,10 @@ dropped (its remaining metrics are skipped), and the run ends after the last sco
 The judges (VLMs: a network call, a GPU slice, or tens of CPU seconds a frame) work on a fourth
 thread, on their own schedule: the scorer hands each frame they rate over without waiting, and
 their scores come as `FrameJudged` once ready, so a frame's metrics and its display never wait
-for a judge. A completed run ends once the judges have rated its last frames; a stopped run
-ends at once, dropping what they had not rated.
+for a judge, until `JUDGE_BACKLOG` frames wait for one: then the chain goes at the judge's
+pace. Each waiting frame holds its bytes in the memory budget. A completed run ends once the
+judges have rated its last frames (the page says how many and about how long, and that Stop
+ends it now); a stopped run ends at once, dropping what they had not rated.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from typing import Any
 from PIL import Image
 
 from .backends import Backend, BackendUnavailable
+from .budget import Reservation, judged_bytes
 from .common import GenerationFailed, error_line
 from .events import Finished, FrameJudged, FrameMade, FrameScored, Notice
 from .gpu import GpuRefused
@@ -41,6 +44,9 @@ from .prompts import repeats_for
 from .scoring import FrameScores, Scorer
 
 POLL_SECONDS = 0.1  # how often a waiting side looks at the stop flag
+# Frames waiting for the judges, at most: a generator outpaces a slow judge (a free-tier key
+# answering 429) by minutes a frame, so past this the chain goes at the judge's pace.
+JUDGE_BACKLOG = 4
 
 
 @dataclass(frozen=True)
@@ -82,6 +88,7 @@ class _ToJudge:
     step: int
     image: Image.Image
     judges: tuple[Judge, ...]  # the judges that rate this step
+    held: Reservation  # the frame's bytes in the memory budget, until it is rated
 
 
 class _JudgesDone:
@@ -106,9 +113,11 @@ def replicate(chain: Chain, stop: threading.Event | None = None
     abandoned = threading.Event()  # set when our consumer goes away (closed generator)
     made: queue.Queue = queue.Queue(maxsize=1)  # producer -> scorer
     scored: queue.Queue = queue.Queue(maxsize=1)  # scorer and judges -> us
-    # scorer -> judges: unbounded, so the scorer never waits for a judge; it holds the frames
-    # not rated yet (the checkpoints only, where a judge is slow)
-    judging: queue.Queue = queue.Queue()
+    # scorer -> judges: a few frames, each held in the memory budget while it waits, so a
+    # slow judge sets the pace once it is JUDGE_BACKLOG frames behind (issue 41: a 60-step
+    # 2K run once held 500 MB here, and its place for 20 minutes after its last frame)
+    judging: queue.Queue = queue.Queue(maxsize=JUDGE_BACKLOG)
+    pace = {"rated": 0, "seconds": 0.0}  # the judges' own, for the wait they announce
     totals = {"calls": 0, "cost_usd": 0.0}  # the scorer counts; a stop reports what it has
     # Both stages work on the caller's behalf (edits and judges may book a ZeroGPU slice for the
     # visitor whose request started the run), so each keeps the caller's context variables.
@@ -121,7 +130,7 @@ def replicate(chain: Chain, stop: threading.Event | None = None
     judges_busy = bool(chain.scorer.judges)
     if judges_busy:
         threading.Thread(target=contextvars.copy_context().run,
-                         args=(_judge, chain.scorer, judging, scored, abandoned),
+                         args=(_judge, chain.scorer, judging, scored, abandoned, pace),
                          name="chain-judges", daemon=True).start()
     last = chain.start  # the newest scored step
     ending: Finished | None = None  # the scorer's end, held while the judges finish
@@ -148,8 +157,8 @@ def replicate(chain: Chain, stop: threading.Event | None = None
                 continue
             if isinstance(item, Finished) and judges_busy and item.status != "stopped":
                 ending = item  # the last frames' judge points come before the end
-                labels = ", ".join(judge.info.label for judge in chain.scorer.judges)
-                yield Notice(f"{labels}: rating the last frames…", None, "info")
+                yield Notice(_last_ratings(chain.scorer.judges, judging.qsize() + 1, pace),
+                             None, "info")
                 continue
             yield item
             if isinstance(item, FrameScored):
@@ -169,7 +178,8 @@ def _score(chain: Chain, stop: threading.Event, abandoned: threading.Event,
     try:
         _score_frames(chain, stop, abandoned, made, outbox, totals, judging)
     finally:
-        judging.put(None)
+        if not _put(judging, None, abandoned):  # the run was left: nobody rates what waits
+            _let_go(judging)
 
 
 def _score_frames(chain: Chain, stop: threading.Event, abandoned: threading.Event,
@@ -234,9 +244,10 @@ def _put(outbox: queue.Queue, item: object, abandoned: threading.Event) -> bool:
 
 
 def _judge(scorer: Scorer, inbox: queue.Queue, outbox: queue.Queue,
-           abandoned: threading.Event) -> None:
+           abandoned: threading.Event, pace: dict[str, float]) -> None:
     """Rate each frame the scorer hands over, in order, and pass the ratings on; ends with
-    `_JudgesDone` once the scorer says no more come (None), unless our consumer went away."""
+    `_JudgesDone` once the scorer says no more come (None), unless our consumer went away.
+    Each frame's hold on the memory budget ends once it is rated, or once nobody will."""
     try:
         while not abandoned.is_set():
             try:
@@ -245,8 +256,13 @@ def _judge(scorer: Scorer, inbox: queue.Queue, outbox: queue.Queue,
                 continue
             if item is None:
                 break
-            result = FrameScores({})
-            scorer.ask_judges(item.image, result, item.judges)
+            result, started = FrameScores({}), time.perf_counter()
+            try:
+                scorer.ask_judges(item.image, result, item.judges)
+            finally:
+                item.held.release()
+            pace["rated"] += 1
+            pace["seconds"] += time.perf_counter() - started
             events = [FrameJudged(item.step, result.scores, result.judge_text),
                       *(Notice(warning, item.step) for warning in result.warnings)]
             if not all(_put(outbox, event, abandoned) for event in events):
@@ -254,7 +270,31 @@ def _judge(scorer: Scorer, inbox: queue.Queue, outbox: queue.Queue,
     except Exception as error:  # handed to the caller, raised there
         _put(outbox, error, abandoned)
         return
+    finally:
+        _let_go(inbox)
     _put(outbox, _JudgesDone(), abandoned)
+
+
+def _let_go(inbox: queue.Queue) -> None:
+    """Release the budget of the frames still waiting for a judge that will not rate them."""
+    while True:
+        try:
+            item = inbox.get_nowait()
+        except queue.Empty:
+            return
+        if isinstance(item, _ToJudge):
+            item.held.release()
+
+
+def _last_ratings(judges: tuple[Judge, ...] | list[Judge], waiting: int,
+                  pace: dict[str, float]) -> str:
+    """What the page says while the judges rate the last frames: how many, about how long at
+    their pace so far, and that Stop ends the run now (keeping every frame and score)."""
+    labels = ", ".join(judge.info.label for judge in judges)
+    took = (f", about {waiting * pace['seconds'] / pace['rated']:.0f} s at "
+            f"{pace['seconds'] / pace['rated']:.1f} s a frame" if pace["rated"] else "")
+    return (f"{labels}: rating the last frames ({waiting} at most{took}); Stop ends the run "
+            "now, keeping every frame and score made")
 
 
 def judges_for(chain: Chain, step: int) -> tuple[Judge, ...]:
@@ -291,7 +331,13 @@ def _scored(chain: Chain, made: _Made, reference: Image.Image, abandoned: thread
     yield FrameScored(made.step, made.image, result.scores, made.text, "",
                       made.seconds, time.perf_counter() - started, made.calls, made.cost_usd)
     if judges := judges_for(chain, made.step):  # after FrameScored went out: it comes first
-        judging.put(_ToJudge(made.step, made.image, judges))
+        # Held in the budget while it waits; past JUDGE_BACKLOG frames, the scorer waits too.
+        held = scorer.budget.request(judged_bytes(made.image.size))
+        if not held.wait(abandoned.is_set):
+            return
+        if not _put(judging, _ToJudge(made.step, made.image, judges, held), abandoned):
+            held.release()
+            return
     for warning in result.warnings:
         yield Notice(warning, made.step)
 

@@ -4,7 +4,8 @@
 - `Report`, `BackendUnavailable`, `GenerationFailed`: how a generator or a judge says it waits,
   cannot run here, or answered without an image.
 - `write_atomic`, `csv_bytes`, `png_bytes`: every file we write is written whole and renamed
-  into place, so a process killed at any instant leaves only complete files.
+  into place, so a process killed at any instant leaves only complete files (and a failed
+  write no temporary one); a text cell a spreadsheet would run as a formula is marked as text.
 - `error_line`: an exception as one line a person can read.
 """
 
@@ -94,10 +95,15 @@ def temporary_name(path: Path) -> Path:
 
 
 def write_atomic(path: Path, data: bytes) -> None:
-    """`data` at `path`, written whole to a temporary file and renamed into place."""
+    """`data` at `path`, written whole to a temporary file and renamed into place; on failure
+    (a full disk) the temporary file is removed and the error raised, `path` untouched."""
     temporary = temporary_name(path)
-    temporary.write_bytes(data)
-    os.replace(temporary, path)
+    try:
+        temporary.write_bytes(data)
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
 
 
 def png_bytes(image: Image.Image, *, fast: bool = False) -> bytes:
@@ -107,8 +113,15 @@ def png_bytes(image: Image.Image, *, fast: bool = False) -> bytes:
     return buffer.getvalue()
 
 
+# A spreadsheet runs a cell that begins with one of these as a formula (OWASP, "CSV
+# Injection"): a model's answer `=HYPERLINK(…)` would be a link in the visitor's steps.csv.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+TEXT_MARK = "'"  # OWASP's escape: a leading quote makes a spreadsheet show the cell as text
+
+
 def csv_bytes(header: list[str], rows: list[list[Any]]) -> bytes:
-    """A CSV file's bytes: floats written so they read back exactly, NaN and None empty."""
+    """A CSV file's bytes: floats written so they read back exactly, NaN and None empty, text
+    that a spreadsheet would run as a formula marked as text (`csv_text` reads it back)."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(header)
@@ -121,4 +134,12 @@ def _cell(value: Any) -> Any:
         return "" if math.isnan(value) else repr(value)
     if value is None:
         return ""
+    if isinstance(value, str) and value.startswith((*FORMULA_STARTS, TEXT_MARK)):
+        return TEXT_MARK + value  # a text that began with the mark gets one too: exact round trip
     return value
+
+
+def csv_text(cell: str) -> str:
+    """A text cell as it was given to `csv_bytes` (its formula guard taken off)."""
+    marked = cell.startswith(TEXT_MARK) and cell[1:].startswith((*FORMULA_STARTS, TEXT_MARK))
+    return cell[1:] if marked else cell

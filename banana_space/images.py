@@ -4,7 +4,8 @@ Every image the engine touches (an upload, a replayed frame, a generator's outpu
 `load_image`, so the rules live in one place: EXIF orientation applied, transparency flattened on
 white, any mode converted to 8-bit RGB, animations reduced to frame 0, and the size checked from
 the header before a single pixel is decoded (a 50 000 x 50 000 "bomb" is refused in microseconds;
-so is a strip that the downscale would make thinner than `MIN_SIDE`). Only the formats in
+so is a strip that the downscale would make thinner than `MIN_SIDE`), and a TIFF's pages or a
+GIF's frames counted with a cap before Pillow walks them (`pages.py`). Only the formats in
 `FORMATS` are opened: each other format Pillow knows is a decoder a visitor need never reach.
 Each silent-looking change is said out loud in `LoadedImage.notes`.
 """
@@ -21,6 +22,7 @@ from pathlib import Path
 from PIL import Image, ImageOps, UnidentifiedImageError
 
 from .budget import BUDGET, animation_frame_bytes, decode_bytes, size_text
+from .pages import MAX_FRAMES, count_frames
 from .settings import engine_settings
 
 # Refused outright: more pixels than this is a decompression bomb or a scan, not a photo.
@@ -73,10 +75,20 @@ def open_image(source: str | Path | bytes) -> Image.Image:
         raise BadImage(f"not an image this app can read ({error})") from None
     try:
         _check_size(image)
+        _check_frames(image)
     except BadImage:
         image.close()
         raise
     return image
+
+
+def _check_frames(image: Image.Image) -> None:
+    """From the file's structure: not more than `MAX_FRAMES` pages or frames, counted before
+    Pillow walks them (`pages.py`: it counts a TIFF's pages in quadratic time)."""
+    frames = count_frames(image.fp, image.format)
+    if frames is not None and frames > MAX_FRAMES:
+        raise BadImage(f"the file holds more than {MAX_FRAMES} pages or frames; this app reads "
+                       "at most that many (a chain has at most 101)")
 
 
 def _check_size(image: Image.Image) -> None:

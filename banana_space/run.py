@@ -7,9 +7,8 @@ one object (`Run`) that knows it. Nothing else spells a run's file names; everyt
                                 like every cache here, so never zipped or replayed
     DIR/scores.csv              step,metric,score,delta,delta_since_input (long format;
                                 fidelity and judges too; delta from step 1, the paper's base)
-    DIR/verdict.csv             metric,delta_5,delta_10,delta_20,detects,detects_robust,
-                                undecided_because,delta_since_input,worse_than_input,
-                                spearman_vs_psnr,spearman_from_first
+    DIR/verdict.csv             `analysis.VERDICT_FIELDS`: metric, the paper's Δ at its
+                                checkpoints, detects, detects_robust, checkpoints_used, …
     DIR/steps.csv               per step: seconds, calls, cost, what the model said
     DIR/run.json                settings, versions, status, timings; never a secret
     DIR/banana-<run id>.zip     all of the above plus README.txt and plot.html, for download
@@ -40,6 +39,7 @@ import json
 import math
 import os
 import re
+import textwrap
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,8 +47,8 @@ from typing import Any
 
 from PIL import Image
 
-from .analysis import FLOOR_RULE, PAPER_TEST, History
-from .common import ScoreInfo, temporary_name, write_atomic
+from .analysis import FLOOR_RULE, PAPER_TEST, VERDICT_FIELDS, History, checkpoints
+from .common import ScoreInfo, csv_text, error_line, temporary_name, write_atomic
 
 META_NAME = "run.json"
 FRAMES = "frames"
@@ -84,6 +84,18 @@ def is_thumbnail(path: str | Path) -> bool:
 
 class RunBusy(RuntimeError):
     """The run is being written by another run or resume (in this process or another)."""
+
+
+class DamagedRun(ValueError):
+    """A run's files cannot be read (a garbage run.json, a bad scores row, a field of the wrong
+    type, a truncated frame): one line saying which file, never a traceback."""
+
+
+# What reading a damaged file raises: json's and csv's errors, a number that is not one, a
+# field that is missing or of another type.
+DAMAGE = (ValueError, KeyError, TypeError, AttributeError, IndexError, csv.Error)
+# run.json's fields that the code reads as given, and their types.
+META_TYPES = {"steps": int, "status": str, "settings": dict, "columns": list}
 
 
 class Run:
@@ -215,15 +227,20 @@ class Run:
 
         Raises:
             FileNotFoundError: no run.json there.
+            DamagedRun: a file of it cannot be read (one line saying which).
         """
         if not self.exists():
             raise FileNotFoundError(f"{self.path} is not a run directory (no run.json)")
-        meta = json.loads(self.meta_file.read_text())
-        history = read_history(self.scores_file, meta)
-        steps: dict[int, list[str]] = {}
-        if self.steps_file.is_file():
-            with self.steps_file.open(newline="") as handle:
-                steps = {int(row[0]): row for row in list(csv.reader(handle))[1:]}
+        reading = META_NAME
+        try:
+            meta = _checked_meta(json.loads(self.meta_file.read_text()))
+            reading = self.scores_file.name
+            history = read_history(self.scores_file, meta)
+            reading = self.steps_file.name
+            steps = self._steps()
+        except DAMAGE as error:
+            raise DamagedRun(f"run {self.id} is damaged: its {reading} cannot be read "
+                             f"({error_line(error, 120)})") from None
         last = -1
         while last + 1 <= history.last_step and (self.has_frame(last + 1)
                                                   or never_made(history, last + 1)):
@@ -233,6 +250,23 @@ class Run:
             del series[last + 1:]
         return SavedRun(self.path, meta, history,
                         {s: r for s, r in steps.items() if s <= last}, last)
+
+    def _steps(self) -> dict[int, list[str]]:
+        if not self.steps_file.is_file():
+            return {}
+        with self.steps_file.open(newline="") as handle:
+            return {int(row[0]): [csv_text(cell) for cell in row]
+                    for row in list(csv.reader(handle))[1:]}
+
+
+def _checked_meta(meta: Any) -> dict[str, Any]:
+    """run.json as read, or `TypeError` naming the field that is not what the code reads."""
+    if not isinstance(meta, dict):
+        raise TypeError(f"it holds a {type(meta).__name__}, not an object")
+    for name, kind in META_TYPES.items():
+        if name in meta and (not isinstance(meta[name], kind) or isinstance(meta[name], bool)):
+            raise TypeError(f"its {name} is a {type(meta[name]).__name__}, not a {kind.__name__}")
+    return meta
 
 
 def runs_in(root: Path) -> list[Run]:
@@ -273,9 +307,7 @@ frames/step_000.png ...  every frame, lossless; step 0 is the input, step 1 the 
 scores.csv               step,metric,score,delta,delta_since_input: every score of every
                          frame (long format), the fidelity references (psnr, ssim against
                          step 0) and judges too
-verdict.csv              metric,delta_5,delta_10,delta_20,detects,detects_robust,
-                         undecided_because,delta_since_input,worse_than_input,
-                         spearman_vs_psnr,spearman_from_first
+verdict.csv              {verdict_fields}
 steps.csv                per step: seconds generating and scoring, calls, cost (USD), and what
                          the model said
 run.json                 settings (prompt, seed, generator, options), versions, status,
@@ -284,12 +316,12 @@ plot.html                every score's change since the input per step; opens in
                          browser, offline (plotly's JavaScript is inside)
 README.txt               this file
 
-delta is the paper's: delta_i = score_i - score_1, from step 1, the first copy (Banana100's
-chains are steps 1..100; the input is not among them), with the sign flipped for metrics
-where lower is better, so a NEGATIVE delta always means WORSE (empty at step 0). A metric
-"detects" the degradation by {paper_test}; shorter runs use the checkpoints that exist, else
-the last step after step 1; "undecided" where it cannot be asked, and undecided_because says
-why (no step 1, or a missing score). The fidelity references (psnr, ssim) are scored against
+delta is the paper's: delta_i = score_i - score_1, from step 1, the first copy, with the sign
+flipped for metrics where lower is better, so a NEGATIVE delta always means WORSE (empty at
+step 0). A metric "detects" the degradation by {paper_test}; shorter runs use the checkpoints
+that exist, else the last step after step 1, and checkpoints_used names the steps a verdict
+was read at (this run: {used}); "undecided" where it cannot be asked, and undecided_because
+says why (no step 1, or a missing score). The fidelity references (psnr, ssim) are scored against
 the input and their delta is from step 1 too.
 detects_robust (ours) asks the same at every checkpoint: {floor_rule};
 "undecided" where the score has no floor (PSNR and SSIM, judges).
@@ -330,15 +362,37 @@ class SavedRun:
         """The run's download: its frames, CSVs and run.json, plus README.txt and `plot_html`
         (the plot layer's page, `plots.plot_page`). Built from the files on disk (so a killed
         run zips the same way), written straight to a temporary file (never held in memory)
-        and renamed into place."""
+        and renamed into place; a failed zip leaves no temporary file."""
         settings = self.meta.get("settings", {})
         readme = ZIP_README.format(
             run_id=self.path.name, status=str(self.meta.get("status", "stopped")).capitalize(),
             last_step=self.last_step, steps=self.meta.get("steps", "?"),
             backend=settings.get("backend", "?"), seed=settings.get("seed", "?"),
-            paper_test=PAPER_TEST, floor_rule=FLOOR_RULE)
+            paper_test=PAPER_TEST, floor_rule=FLOOR_RULE, used=" ".join(
+                str(step) for step in checkpoints(self.last_step)) or "none yet",
+            verdict_fields=textwrap.fill(", ".join(VERDICT_FIELDS), 70,
+                                         subsequent_indent=" " * 25, break_on_hyphens=False))
         target = self.run.zip_path
         temporary = temporary_name(target)
+        try:
+            self._archive(temporary, readme, plot_html)
+            os.replace(temporary, target)
+        except BaseException:  # a full disk, a frame gone: no half-written zip left behind
+            temporary.unlink(missing_ok=True)
+            raise
+        return target
+
+    def _check_frame(self, frame: Path) -> None:
+        """A frame about to be zipped is a whole PNG (its chunks and their checksums read,
+        nothing decoded), else `DamagedRun`: a download never carries a truncated frame."""
+        try:
+            with Image.open(frame, formats=["PNG"]) as image:
+                image.verify()
+        except (OSError, SyntaxError, ValueError):  # Pillow's words may quote the path
+            raise DamagedRun(f"run {self.path.name} is damaged: its frame {frame.name} is "
+                             "truncated or not a PNG") from None
+
+    def _archive(self, temporary: Path, readme: str, plot_html: str) -> None:
         with zipfile.ZipFile(temporary, "w", zipfile.ZIP_DEFLATED) as archive:
             folder = self.path.name
             archive.writestr(f"{folder}/README.txt", readme)
@@ -348,11 +402,11 @@ class SavedRun:
                 # A frame made after the last scored step (Stop drops the frame being scored)
                 # is no part of the run; it stays on disk only while a page may still show it.
                 unscored = relative.parts[0] == FRAMES and file.name > frame_name(self.last_step)
-                if (file.is_file() and file not in (target, self.run.compare_zip_path)
+                if (file.is_file() and file not in (self.run.zip_path, self.run.compare_zip_path)
                         and not unscored
                         and not any(part.startswith(".") for part in relative.parts)):
+                    if relative.parts[0] == FRAMES:
+                        self._check_frame(file)
                     # PNGs are compressed already: storing them costs no space and no CPU.
                     archive.write(file, f"{folder}/{relative}", zipfile.ZIP_STORED
                                   if file.suffix == ".png" else zipfile.ZIP_DEFLATED)
-        os.replace(temporary, target)
-        return target

@@ -3,7 +3,7 @@
 `start_run` checks a `RunSpec`, builds the backend, judges and scorer, and returns a generator
 of events that is also being written to a fresh run directory. `resume_run` continues a run
 directory from its last complete frame with the settings it recorded. `prune_runs` keeps the
-runs folder within a count and a byte budget.
+runs folder within a count and a byte budget, by shares (a visitor's flood evicts its own).
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ import contextlib
 import os
 import shutil
 import threading
+import time
+from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -21,13 +23,14 @@ from .backends import REGISTRY as BACKENDS
 from .backends import Backend, BackendUnavailable, create_backend
 from .budget import BUDGET, MemoryBudget
 from .chain import Chain, replicate
-from .events import Event, Finished, Notice, Started
+from .diskspace import DiskFull, check_room, free_bytes, is_disk_full
+from .events import Event, Finished, FrameMade, Notice, Started
 from .judges import create_judges
 from .markup import one_line, without_paths
 from .persist import push_run
 from .pool import POOL, MetricPool
 from .quota import judged_steps
-from .run import META_NAME, Run, RunBusy, SavedRun, runs_in
+from .run import META_NAME, DamagedRun, Run, RunBusy, SavedRun, runs_in
 from .rundir import RunDir, write_zip
 from .scoring import InputScores, Scorer, unavailable_notices
 from .sources import HUB_PREFIX
@@ -81,6 +84,7 @@ def start_run(spec: RunSpec, root: Path, *, stop: threading.Event | None = None,
     judges = create_judges(list(spec.judges), spec.judge_options)
     scorer = Scorer(spec.metrics, judges, pool, budget, input_scores)
     scorer.check_fits(image.size)
+    check_room(Path(root), image.size)  # frame 0 and the first copy's room, before any folder
     run = RunDir.create(root, run_id)
     settings = to_settings(spec, steps=steps, backend_settings=backend.settings(),
                            input_size=image.size, input_notes=notes)
@@ -125,6 +129,7 @@ def resume_run(path: Path, *, stop: threading.Event | None = None, pool: MetricP
         backend = _ready_backend(spec.backend, spec.backend_options)
         judges = create_judges(list(spec.judges), spec.judge_options)
         scorer = Scorer(spec.metrics, judges, pool)
+        check_room(run.path, tuple(settings.get("input_size") or (0, 0)))
     except BaseException:
         os.close(lock)
         raise
@@ -148,8 +153,20 @@ def _opening(scorer: Scorer, path: Path, steps: int, settings: dict[str, Any],
 
 
 def _zip_and_keep(run: RunDir) -> None:
-    write_zip(run.path)
-    push_run(run.path)  # pushed to BANANA_RUNS_REPO, where one is set (persist.py)
+    if _zip_if_room(run.path):
+        push_run(run.path)  # pushed to BANANA_RUNS_REPO, where one is set (persist.py)
+
+
+def _zip_if_room(path: Path) -> bool:
+    """Zip the run; on a full disk, no zip (and no temporary left): it is made when the run
+    is next opened, and the run is shown and served without it meanwhile."""
+    try:
+        write_zip(path)
+    except OSError as error:
+        if not is_disk_full(error):
+            raise
+        return False
+    return True
 
 
 def _recorded(run: RunDir, opening: Iterable[Event], events: Iterator[Event]
@@ -168,12 +185,18 @@ def _recorded(run: RunDir, opening: Iterable[Event], events: Iterator[Event]
             yield event
         for event in events:
             event = _public(event)
+            if isinstance(event, FrameMade):
+                check_room(run.path, event.image.size)
             run.record(event)
             finished = isinstance(event, Finished)
             yield event
             if finished:
                 finished = False
                 _zip_and_keep(run)
+    except (DiskFull, OSError) as error:
+        if not isinstance(error, DiskFull) and not is_disk_full(error):
+            raise
+        yield _out_of_room(run, error)
     except GeneratorExit:
         if run.meta.get("status") == "running":
             run.record(Finished("stopped", run.meta.get("last_step", -1), INTERRUPTED))
@@ -183,6 +206,19 @@ def _recorded(run: RunDir, opening: Iterable[Event], events: Iterator[Event]
     finally:
         events.close()
         run.close()
+
+
+def _out_of_room(run: RunDir, error: OSError) -> Finished:
+    """The run's end on a full disk: failed, saying so, every complete frame and its scores
+    kept (a write that failed left no temporary file: `write_atomic`). Its record is tried;
+    where even that does not fit, the run reads "interrupted" once its writer has gone."""
+    reason = str(error) if isinstance(error, DiskFull) else (
+        "this server's disk is full: older runs are removed to make room; try again later")
+    last = run.meta.get("last_step", -1)
+    finished = _public(Finished("failed", last, f"failed after step {last}: {reason}"))
+    with contextlib.suppress(OSError):
+        run.record(finished)
+    return finished
 
 
 def _public(event: Event) -> Event:
@@ -208,12 +244,20 @@ def directory_bytes(path: Path) -> int:
 
 def prune_runs(root: Path, keep: int, active: Iterable[Path] = (),
                keep_bytes: int | None = None, owner: str | None = None,
-               owner_keep: int | None = None, owner_bytes: int | None = None) -> list[Path]:
+               owner_keep: int | None = None, owner_bytes: int | None = None,
+               min_age_s: float = 0.0, min_free_bytes: int = 0) -> list[Path]:
     """Delete the oldest run directories beyond the newest `keep`, or beyond `keep_bytes` on
     disk all together (zips included), never one being written (by any thread or process:
     its writer's lock is held) nor one in `active`. Those spared still count toward both.
     With `owner`, that owner's own runs beyond its newest `owner_keep` (or `owner_bytes`) go
-    first, so one visitor's flood of runs evicts only its own.
+    first, so one visitor's flood of runs evicts only its own. A run is never evicted to make
+    room for someone else while it is younger than `min_age_s` or inside its owner's share
+    (its owner's newest `owner_keep` within `owner_bytes`; a run without an owner, a
+    recording or a restored run, has no share): one visitor with many addresses evicts
+    nobody's run but its own (issue 41), and the runs kept may then pass `keep` for a while.
+    Owners are opaque keys (`Run.made_by`). With `min_free_bytes`, the runs then keep that
+    much of their disk free (oldest first, shares or not: the disk is the hard limit, and the
+    owners of old runs may be long gone), never deleting a run younger than `min_age_s`.
 
     Returns:
         The run directories deleted, oldest first.
@@ -225,7 +269,48 @@ def prune_runs(root: Path, keep: int, active: Iterable[Path] = (),
         mine = [run for run in runs if Run(run).made_by == owner]
         doomed = _beyond(mine, owner_keep or len(mine), owner_bytes, protected)
         runs = [run for run in runs if run not in doomed]
-    return doomed + _beyond(runs, keep, keep_bytes, protected)
+    now = time.time()
+    young = {run.resolve() for run in runs if now - Run(run).modified() < min_age_s}
+    doomed += _beyond(runs, keep, keep_bytes,
+                      protected | young | _in_shares(runs, owner_keep, owner_bytes))
+    if min_free_bytes:  # the disk is the hard limit: shares give way to it, young runs not
+        runs = [run for run in runs if run not in doomed]
+        room = sum(map(directory_bytes, runs)) + free_bytes(root) - min_free_bytes
+        doomed += _beyond(runs, len(runs), room, protected | young)
+    return doomed
+
+
+def clear_orphans(root: Path, grace_s: float) -> list[Path]:
+    """Delete the folders in the runs folder that never became a run (no run.json: a run
+    whose start failed, on a full disk say) once older than `grace_s` and not being written;
+    dot-folders (previews, restores) are not runs. Returns the folders deleted."""
+    now, cleared = time.time(), []
+    for folder in Path(root).iterdir() if Path(root).is_dir() else ():
+        if (folder.name.startswith(".") or not folder.is_dir() or folder.is_symlink()
+                or Run(folder).exists()):
+            continue
+        with contextlib.suppress(FileNotFoundError):
+            if now - folder.stat().st_mtime > grace_s and _delete_unless_busy(folder):
+                cleared.append(folder)
+    return cleared
+
+
+def _in_shares(runs: list[Path], owner_keep: int | None, owner_bytes: int | None
+               ) -> set[Path]:
+    """The runs (newest first) inside their owner's share: each owner's newest `owner_keep`
+    within `owner_bytes`; none without a share."""
+    if owner_keep is None:
+        return set()
+    shared, counted = set(), defaultdict(lambda: [0, 0])  # owner -> [runs, bytes] in its share
+    for directory in runs:
+        made_by = Run(directory).made_by
+        if made_by is None:
+            continue
+        held, size = counted[made_by], directory_bytes(directory)
+        if held[0] < owner_keep and (owner_bytes is None or held[1] + size <= owner_bytes):
+            held[0], held[1] = held[0] + 1, held[1] + size
+            shared.add(directory.resolve())
+    return shared
 
 
 def _beyond(runs: list[Path], keep: int, keep_bytes: int | None, protected: set[Path]
@@ -259,7 +344,7 @@ def completed_steps(path: Path) -> int | None:
     None for a run that can go on (or is not there: `resume_run` says why)."""
     try:
         saved = Run(path).load()
-    except FileNotFoundError:
+    except (FileNotFoundError, DamagedRun):
         return None
     done = saved.meta.get("status") == "completed" and saved.last_step >= saved.meta.get(
         "steps", 0)
@@ -290,7 +375,7 @@ def open_saved(path: Path) -> tuple[SavedRun, bool]:
         else:
             try:
                 if not run.zip_path.is_file():
-                    write_zip(path)
+                    _zip_if_room(path)
                 saved = run.load()
             finally:
                 os.close(lock)

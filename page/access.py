@@ -139,7 +139,10 @@ def brought_back(run_id: Any) -> Run:
 
 
 def whole_number(value: Any, what: str) -> int:
-    """A whole number from a form field (which sends 2.5 as readily as 2), or a `gr.Error`."""
+    """A whole number from a form field (which sends 2.5 as readily as 2), or a `gr.Error`;
+    never `true` (Python's bool is an int)."""
+    if isinstance(value, bool):
+        raise gr.Error(f"{what} must be a whole number, not true or false.")
     try:
         number = float(value)
     except (TypeError, ValueError):

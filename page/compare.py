@@ -95,7 +95,8 @@ def verdict_table(views: dict[str, RunView]) -> list[list[str]]:
         if row is None:
             return ["—", "—"]
         delta = last_checkpoint(row)
-        return [Verdict(row.detects).on_page(), "" if math.isnan(delta) else f"{delta:+.3g}"]
+        return [Verdict(row.detects).on_page(used=row.checkpoints_used),
+                "" if math.isnan(delta) else f"{delta:+.3g}"]
 
     return [[row.metric, *cells(row.a), *cells(row.b)] for row in rows]
 

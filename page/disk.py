@@ -19,6 +19,7 @@ import os
 import shutil
 from pathlib import Path
 
+from banana_space.runs import clear_orphans
 from page.settings import SETTINGS
 
 RUNS_ROOT = SETTINGS.runs_root
@@ -46,7 +47,9 @@ def make_room(folder: Path, incoming: int, limit: int) -> None:
                     os.rmdir(os.path.dirname(path))  # an upload's own folder, once empty
 
 
-def clear_stale() -> None:
-    """At start: what a previous process left in the upload folder and the previews."""
+def clear_stale(orphan_grace_s: float) -> None:
+    """At start: what a previous process left in the upload folder and the previews, and the
+    folders of runs whose start failed (no run.json) once older than `orphan_grace_s`."""
     for folder in (UPLOADS, PREVIEWS):
         shutil.rmtree(folder, ignore_errors=True)  # each is made again when first written
+    clear_orphans(RUNS_ROOT, orphan_grace_s)

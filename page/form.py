@@ -130,8 +130,8 @@ def option_control(option: Option) -> Any:
     if option.secret:
         return gr.Textbox(type="password", placeholder=option.help, **common)
     if option.kind in (int, float):
-        return gr.Number(option.default, precision=0 if option.kind is int else None,
-                         info=option.help or None, **common)
+        # No precision for a whole number: gradio would round 2.5; `chosen_options` refuses it.
+        return gr.Number(option.default, info=option.help or None, **common)
     return gr.Textbox(option.default, info=option.help or None, **common)
 
 

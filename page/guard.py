@@ -18,7 +18,10 @@ What one address may hold:
   refused for its size;
 - uploads of at most `upload_bytes_per_visitor` within `uploads_keep_s` (`UploadGuard`);
 - its share of the runs kept (`started`: `runs_per_visitor`, `run_bytes_per_visitor`);
-- hub files fetched for its replays within `uploads_keep_s` (`count_hub_bytes`).
+- hub files fetched for its replays within `uploads_keep_s` (`count_hub_bytes`);
+- at most `PREVIEWS_PER_VISITOR` previews of its upload queued or running (each decodes the
+  whole upload, within the memory budget), `PREVIEWS_AT_ONCE` of everyone's at once;
+- every number field a real number (`_check_numbers`), checked when the event joins.
 
 A visitor sees and resumes only the runs it made (`owns`); any other run opens by its link,
 read-only.
@@ -31,8 +34,9 @@ under the token its caller gave it (`claim_token`), and only that token stops it
 whose caller disconnected is stopped by its handler (`alive`).
 
 File arguments are the files gradio received (`received_file`): never a folder, never a path a
-client names, never a URL for the server to fetch (refused when the chain joins the queue, so
-nothing is downloaded).
+client names. A URL given as a file is never fetched by gradio: when the event joins the queue,
+an https URL to a public address is fetched by `page.url_inputs` into the upload folder,
+counted like an upload and named as one; any other URL is refused (`_fetch_urls`).
 
 This wraps gradio 6.31's queue (`Blocks._queue.push`, its `event_queue_per_concurrency_id` and
 `active_jobs`): gradio has no per-client limit of its own. requirements.txt pins that gradio.
@@ -43,6 +47,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import hmac
+import math
 import os
 import secrets
 import stat
@@ -61,13 +66,21 @@ from PIL import Image
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 
+from banana_space.diskspace import frame_bytes
 from banana_space.images import MAX_SIDE
 from banana_space.run import Run, runs_in
-from banana_space.runs import prune_runs
-from page import disk
+from banana_space.runs import clear_orphans, prune_runs
+from page import disk, url_inputs
 from page.settings import SETTINGS
 
 CHAIN_GROUP = "runs"  # the concurrency id every chain event shares (app.py)
+PREVIEW_GROUP = "previews"  # the upload's preview (app.py): PREVIEWS_AT_ONCE decode at once
+PREVIEWS_AT_ONCE = 2
+PREVIEWS_PER_VISITOR = 2  # queued or running: a page asks once per change of its upload
+PREVIEWS_WAITING = 32
+# A folder in the runs folder without run.json this old never became a run (its start failed):
+# removed. A run's start writes run.json once its metrics load (BANANA_METRIC_LOAD_S, 30 s).
+ORPHAN_GRACE_S = 600
 MIN_TOKEN = 16  # an API caller's stop token is a secret: a short one would be guessable
 _SALT = secrets.token_bytes(16)  # owners are unknowable from a run's files, even offline
 
@@ -127,11 +140,13 @@ def install(demo: gr.Blocks) -> None:
     async def push(body: Any, request: Any, username: str | None) -> Any:
         fn = demo.fns.get(body.fn_index) if body.fn_index is not None else None
         try:
-            if fn is not None and any(_fetched_urls(body.data)):
-                raise Refused("Send the file itself (an upload, or a data: URL over MCP): "
-                              "this server fetches no URL given as a file.")
+            if fn is not None:
+                _check_numbers(fn.inputs, body.data)
+                await _fetch_urls(body.data, request)
             if fn is not None and fn.concurrency_id == CHAIN_GROUP:
                 _check_chain_room(queue, client_address(request))
+            if fn is not None and fn.concurrency_id == PREVIEW_GROUP:
+                _check_preview_room(queue, client_address(request))
         except Refused as refusal:
             return False, str(refusal), "error"
         return await join(body, request, username)
@@ -168,30 +183,77 @@ def _filepath_without_litter(self: gr.File, payload: Any) -> Any:
 _file_preprocess = gr.File._process_single_file
 
 
-def _fetched_urls(data: Any) -> Iterator[str]:
+def _check_numbers(inputs: list[Any], data: Any) -> None:
+    """gradio's Number and Slider take `true` as 1, round 1.5 where a precision is set, and
+    answer a string, null or NaN with ~30 lines of traceback (issue 41): a number field's value
+    is a finite number (or blank, in a Number: an option left to its default) before the event
+    joins the queue, else one line saying so. The value itself is not echoed."""
+    for block, value in zip(inputs, data if isinstance(data, list) else [], strict=False):
+        if not isinstance(block, gr.Number | gr.Slider) or (
+                value is None and isinstance(block, gr.Number)):
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(
+                value):
+            kind = ("true or false" if isinstance(value, bool) else "blank" if value is None
+                    else "NaN or infinite" if isinstance(value, float) else "text"
+                    if isinstance(value, str) else f"a {type(value).__name__}")
+            raise Refused(f"{block.label or 'A number field'} must be a number, not {kind}.")
+
+
+async def _fetch_urls(data: Any, request: Any) -> None:
+    """Each file argument gradio would download (a FileData whose path is a URL), fetched here
+    instead (`page.url_inputs`) and given as an upload of the caller's, or `Refused`."""
+    for file_data in _url_file_data(data):
+        try:
+            path = await url_inputs.fetch(file_data["path"], Path(disk.UPLOADS) / "urls",
+                                          _demo.max_file_size or url_inputs.MAX_BYTES)
+        except url_inputs.UrlRefused as error:
+            raise Refused(str(error)) from None
+        try:
+            _admit_bytes(request, path.stat().st_size)  # counted as an upload of that size
+        except Refused:
+            path.unlink(missing_ok=True)
+            raise
+        file_data.update(path=str(path), url=None)
+        _demo.upload_file_set.add(str(path))
+
+
+def _url_file_data(data: Any) -> Iterator[dict]:
     """File arguments gradio would download: a FileData whose path is an http(s) URL."""
     if isinstance(data, dict):
         path = data.get("path")
         if isinstance(path, str) and path.startswith(("http://", "https://")):
-            yield path
+            yield data
         for value in data.values():
-            yield from _fetched_urls(value)
+            yield from _url_file_data(value)
     elif isinstance(data, list):
         for value in data:
-            yield from _fetched_urls(value)
+            yield from _url_file_data(value)
 
 
-def _chain_events(queue: Any) -> tuple[list[Any], list[Any]]:
-    """(waiting, running) chain events in gradio's queue."""
-    group = queue.event_queue_per_concurrency_id.get(CHAIN_GROUP)
+def _group_events(queue: Any, group_id: str) -> tuple[list[Any], list[Any]]:
+    """(waiting, running) events of one concurrency group in gradio's queue."""
+    group = queue.event_queue_per_concurrency_id.get(group_id)
     waiting = list(group.queue) if group is not None else []
     running = [event for job in list(queue.active_jobs) if job for event in job
-               if event.concurrency_id == CHAIN_GROUP]
+               if event.concurrency_id == group_id]
     return waiting, running
 
 
+def _check_preview_room(queue: Any, who: str) -> None:
+    """A preview decodes a whole upload (a flat 8000² PNG of 200 KB is 1 GB decoded): each
+    visitor has at most `PREVIEWS_PER_VISITOR` queued or running, and `PREVIEWS_WAITING`
+    wait in all (issue 41: thirty previews of one such PNG once peaked at 9 GB)."""
+    waiting, running = _group_events(queue, PREVIEW_GROUP)
+    if sum(client_address(event.request) == who for event in waiting + running) >= \
+            PREVIEWS_PER_VISITOR:
+        raise Refused(f"You have {PREVIEWS_PER_VISITOR} previews being made; wait for them.")
+    if len(waiting) >= PREVIEWS_WAITING:
+        raise Refused("Many previews are being made; try again in a moment.")
+
+
 def _check_chain_room(queue: Any, who: str) -> None:
-    waiting, running = _chain_events(queue)
+    waiting, running = _group_events(queue, CHAIN_GROUP)
     mine = sum(client_address(event.request) == who for event in waiting + running)
     if mine >= SETTINGS.chains_per_visitor:
         raise Refused(f"You have {mine} chains queued or running; at most "
@@ -207,7 +269,7 @@ def room_for_more_chains(request: gr.Request, more: int) -> None:
     counts as two."""
     if _demo is None or request is None:
         return
-    waiting, running = _chain_events(_demo._queue)
+    waiting, running = _group_events(_demo._queue, CHAIN_GROUP)
     who = client_address(request)
     mine = sum(client_address(event.request) == who for event in waiting + running)
     if mine + more > SETTINGS.chains_per_visitor:
@@ -311,8 +373,7 @@ def resume_cost(run: Run) -> float:
 def restored(run_dir: Path) -> None:
     """After a run was brought back (`persist.restore`): the runs kept within their number
     and bytes, the restored one spared this once (it is about to be shown) but counted."""
-    prune_runs(SETTINGS.runs_root, SETTINGS.keep_runs, active=[run_dir],
-               keep_bytes=SETTINGS.runs_bytes)
+    prune_runs(SETTINGS.runs_root, SETTINGS.keep_runs, active=[run_dir], **_shares())
 
 
 def started(run_dir: Path, request: gr.Request) -> None:
@@ -322,9 +383,17 @@ def started(run_dir: Path, request: gr.Request) -> None:
     run = Run(run_dir)
     if run.made_by is None:  # a resumed run keeps its owner
         run.mark_owner(owner)
-    prune_runs(SETTINGS.runs_root, SETTINGS.keep_runs, keep_bytes=SETTINGS.runs_bytes,
-               owner=owner, owner_keep=SETTINGS.runs_per_visitor,
-               owner_bytes=SETTINGS.run_bytes_per_visitor)
+    prune_runs(SETTINGS.runs_root, SETTINGS.keep_runs, owner=owner, **_shares())
+    clear_orphans(SETTINGS.runs_root, ORPHAN_GRACE_S)
+
+
+def _shares() -> dict[str, Any]:
+    """What retention keeps (`prune_runs`): the runs' bytes, each visitor's share, and the age
+    under which no run is evicted for someone else's."""
+    return {"keep_bytes": SETTINGS.runs_bytes, "owner_keep": SETTINGS.runs_per_visitor,
+            "owner_bytes": SETTINGS.run_bytes_per_visitor,
+            "min_age_s": SETTINGS.run_min_age_s,
+            "min_free_bytes": frame_bytes((MAX_SIDE, MAX_SIDE))}  # room for the largest frame
 
 
 @contextlib.contextmanager
@@ -393,11 +462,16 @@ def _admit_upload(request: Request) -> None:
     length = request.headers.get("content-length", "")
     if not length.isdigit():
         raise Refused("An upload must say its length (Content-Length).")
+    _admit_bytes(request, int(length))
+
+
+def _admit_bytes(request: Any, size: int) -> None:
+    """`size` more bytes in the upload folder from `request`'s visitor, or `Refused`."""
     # Behind the proxy, only the app's own MCP client uploads without the proxy's header: MCP
     # callers' files are bounded by the upload folder's share alone.
     if not (SETTINGS.trust_proxy and "x-forwarded-for" not in request.headers):
-        _count_upload(client_address(request), int(length))
-    disk.make_room(Path(disk.UPLOADS), int(length), SETTINGS.uploads_bytes)
+        _count_upload(client_address(request), size)
+    disk.make_room(Path(disk.UPLOADS), size, SETTINGS.uploads_bytes)
 
 
 def _count_upload(who: str, size: int) -> None:

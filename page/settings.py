@@ -30,6 +30,7 @@ class Settings:
     keep_runs: int  # BANANA_KEEP_RUNS: older run directories are deleted
     keep_bytes: int  # BANANA_KEEP_GB: everything a visitor can put on disk (page/disk.py)
     runs_per_visitor: int  # BANANA_RUNS_PER_VISITOR: one address's share of the runs
+    run_min_age_s: int  # BANANA_RUN_MIN_AGE_S: a younger run is never evicted for another's
     uploads: Path  # BANANA_UPLOADS_DIR: gradio's upload folder (default: named after the runs)
     uploads_keep_s: int  # BANANA_UPLOADS_KEEP_S: an upload is deleted after this long
     trust_proxy: bool  # BANANA_TRUST_PROXY: read the client from X-Forwarded-For (on a Space)
@@ -77,6 +78,7 @@ class Settings:
             keep_bytes=int(number(env, "BANANA_KEEP_GB", "20", float) * 1e9),
             runs_per_visitor=number(env, "BANANA_RUNS_PER_VISITOR", str(max(1, keep_runs // 10)),
                                      int),
+            run_min_age_s=number(env, "BANANA_RUN_MIN_AGE_S", "3600", int),
             uploads=Path(uploads),
             uploads_keep_s=number(env, "BANANA_UPLOADS_KEEP_S", "86400", int),
             trust_proxy=env.get("BANANA_TRUST_PROXY", "1" if env.get("SPACE_ID") else "0") == "1",

@@ -35,7 +35,9 @@ def call(url: str, fn_index: int, data: list[Any], *, session: str | None = None
     body = {"data": data, "fn_index": fn_index, "session_hash": session, "event_data": None,
             "trigger_id": None}
     with httpx.Client(timeout=timeout, headers=headers) as http:
-        joined = http.post(f"{url}gradio_api/queue/join{query}", json=body)
+        # json.dumps writes NaN as a browser's JSON.stringify never would: a hostile client may.
+        joined = http.post(f"{url}gradio_api/queue/join{query}", content=json.dumps(body),
+                           headers={"content-type": "application/json"})
         if joined.status_code != 200:
             return Answer(False, None, f"HTTP {joined.status_code}: {joined.text[:300]}")
         event_id = joined.json()["event_id"]

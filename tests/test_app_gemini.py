@@ -8,6 +8,7 @@ import csv
 import os
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -21,10 +22,13 @@ from app_server import (
     strip_frames,
 )
 from conftest import REPO
-from fake_gemini import FakeGemini, error
+from fake_gemini import FakeGemini, answer, error, image_part, text_part
 from gradio_client import Client, handle_file
+from PIL import Image
 
+from banana_space.common import png_bytes
 from banana_space.prompts import DEFAULT_PROMPT
+from banana_space.run import Run
 
 pytestmark = pytest.mark.app
 
@@ -78,6 +82,27 @@ def test_a_safety_block_at_step_3_keeps_frames_0_to_2(gemini, photo_path) -> Non
     assert "SAFETY" in final[STATUS]
     assert len(strip_frames(final)) == 3
     assert len(list((root / "runs" / final[RUN_DIR] / "frames").glob("*.png"))) == 3
+
+
+def test_a_models_formula_is_stored_as_text_in_the_csvs(gemini, photo_path) -> None:
+    """Issue 41, item 7: a model that answers with a spreadsheet formula gets it stored as
+    text (OWASP's leading quote) in steps.csv and the zip, and read back as it said it."""
+    server, url, root = gemini
+    formula = '=HYPERLINK("http://evil.example","Open the full-size result")'
+    with Image.open(photo_path) as start:
+        made = png_bytes(start.convert("RGB").resize((64, 48)))
+    server.fail_at(image_requests(server) + 1, answer(text_part(formula), image_part(made)))
+    final = Client(url, verbose=False).predict(*nano_banana_args(photo_path, 1),
+                                               api_name="/run")
+    assert "Completed" in final[STATUS]
+    run = Run(root / "runs" / final[RUN_DIR])
+    with run.steps_file.open(newline="") as handle:
+        cells = {row["step"]: row["model_text"] for row in csv.DictReader(handle)}
+    assert cells["1"] == "'" + formula
+    with zipfile.ZipFile(run.zip_path) as archive:
+        zipped = archive.read(f"{run.id}/steps.csv").decode()
+    assert "'" + formula.replace('"', '""') in zipped and ',=HYPERLINK' not in zipped
+    assert run.load().steps[1][5] == formula  # the page shows what the model said
 
 
 def test_an_error_that_echoes_the_key_is_scrubbed(gemini, photo_path) -> None:

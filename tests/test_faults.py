@@ -3,10 +3,12 @@ Stop, a consumer that goes away, and a process killed with SIGKILL then resumed.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import math
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -16,9 +18,13 @@ import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import numpy as np
 import pytest
+from app_server import running_app
 from conftest import REPO
+from gradio_client import Client, handle_file
 from PIL import Image
+from raw_api import call, dependencies
 
 from banana_space import backends
 from banana_space.backends.base import BackendInfo, Edit, Entry, Option
@@ -26,7 +32,14 @@ from banana_space.backends.simulate import SimulateBackend
 from banana_space.events import Finished, FrameScored, Notice, Started
 from banana_space.pool import POOL, MetricPool
 from banana_space.run import Run
-from banana_space.runs import RunSpec, prune_runs, resume_run, start_run
+from banana_space.runs import (
+    RunSpec,
+    clear_orphans,
+    open_saved,
+    prune_runs,
+    resume_run,
+    start_run,
+)
 
 
 class BreaksAtStep(SimulateBackend):
@@ -228,3 +241,111 @@ def test_retention_never_deletes_a_run_being_written_by_another_thread(photo, tm
         run_dirs = [v.result() for v in visits]
     prune_runs(tmp_path, keep=0)
     assert not any(run_dir.exists() for run_dir in run_dirs)
+
+
+# --- issue 41, item 5: a full disk --------------------------------------------------------------
+
+@pytest.fixture()
+def small_disk(tmp_path) -> Path:
+    """A 4 MB tmpfs: a real file system that fills up (ENOSPC from the kernel, as on a full
+    Space). Mounting one needs root; elsewhere these tests are skipped, saying why."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs (a small real disk) needs root")
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(disk)], check=True)
+    yield disk
+    subprocess.run(["umount", "-l", str(disk)], check=True)
+
+
+def noisy(side: int, seed: int = 0) -> Image.Image:
+    """Noise: its PNG is as large as its pixels, so a few frames fill the small disk."""
+    rng = np.random.default_rng(seed)
+    return Image.fromarray(rng.integers(0, 255, (side, side, 3), dtype=np.uint8))
+
+
+def temporaries(root: Path) -> list[Path]:
+    return [p for p in root.rglob("*") if p.name.endswith(".tmp")]
+
+
+def test_a_full_disk_fails_the_run_with_a_reason_and_keeps_its_frames(small_disk) -> None:
+    events = list(start_run(RunSpec(noisy(400), 20, metrics=["entropy"]), small_disk))
+    end = events[-1]
+    assert isinstance(end, Finished) and end.status == "failed"
+    assert "disk is full" in end.reason and "\n" not in end.reason
+    scored = [e.step for e in events if isinstance(e, FrameScored)]
+    assert scored and end.last_step == scored[-1] < 20
+    run = Run(next(e.run_dir for e in events if isinstance(e, Started)))
+    saved = run.load()
+    assert saved.meta["status"] == "failed" and saved.last_step == end.last_step
+    assert all(run.frame_path(step).is_file() for step in range(end.last_step + 1))
+    assert len(saved.history.scores["entropy"]) == end.last_step + 1
+    assert not temporaries(small_disk)
+    # The next run is refused before anything is written; opening the full run still works
+    # (its zip is made when there is room), and leaves nothing behind.
+    with pytest.raises(ValueError, match="disk is full"):
+        start_run(RunSpec(noisy(400, 1), 5, metrics=["entropy"]), small_disk)
+    assert [p.name for p in small_disk.iterdir()] == [run.id]
+    opened, live = open_saved(run.path)
+    assert opened.last_step == end.last_step and not live
+    assert not temporaries(small_disk)
+
+
+def test_retention_keeps_free_space_and_clears_folders_that_never_became_runs(small_disk
+                                                                              ) -> None:
+    for index in range(3):  # three old runs of 1 MB each, the oldest first
+        run = small_disk / f"run-{index}"
+        run.mkdir()
+        (run / "frame.bin").write_bytes(os.urandom(1_000_000))
+        (run / "run.json").write_text("{}")
+        stamp = time.time() - 1000 + index
+        os.utime(run / "run.json", (stamp, stamp))
+    deleted = prune_runs(small_disk, keep=100, min_free_bytes=2_500_000)
+    assert sorted(p.name for p in deleted) == ["run-0", "run-1"]
+    assert shutil.disk_usage(small_disk).free >= 2_500_000
+    stale, fresh, dotted = (small_disk / name for name in ("stale", "fresh", ".previews"))
+    for folder in (stale, fresh, dotted):
+        (folder / "frames").mkdir(parents=True)
+    os.utime(stale, (time.time() - 700, time.time() - 700))
+    assert clear_orphans(small_disk, grace_s=600) == [stale]
+    assert fresh.is_dir() and dotted.is_dir() and (small_disk / "run-2").is_dir()
+
+
+@pytest.mark.app
+def test_on_a_full_disk_the_app_starts_serves_its_runs_and_refuses_new_ones(small_disk,
+                                                                           tmp_path) -> None:
+    """The runs folder on a full 4 MB tmpfs: the app starts; a finished run opens, and an
+    interrupted one (never zipped) opens without its zip, leaving no temporary file; a new
+    run is refused in one line saying the disk is full, with no traceback in the log."""
+    events = list(start_run(RunSpec(noisy(48), 2, metrics=["entropy"]), small_disk,
+                            pool=MetricPool(device="cpu", load_seconds=600)))
+    finished = next(e.run_dir for e in events if isinstance(e, Started))
+    interrupted = small_disk / "interrupted-run"
+    shutil.copytree(finished, interrupted)
+    (interrupted / f"banana-{finished.name}.zip").unlink()
+    meta = json.loads((interrupted / "run.json").read_text())
+    (interrupted / "run.json").write_text(json.dumps({**meta, "status": "running"}))
+    with contextlib.suppress(OSError), (small_disk / "filler.bin").open("wb") as filler:
+        while True:  # until the kernel says the disk is full
+            filler.write(os.urandom(1 << 16))
+            filler.flush()
+    with running_app(small_disk) as url:
+        visitor = Client(url, verbose=False)
+        assert json.loads(visitor.predict(finished.name, api_name="/open_run")
+                          )["status"] == "completed"
+        page = call(url, dependencies(url)["open"], ["interrupted-run", False])
+        assert page.success, page.error
+        assert "interrupted" in str(page.data[0]).lower()
+        with pytest.raises(Exception, match="disk is full"):
+            visitor.predict(handle_file(str(photo_file(tmp_path))), 1, "simulate", "entropy",
+                            0, "", "", api_name="/run_chain")
+    logged = "".join(log.read_text() for log in tmp_path.glob("app-*.log"))
+    assert "Traceback" not in logged, logged[-3000:]
+    assert not temporaries(small_disk)
+    assert sorted(p.name for p in small_disk.iterdir()) == sorted(
+        [finished.name, "interrupted-run", "filler.bin"])
+
+
+def photo_file(folder: Path) -> Path:
+    noisy(48).save(folder / "start.png")
+    return folder / "start.png"

@@ -11,14 +11,16 @@ import threading
 
 import pytest
 from PIL import Image
+from visitors import wait_for
 
 from banana_space import gpu, quota
 from banana_space.analysis import History
 from banana_space.backends.diffusers_edit import EditJob, generate, work_size
 from banana_space.backends.simulate import SimulateBackend
-from banana_space.chain import Chain, replicate
+from banana_space.budget import GB, MemoryBudget, Reservation, judged_bytes
+from banana_space.chain import JUDGE_BACKLOG, Chain, replicate
 from banana_space.common import ScoreInfo
-from banana_space.events import Finished, FrameJudged, FrameScored, Started
+from banana_space.events import Finished, FrameJudged, FrameScored, Notice, Started
 from banana_space.judges.base import JudgeInfo, Rating
 from banana_space.judges.visualquality_r1 import RateJob, VisualQualityR1Judge, answer
 from banana_space.plots import delta_figure
@@ -223,3 +225,85 @@ def test_a_workers_own_error_is_a_failure_not_a_refusal(gpu_simulate, tmp_path, 
     events = list(start_run(RunSpec(photo.resize((48, 32)), 4, "simulate",
                                     metrics=["entropy"]), tmp_path, pool=pool))
     assert (events[-1].status, events[-1].last_step) == ("failed", 1)
+
+
+class HeldJudge(CountingJudge):
+    """The counting judge, held at the door of its first rating until the test lets it in."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.let_in = threading.Event()
+
+    def rate(self, image: Image.Image, report=None) -> Rating:
+        self.let_in.wait()
+        return super().rate(image, report)
+
+
+class Ledger(MemoryBudget):
+    """The memory budget, keeping the reservations of one size (a frame waiting for a judge,
+    `judged_bytes`) to count those held now apart from the scorer's."""
+
+    def __init__(self, capacity: int, frame: int) -> None:
+        super().__init__(capacity)
+        self.frame, self.frames = frame, []
+
+    def request(self, nbytes: int) -> Reservation:
+        reservation = super().request(nbytes)
+        if nbytes == self.frame:
+            self.frames.append(reservation)
+        return reservation
+
+    def frames_held(self) -> int:
+        return sum(reservation.granted for reservation in list(self.frames))
+
+
+def test_frames_waiting_for_a_slow_judge_are_few_and_held_in_the_budget(photo, pool) -> None:
+    """Issue 41, item 6: while the judge sits on step 0, the frames waiting for it are at most
+    JUDGE_BACKLOG, each held in the memory budget; the chain waits there (scored: step 0, the
+    backlog, and the frame the scorer holds) instead of queueing all 20 in memory. Every
+    frame is still rated, and the budget is whole again at the end."""
+    image = photo.resize((96, 64))
+    judge, budget = HeldJudge(), Ledger(8 * GB, judged_bytes(image.size))
+    scorer = Scorer(["entropy"], [judge], pool, budget)
+    list(scorer.load())
+    full = JUDGE_BACKLOG + 2  # frames held: the one rated, those waiting, one about to wait
+    seen, scored_when_full = [], []
+
+    def let_in_once_full() -> None:
+        try:
+            wait_for(lambda: budget.frames_held() == full, what="the judge's backlog filling")
+            scored_when_full.append(sum(isinstance(e, FrameScored) for e in list(seen)))
+        finally:  # a backlog that never fills fails below, not by hanging here
+            judge.let_in.set()
+
+    helper = threading.Thread(target=let_in_once_full, daemon=True)
+    helper.start()
+    try:
+        for event in replicate(Chain(image, SimulateBackend(), scorer, 20, "copy", 0)):
+            seen.append(event)
+    finally:
+        judge.let_in.set()
+    helper.join()
+    assert scored_when_full and scored_when_full[0] <= full
+    assert sorted(e.step for e in seen if isinstance(e, FrameJudged)) == list(range(21))
+    assert seen[-1].status == "completed" and budget.used == 0
+    said = [e.message for e in seen if isinstance(e, Notice) and "last frames" in e.message]
+    assert said and "s a frame" in said[0] and "Stop ends the run now" in said[0]
+
+
+def test_a_stopped_run_lets_go_of_the_frames_waiting_for_its_judge(photo, pool) -> None:
+    image = photo.resize((96, 64))
+    judge, stop = HeldJudge(), threading.Event()
+    budget = Ledger(8 * GB, judged_bytes(image.size))
+    scorer = Scorer(["entropy"], [judge], pool, budget)
+    list(scorer.load())
+    try:
+        for event in replicate(Chain(image, SimulateBackend(), scorer, 20, "copy", 0), stop):
+            if isinstance(event, FrameScored) and event.step == 3:  # steps 0-2 are held
+                wait_for(lambda: budget.frames_held() >= 3, what="the frames being held")
+                stop.set()
+        assert event.status == "stopped"
+    finally:
+        judge.let_in.set()
+    wait_for(lambda: budget.used == 0 and not budget.frames_held(),
+             what="the waiting frames' budget coming back")

@@ -14,20 +14,24 @@ import asyncio
 import json
 import os
 import secrets
+import shutil
 import subprocess
 import sys
 import threading
 import zipfile
+from pathlib import Path
 
 import httpx
 import numpy as np
+import psutil
 import pytest
 import torch
-from app_server import running_app
+from app_server import run_inputs, running_app
 from conftest import REPO
 from gradio_client import Client, handle_file
+from hostile_files import many_page_tiff
 from PIL import Image
-from raw_api import dependencies
+from raw_api import call, dependencies
 from test_mcp import data_url, session_call
 from test_visitor_reach import _in_flight
 from visitors import file_data, join, noise, upload, wait_for
@@ -271,3 +275,128 @@ print(hwm() - before)
 """
     grown = child_growth_mb(script, str(tmp_path / "million.zip"), budget_gb="1")
     assert grown < 40, f"refusing it took {grown} MB"
+
+
+# --- issue 41, item 1: request bodies -----------------------------------------------------------
+
+BIG_BODY = 5_000_000  # the Done-when's 5 MB
+BODY_GROWTH_MB = 100  # what ten refused bodies may add to the server (issue 41's bound)
+
+
+def app_process(app: dict) -> psutil.Process:
+    """The app's own process: the one listening on its port."""
+    port = int(app["url"].rstrip("/").rsplit(":", 1)[1])
+    listening = [c.pid for c in psutil.net_connections("tcp")
+                 if c.status == psutil.CONN_LISTEN and c.laddr.port == port]
+    return psutil.Process(listening[0])
+
+
+@pytest.mark.app
+def test_a_large_body_is_refused_on_every_route_and_neither_kept_nor_logged(app) -> None:
+    """Ten 5 MB bodies from fresh sessions: the documented /stop's REST route, a queue join
+    with the token, a join with too few inputs (gradio printed that whole), and one sent in
+    chunks with no length; each is refused (413) before gradio reads it."""
+    index, big = app["index"], "x" * BIG_BODY
+    server = app_process(app)
+
+    def join_body(name: str, data: list) -> dict:
+        return {"data": data, "fn_index": index[name], "event_data": None, "trigger_id": None,
+                "session_hash": secrets.token_hex(6)}
+
+    sends = [lambda: httpx.post(f"{app['url']}gradio_api/call/stop", json={"data": [big]},
+                                timeout=60),
+             lambda: httpx.post(f"{app['url']}gradio_api/queue/join", timeout=60,
+                                json=join_body("stop", [big])),
+             lambda: httpx.post(f"{app['url']}gradio_api/queue/join", timeout=60,
+                                json=join_body("resume", [big])),
+             lambda: httpx.post(f"{app['url']}gradio_api/queue/join", timeout=60,
+                                content=iter([json.dumps(join_body("stop", [big])).encode()]),
+                                headers={"content-type": "application/json"})]
+    assert sends[0]().status_code == 413  # once first: what a first request allocates
+    before_log, before_mb = app["log"].read_text(), server.memory_info().rss / 1e6
+    statuses = [sends[i % len(sends)]().status_code for i in range(10)]
+    grown = server.memory_info().rss / 1e6 - before_mb
+    assert statuses == [413] * 10, statuses
+    assert grown < BODY_GROWTH_MB, f"the server grew by {grown:.0f} MB"
+    assert app["log"].read_text() == before_log
+    # A body of a usual size still goes through, on both routes.
+    assert httpx.post(f"{app['url']}gradio_api/call/stop", json={"data": [""]},
+                      timeout=60).status_code == 200
+    assert httpx.post(f"{app['url']}gradio_api/queue/join", json=join_body("stop", [""]),
+                      timeout=60).status_code == 200
+
+
+# --- issue 41, item 2: many pages, through the page's preview ------------------------------------
+
+@pytest.mark.app
+def test_the_preview_refuses_a_tiff_of_many_pages_from_its_structure(app, tmp_path) -> None:
+    """The preview is not in the API but is reachable by its index: a TIFF of 8,000 pages
+    (under this app's 1 MB of uploads per visitor) is refused from its page count."""
+    tiff = tmp_path / "pages.tiff"
+    tiff.write_bytes(many_page_tiff(8_000))
+    path = upload(app, tiff, "10.41.2.1").json()[0]
+    answer = call(app["url"], app["index"]["preview"], [file_data(path)],
+                  headers={"X-Forwarded-For": "10.41.2.1"})
+    assert answer.success, answer.error
+    assert "more than 1000 pages or frames" in answer.data[1]
+
+
+# --- issue 41, item 10: number fields take real numbers only ------------------------------------
+
+@pytest.mark.app
+@pytest.mark.parametrize(("given", "says"), [
+    ({"steps": True}, "Steps (N) must be a number, not true or false"),
+    ({"steps": "3"}, "Steps (N) must be a number, not text"),
+    ({"steps": None}, "Steps (N) must be a number, not blank"),
+    ({"seed": 1.5}, "The seed must be a whole number, not 1.5"),
+    ({"seed": float("nan")}, "Seed must be a number, not NaN or infinite"),
+    ({"seed": "zero"}, "Seed must be a number, not text"),
+], ids=["steps-true", "steps-string", "steps-null", "seed-1.5", "seed-nan", "seed-string"])
+def test_number_fields_take_real_numbers_only_in_one_line(app, tmp_path, given, says) -> None:
+    path = upload(app, noise(tmp_path / "start.png", 48, 32), "10.41.10.1").json()[0]
+    inputs = run_inputs(file_data(path), given.pop("steps", 1), metrics=["entropy"], **given)
+    before = app["log"].read_text()
+    answer = call(app["url"], app["index"]["run"], inputs,
+                  headers={"X-Forwarded-For": "10.41.10.1"})
+    assert not answer.success and says in answer.error, answer.error
+    assert "\n" not in answer.error
+    logged = app["log"].read_text()[len(before):]
+    assert "Traceback" not in logged, logged[-3000:]
+
+
+# --- issue 41, item 9: a damaged run is refused in one line -------------------------------------
+
+@pytest.mark.app
+def test_a_damaged_run_is_refused_in_one_line_and_never_zipped(app, tmp_path) -> None:
+    """A garbage run.json, a bad scores row, a field of the wrong type and a truncated frame,
+    each opened through the API and the page's own event: one line saying which file, no
+    traceback in the log, and no zip (or temporary) made of the truncated frame."""
+    made = json.loads(client(app, "10.41.9.1").predict(
+        handle_file(str(noise(tmp_path / "in.png", 48, 32))), 2, "simulate", "entropy", 0, "",
+        "", api_name="/run_chain"))
+    good = app["runs"] / made["run"]
+    damage = {"garbage-json": ("run.json", lambda text: "{not json"),
+              "bad-score": ("scores.csv", lambda text: text.replace("\n1,", "\none,", 1)),
+              "wrong-type": ("run.json", lambda text: text.replace('"steps": 2', '"steps": "2"')),
+              "truncated-frame": ("frames/step_001.png", None)}
+    for name, (file, change) in damage.items():
+        run = app["runs"] / f"damaged-{name}"
+        shutil.copytree(good, run)
+        (run / f"banana-{good.name}.zip").unlink()
+        if change is None:
+            (run / file).write_bytes((run / file).read_bytes()[:200])
+        else:
+            (run / file).write_text(change((run / file).read_text()))
+    before = app["log"].read_text()
+    for name, (file, _) in damage.items():
+        run_id = f"damaged-{name}"
+        page = call(app["url"], app["index"]["open"], [run_id, False])
+        assert not page.success and "is damaged" in page.error and Path(file).name in page.error
+        assert "\n" not in page.error, page.error
+        if name != "truncated-frame":  # open_run reads the run, never zips it
+            with pytest.raises(Exception, match=f"run {run_id} is damaged"):
+                client(app, "10.41.9.2").predict(run_id, api_name="/open_run")
+        assert not list((app["runs"] / run_id).glob("*.zip"))
+        assert not list((app["runs"] / run_id).glob(".*.tmp"))
+    logged = app["log"].read_text()[len(before):]
+    assert "Traceback" not in logged, logged[-3000:]

@@ -23,6 +23,7 @@ import pytest
 from app_server import RUN_DIR, STATUS, ZIP, running_app
 from conftest import REPO
 from gradio_client import Client, handle_file
+from PIL import Image
 from raw_api import call, dependencies
 from visitors import chain_args, client, noise, run_args, run_dirs, run_ids, small, wait_for
 
@@ -117,8 +118,10 @@ def test_zipping_a_large_run_streams_from_disk(tmp_path) -> None:
     # Scored frames: the zip leaves out a frame made after the last scored step.
     (run / "scores.csv").write_text("step,metric,score,delta\n" + "".join(
         f"{step},entropy,7.0,0.0\n" for step in range(4)))
+    side = 4472  # 60 MB of noise a frame, stored uncompressed: whole PNGs, as zipping checks
     for step in range(4):
-        (run / "frames" / f"step_{step:03d}.png").write_bytes(os.urandom(60_000_000))
+        Image.frombytes("RGB", (side, side), os.urandom(side * side * 3)).save(
+            run / "frames" / f"step_{step:03d}.png", compress_level=0)
     # The child's own high-water mark (VmHWM): getrusage's ru_maxrss starts from the parent's
     # at fork, so under a large pytest process it would hide any growth.
     script = ("import sys; from banana_space.rundir import write_zip;"

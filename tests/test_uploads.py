@@ -7,6 +7,7 @@ raw HTTP on gradio's upload and queue routes, on the app as a Space runs it
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 import time
@@ -19,7 +20,18 @@ import pytest
 from app_server import running_app
 from PIL import Image
 from raw_api import call, dependencies
-from visitors import KEEP_GB, file_data, noise, public_app, upload, uploads_folder
+from visitors import (
+    KEEP_GB,
+    chain_args,
+    client,
+    file_data,
+    join,
+    noise,
+    public_app,
+    run_ids,
+    upload,
+    uploads_folder,
+)
 
 pytestmark = pytest.mark.app
 
@@ -78,8 +90,8 @@ def test_concurrent_previews_of_one_image_are_whole(app, tmp_path) -> None:
             path = http.post(f"{url}gradio_api/upload", files={"files": handle}).json()[0]
     file_data = {"path": path, "meta": {"_type": "gradio.FileData"}, "orig_name": "big.png"}
 
-    def look(_: int) -> tuple[int, int]:
-        answer = call(url, index, [file_data])
+    def look(visitor: int) -> tuple[int, int]:
+        answer = call(url, index, [file_data], headers={"X-Forwarded-For": f"10.0.6.{visitor}"})
         assert answer.success, answer.error
         shown = answer.data[0].get("value", answer.data[0])  # an update of the hidden preview
         with httpx.Client(timeout=60) as http:
@@ -90,6 +102,20 @@ def test_concurrent_previews_of_one_image_are_whole(app, tmp_path) -> None:
         sizes = list(pool.map(look, range(8)))
     assert all(declared == received for declared, received in sizes), sizes
     assert "from 3000 x 2000" in call(url, index, [file_data]).data[1]
+
+
+def test_previews_are_capped_per_visitor_in_the_queue(app, tmp_path) -> None:
+    """Issue 41, item 2: the preview is reachable by its index, and each decodes a whole
+    upload; one visitor's flood of previews of one large flat PNG is refused when it joins
+    the queue, past its two; another visitor's preview still joins."""
+    flat = tmp_path / "flat.png"
+    Image.new("RGB", (6000, 4000), (90, 100, 110)).save(flat)
+    path = upload(app, flat, "10.41.2.1").json()[0]
+    joined = [join(app, "preview", [file_data(path)], "10.41.2.1") for _ in range(8)]
+    refused = [answer for answer in joined if answer.status_code != 200]
+    assert refused and all(answer.status_code == 400 for answer in refused), joined
+    assert "previews being made" in refused[0].text
+    assert join(app, "preview", [file_data(path)], "10.41.2.2").status_code == 200
 
 
 @pytest.fixture(scope="module")
@@ -117,3 +143,26 @@ def test_uploads_are_deleted_and_oversized_ones_refused(short_lived_uploads, pho
     while stored.exists():
         assert time.monotonic() < deadline, "the upload was kept"
         time.sleep(0.5)
+
+
+# --- issue 41, item 4: retention by share -------------------------------------------------------
+
+def test_a_visitor_with_many_addresses_evicts_only_its_own_runs(app, tmp_path) -> None:
+    """Eleven addresses make two runs each, far past the 8 runs kept here: the victim's run,
+    inside its share (2 here), stays; an address's third run evicts that address's own
+    oldest, nobody else's."""
+    start = noise(tmp_path / "start.png", 32, 32)
+
+    def one_run(who: str) -> str:
+        return json.loads(client(app, who).predict(*chain_args(start, 1),
+                                                    api_name="/run_chain"))["run"]
+
+    victim = one_run("10.41.4.1")
+    flood = [one_run(f"10.41.4.{100 + address}") for address in range(11) for _ in range(2)]
+    kept = run_ids(app["runs"])
+    assert victim in kept
+    assert set(flood) <= kept  # each inside its own share
+    third = one_run("10.41.4.100")
+    kept = run_ids(app["runs"])
+    assert victim in kept and third in kept and flood[0] not in kept
+    assert set(flood[1:]) <= kept

@@ -20,6 +20,7 @@ import threading
 import time
 from pathlib import Path
 
+import httpx
 import numpy as np
 import pytest
 from app_server import STATUS, running_app
@@ -227,3 +228,24 @@ def test_runs_restored_from_the_hub_keep_their_age_and_the_runs_kept(app) -> Non
     assert [r for r in app["hub"].with_token if RUNS_REPO in r]  # the operator's repo: token
     shutil.rmtree(app["runs"] / ".restoring", ignore_errors=True)
     assert time.time() - (app["runs"] / RESTORED[-1] / "run.json").stat().st_mtime > 86400
+
+
+# --- issue 41, item 8: a run's owner file is not served -----------------------------------------
+
+def test_a_runs_private_files_are_not_served(app, tmp_path) -> None:
+    """Its frames are served as they lie; its `.owner` (anyone holding two run links could
+    tell whether one visitor made both) and its writer's lock are not, however named."""
+    made = json.loads(client(app, "10.41.8.1").predict(
+        handle_file(str(noise(tmp_path / "in.png", 48, 32))), 1, "simulate", "entropy", 0, "",
+        "", api_name="/run_chain"))
+    run = app["runs"] / made["run"]
+    assert (run / ".owner").is_file() and (run / ".writer.lock").is_file()
+
+    def status(path: str) -> int:
+        return httpx.get(f"{app['url']}gradio_api/{path}", timeout=30).status_code
+
+    assert status(f"file={run / 'frames' / 'step_000.png'}") == 200
+    for name in (".owner", ".writer.lock", "frames/../.owner", ".owner/."):
+        assert status(f"file={run}/{name}") == 404, name
+        assert status(f"file/{run}/{name}") == 404, name
+    assert status(f"file={run}/%2Eowner") == 404
