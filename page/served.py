@@ -14,14 +14,22 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 from typing import Any
 
+from banana_space.run import KEPT_FILE
+
 FILE_ROUTES = ("/file=", "/file/")
 NOT_SERVED = b"Not found."
 
 
 def private_file(path: str) -> bool:
-    """Whether `path` (a request's path) asks a file route for a dot-named file."""
+    """Whether `path` (a request's path) asks a file route for a dot-named file other than a
+    frame's thumbnail (`.thumbs/.step_000.png`: the frame strip's pictures, meant to be seen)."""
     route = next((path.split(r, 1)[1] for r in FILE_ROUTES if r in path), None)
-    return route is not None and PurePosixPath(route).name.startswith(".")
+    if route is None:
+        return False
+    file = PurePosixPath(route)
+    # Of a run's kept files (`run.KEPT_FILE`), only a thumbnail is a dot-name in its folder.
+    thumbnail = KEPT_FILE.fullmatch(f"{file.parent.name}/{file.name}") is not None
+    return file.name.startswith(".") and not thumbnail
 
 
 class PrivateFiles:

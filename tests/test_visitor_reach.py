@@ -245,6 +245,8 @@ def test_a_runs_private_files_are_not_served(app, tmp_path) -> None:
         return httpx.get(f"{app['url']}gradio_api/{path}", timeout=30).status_code
 
     assert status(f"file={run / 'frames' / 'step_000.png'}") == 200
+    assert status(f"file={run / '.thumbs' / '.step_000.png'}") == 200  # the strip's picture
+    assert status(f"file={run}/.thumbs/../.owner") == 404
     for name in (".owner", ".writer.lock", "frames/../.owner", ".owner/."):
         assert status(f"file={run}/{name}") == 404, name
         assert status(f"file/{run}/{name}") == 404, name
