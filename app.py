@@ -42,7 +42,7 @@ from banana_space.real_chains import examples as chain_examples
 from banana_space.real_chains import start_preparing
 from banana_space.spec import MAX_STEPS
 from banana_space.view import VERDICT_HEADERS
-from page import api, disk, guard, leaderboard_tab
+from page import api, disk, gradio_patches, guard, identity, leaderboard_tab
 from page.form import FORM_OPTIONS, inputs_of, option_control
 from page.handlers import (
     REAL_CHAINS_POLL_S,
@@ -416,10 +416,13 @@ def main() -> None:
     # No queue size: cheap events are never refused; chains are bounded by guard.py.
     demo.queue(max_size=None, default_concurrency_limit=8)
     guard.install(demo)
+    gradio_patches.trust_no_proxy()  # who a visitor is: page/identity.py, never uvicorn's guess
     start_preparing(SETTINGS.runs_root)  # Banana100's own chains, where the hub is reachable
+    # Outermost first: an MCP call's caller is sealed before anything reads who asks.
+    middleware = [Middleware(identity.McpCaller), Middleware(identity.BrowserCookie),
+                  Middleware(guard.UploadGuard)]
     demo.launch(allowed_paths=[str(SETTINGS.runs_root)], theme=THEME, css=PAGE_CSS, js=PAGE_JS,
-                max_file_size=MAX_UPLOAD, mcp_server=True,
-                app_kwargs={"middleware": [Middleware(guard.UploadGuard)]})
+                max_file_size=MAX_UPLOAD, mcp_server=True, app_kwargs={"middleware": middleware})
 
 
 if __name__ == "__main__":

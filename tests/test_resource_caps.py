@@ -25,12 +25,12 @@ import pytest
 import torch
 from app_server import running_app
 from conftest import REPO
-from gradio_client import Client, handle_file
+from gradio_client import handle_file
 from PIL import Image
 from raw_api import dependencies
 from test_mcp import data_url, session_call
 from test_visitor_reach import _in_flight
-from visitors import file_data, join, noise, upload, wait_for
+from visitors import client, file_data, join, noise, upload, wait_for
 
 from banana_space import frames as frames_module
 from banana_space import gate
@@ -50,10 +50,6 @@ def app(tmp_path_factory) -> dict:
         port = url.rstrip("/").rsplit(":", 1)[1]
         yield {"url": url, "runs": runs, "log": runs.parent / f"app-{port}.log",
                "index": dependencies(url)}
-
-
-def client(app: dict, who: str) -> Client:
-    return Client(app["url"], verbose=False, headers={"X-Forwarded-For": who})
 
 
 def flat(side: int) -> Image.Image:

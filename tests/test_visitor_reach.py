@@ -24,11 +24,11 @@ import numpy as np
 import pytest
 from app_server import STATUS, running_app
 from fake_hub_write import FakeHubWrite
-from gradio_client import Client, handle_file
+from gradio_client import handle_file
 from PIL import Image
 from raw_api import call, dependencies
 from test_mcp import answer, session_call
-from visitors import noise, wait_for
+from visitors import client, noise, wait_for
 
 from banana_space.events import Started
 from banana_space.pool import MetricPool
@@ -90,10 +90,6 @@ def app(tmp_path_factory) -> dict:
                           **SETTINGS) as url:
         yield {"url": url, "runs": root / "runs", "hub": hub, "hf": root / "hf",
                "index": dependencies(url)}
-
-
-def client(app: dict, who: str) -> Client:
-    return Client(app["url"], verbose=False, headers={"X-Forwarded-For": who})
 
 
 def replay(app: dict, source: str, who: str) -> list:

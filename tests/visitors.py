@@ -63,8 +63,22 @@ def small(photo: Image.Image) -> Image.Image:
     return photo.resize((96, 64))
 
 
+_clients: dict[tuple[str, str], Client] = {}
+
+
 def client(app: dict, who: str) -> Client:
-    return Client(app["url"], verbose=False, headers={"X-Forwarded-For": who})
+    """The browser of the visitor `who` (an address): one gradio_client per address and app,
+    which keeps the browser secret the app gave it (a visitor is a browser, never an
+    address), connecting through a Space's proxy from `who`."""
+    key = (app["url"], who)
+    if key not in _clients:
+        _clients[key] = Client(app["url"], verbose=False, headers={"X-Forwarded-For": who})
+    return _clients[key]
+
+
+def browser_cookie(browser: Client) -> dict[str, str]:
+    """The header that makes a raw HTTP request come from `browser` (its browser secret)."""
+    return {"Cookie": "; ".join(f"{name}={value}" for name, value in browser.cookies.items())}
 
 
 def upload(app: dict, path: Path, who: str) -> httpx.Response:
