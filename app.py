@@ -345,7 +345,10 @@ def build() -> gr.Blocks:
                                       form["judges"], form["seed"], raw],
                          outputs, api_name="replay_hub", **streaming)
         stop_button.click(stop_run, api_token, status, api_name="stop", concurrency_limit=None)
-        resume_button.click(resume, [run_id, form["api_key"], raw], outputs, api_name="resume",
+        # The visitor's key box (a secret `Option`'s control): resume hands it to every secret
+        # option the run's backend and judges take (`spec.keyed`).
+        key_box = next(form[option.name] for option in FORM_OPTIONS if option.secret)
+        resume_button.click(resume, [run_id, key_box, raw], outputs, api_name="resume",
                             **streaming)
         open_button.click(reopen, [run_picker, raw], outputs, api_name="open",
                           api_visibility="undocumented")

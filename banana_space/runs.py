@@ -89,23 +89,23 @@ def start_run(spec: RunSpec, root: Path, *, stop: threading.Event | None = None,
 
 
 def resume_run(path: Path, *, stop: threading.Event | None = None, pool: MetricPool = POOL,
-               api_key: str | None = None) -> Iterator[Event]:
+               key: str | None = None) -> Iterator[Event]:
     """Continue a run directory from its last complete frame, with its recorded settings
-    (`spec.from_settings`). Keys are never recorded, so a keyed backend or judge takes
-    `api_key`, or the environment's.
+    (`spec.from_settings`). Secrets are never recorded, so a keyed backend or judge takes
+    `key` (in each of its secret options), or the environment's.
 
     Args:
         path: the run directory.
         stop: set it to stop after the frame being made.
         pool: the metric pool.
-        api_key: a key for a backend or judge that needs one; never written.
+        key: a key for a backend or judge that needs one; never written.
     Returns:
         The run's further events, as `start_run`'s, written to the same directory.
     Raises:
         RunBusy: the run is being written (here or by another process).
         FileNotFoundError, ValueError: not a run, or nothing to resume from.
     """
-    return Resumption.open(path).events(stop=stop, pool=pool, api_key=api_key)
+    return Resumption.open(path).events(stop=stop, pool=pool, key=key)
 
 
 class Resumption:
@@ -149,7 +149,7 @@ class Resumption:
             self._lock = None
 
     def events(self, *, stop: threading.Event | None = None, pool: MetricPool = POOL,
-               api_key: str | None = None) -> Iterator[Event]:
+               key: str | None = None) -> Iterator[Event]:
         """Build the run's generator, judges and scorer from its settings and go on (the lock
         passes to the run's writer); on a refusal the run is let go.
 
@@ -162,7 +162,7 @@ class Resumption:
             settings = saved.meta["settings"]
             if saved.last_step < 0:
                 raise ValueError(f"{saved.path.name} has no complete frame to resume from")
-            spec = from_settings(settings, api_key)
+            spec = from_settings(settings, key)
             if (BACKENDS[spec.backend].info.plays_recording
                     and not str(spec.backend_options.get("source", "")).startswith(HUB_PREFIX)):
                 raise ValueError("a replayed file is recorded by its name only (never a path "

@@ -41,6 +41,7 @@ from page.access import (
     whole_number,
 )
 from page.identity import visitor_of
+from page.outputs import hub_page
 from page.settings import SETTINGS
 
 NOTICES_SHOWN = 5
@@ -53,10 +54,9 @@ DELTA_RULE = ("the paper's, oriented: delta_i = score_i - score_1 (from step 1, 
 
 
 def link(request: gr.Request, run_id: str) -> str:
-    """The page that shows this run: the Space's address on a Space, else the host asked."""
-    host = SETTINGS.space_host
-    if host:
-        return f"https://{host}/?run={run_id}"
+    """The page that shows this run: on a Space its Hub page, else the host asked."""
+    if hub_page():
+        return f"{hub_page()}?run={run_id}"
     headers = request.headers
     scheme = headers.get("x-forwarded-proto", "http")
     return f"{scheme}://{headers.get('x-forwarded-host') or headers.get('host')}/?run={run_id}"
@@ -195,7 +195,7 @@ def resume_chain(run_id: str, api_key: str, token: str = "", request: gr.Request
         JSON text: as run_chain.
     """
     try:
-        return _answer(runner.resume(request, run_id, api_key=api_key, token=token), request)
+        return _answer(runner.resume(request, run_id, key=api_key, token=token), request)
     except runner.Complete as complete:
         raise refusal(complete) from None
 

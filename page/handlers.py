@@ -158,7 +158,7 @@ def resume(run_id: str | None, api_key: str, raw: bool, request: gr.Request
     if not run_id:
         raise Refusal("Open or start a run first.")
     try:
-        with runner.resume(request, run_id, api_key=api_key) as chain:
+        with runner.resume(request, run_id, key=api_key) as chain:
             view = RunView.from_saved(chain.saved)
             # Running again: no old ending, no old zip offered; its metrics load first.
             view.raw, view.ended, view.started = raw, None, False

@@ -7,7 +7,7 @@ API's and MCP's tools, a compare mode):
 
     with runner.start(request, spec, token=None) as chain:      # a new run
         for event in chain.events: ...                          # engine events, as made
-    with runner.resume(request, run_id, api_key="", token=None) as chain:
+    with runner.resume(request, run_id, key="", token=None) as chain:
         chain.saved                                             # the run as it was read
         ...
 
@@ -80,10 +80,11 @@ def start(request: Any, spec: RunSpec, *, token: str | None = None) -> Iterator[
 
 
 @contextlib.contextmanager
-def resume(request: Any, run_id: Any, *, api_key: str = "", token: str | None = None
+def resume(request: Any, run_id: Any, *, key: str = "", token: str | None = None
            ) -> Iterator[Chain]:
     """The run `run_id` going on from its last complete frame, read once; only its owner may
-    (`access.mine`). `Complete` if it has nothing left to make."""
+    (`access.mine`); `key` goes to every secret option its backend and judges take, never
+    written. `Complete` if it has nothing left to make."""
     run = brought_back(run_id)  # a run resumed by its id: fetched again if a restart wiped it
     with _stop_flag(request, token) as (stop, visitor):
         try:
@@ -98,7 +99,7 @@ def resume(request: Any, run_id: Any, *, api_key: str = "", token: str | None = 
             saved = copy.deepcopy(opened.saved)  # the caller's: the writer adds to its own
             try:
                 held.enter_context(guard.admitted(visitor, guard.resume_cost(saved)))
-                events = opened.events(stop=stop, api_key=api_key or None)
+                events = opened.events(stop=stop, key=key or None)
             except REFUSALS as error:
                 raise refusal(error) from None
             yield Chain(owned(events, visitor), stop, visitor, saved)

@@ -44,7 +44,6 @@ class Settings:
     upload_bytes_per_address: int  # BANANA_UPLOAD_MB_PER_ADDRESS: one address's visitors together
     hub_bytes_per_visitor: int  # BANANA_HUB_MB_PER_VISITOR: hub files replays fetch, per window
     visitor_metrics: tuple[str, ...]  # BANANA_VISITOR_METRICS: names/presets visitors may add
-    space_host: str | None  # SPACE_HOST: the Space's address, set by Hugging Face on a Space
     space_id: str | None  # SPACE_ID: OWNER/NAME of the Space, set by Hugging Face on a Space
 
     # Shares of `keep_bytes`: uploads a quarter, previews a hundredth, the hub files of replays
@@ -103,7 +102,6 @@ class Settings:
             visitor_metrics=tuple(name.strip() for name in
                                   env.get("BANANA_VISITOR_METRICS", "").split(",")
                                   if name.strip()),
-            space_host=env.get("SPACE_HOST") or None,
             space_id=env.get("SPACE_ID") or None,
         )
 

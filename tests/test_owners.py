@@ -42,8 +42,9 @@ VICTIM = "127.0.0.5"  # a visitor on this machine's loopback, not 127.0.0.1
 
 def browser(url: str, cookies: dict[str, str] | None = None) -> Client:
     """A browser in the hall: a fresh one gets its secret from the app, an old one brings it."""
-    return Client(url, verbose=False, headers={"X-Forwarded-For": HALL},
-                  httpx_kwargs={"cookies": dict(cookies)} if cookies else None)
+    # A failure bound on each request, not a guess of the speed: 30 of them share 2 cores.
+    kwargs: dict = {"timeout": 300, **({"cookies": dict(cookies)} if cookies else {})}
+    return Client(url, verbose=False, headers={"X-Forwarded-For": HALL}, httpx_kwargs=kwargs)
 
 
 def past_runs(url: str, who: Client) -> str:

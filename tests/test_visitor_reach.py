@@ -28,7 +28,7 @@ from gradio_client import handle_file
 from PIL import Image
 from raw_api import call, dependencies
 from test_mcp import answer, session_call
-from visitors import client, noise, wait_for
+from visitors import browser_cookie, client, noise, wait_for
 
 from banana_space.events import Started
 from banana_space.pool import MetricPool
@@ -151,9 +151,12 @@ def test_runs_are_listed_and_resumed_only_by_their_maker(app, tmp_path) -> None:
     owner, stranger = "10.31.4.1", "10.31.4.2"
     stopped = _stopped_run(app, photo, owner)
     past = app["index"]["past_runs"]
-    listed = call(app["url"], past, [], headers={"X-Forwarded-For": owner})
+    # Each visitor's page asks with its browser's secret (a visitor is a browser: issue 42).
+    listed = call(app["url"], past, [], headers={"X-Forwarded-For": owner,
+                                                  **browser_cookie(client(app, owner))})
     assert stopped in json.dumps(listed.data), listed
-    strangers = call(app["url"], past, [], headers={"X-Forwarded-For": stranger})
+    strangers = call(app["url"], past, [], headers={"X-Forwarded-For": stranger,
+                                                     **browser_cookie(client(app, stranger))})
     assert stopped not in json.dumps(strangers.data), strangers
     for ask in (lambda: client(app, stranger).predict(stopped, "", "", api_name="/resume_chain"),
                 lambda: client(app, stranger).predict(stopped, "", False, api_name="/resume")):
