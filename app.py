@@ -99,6 +99,8 @@ DELETE_CACHE = (min(3600, SETTINGS.uploads_keep_s), SETTINGS.uploads_keep_s)  # 
 # the first event it sees, so one event without it once let 8 run).
 CHAINS_AT_ONCE = 4
 WARMED = threading.Event()  # the metric pool's warm-up has been started
+SIGN_IN_NOTE = ("Signing in keeps your runs on any device, gives you your own share of this "
+                "Space and spends your own ZeroGPU quota, not the anonymous one.")
 # The page's events a client may still call by name.
 STREAMING = {"run", "resume", "open", "replay_hub"}
 
@@ -182,6 +184,10 @@ def build() -> gr.Blocks:
                             "another) with the settings below.", elem_id="run-note")
                 # The run's ZeroGPU seconds (quota.py); hidden while there is nothing to say.
                 gpu_cost = gr.Markdown(elem_id="gpu-cost", visible=False)
+                if SETTINGS.sign_in:  # hf_oauth on the card; anonymous visitors need nothing
+                    with gr.Row(equal_height=True):
+                        gr.LoginButton(size="sm", scale=0, min_width=200)
+                        gr.Markdown(SIGN_IN_NOTE, elem_id="sign-in-note")
         with gr.Accordion("About this demo", open=False):
             gr.Markdown(ABOUT)
         with gr.Row():
@@ -422,8 +428,8 @@ def main() -> None:
     gradio_patches.trust_no_proxy()  # who a visitor is: page/identity.py, never uvicorn's guess
     start_preparing(SETTINGS.runs_root)  # Banana100's own chains, where the hub is reachable
     # Outermost first: an MCP call's caller is sealed before anything reads who asks.
-    middleware = [Middleware(identity.McpCaller), Middleware(identity.BrowserCookie),
-                  Middleware(guard.UploadGuard)]
+    middleware = [Middleware(identity.SignInErrors), Middleware(identity.McpCaller),
+                  Middleware(identity.BrowserCookie), Middleware(guard.UploadGuard)]
     demo.launch(allowed_paths=[str(SETTINGS.runs_root)], theme=THEME, css=PAGE_CSS, js=PAGE_JS,
                 max_file_size=MAX_UPLOAD, mcp_server=True, app_kwargs={"middleware": middleware})
 

@@ -17,17 +17,20 @@ from typing import Any
 
 import gradio as gr
 import gradio_client.utils as client_utils
+from gradio.oauth import _get_valid_oauth_info_from_session
 from gradio.queueing import Queue
 from gradio.utils import NamedString
 
-__all__ = ["GRADIO_VERSION", "SHAPES", "check", "events_in_flight", "is_dead", "trust_no_proxy",
-           "wrap_join", "file_without_litter"]
+__all__ = ["GRADIO_VERSION", "SHAPES", "check", "events_in_flight", "file_without_litter",
+           "is_dead", "signed_in_user", "trust_no_proxy", "wrap_join"]
 
 GRADIO_VERSION = "6.31.0"  # requirements.txt pins it
 # Each patched or read function, and the parameters it must still take.
 SHAPES: dict[str, tuple[Callable[..., Any], tuple[str, ...]]] = {
     "Queue.push": (Queue.push, ("self", "body", "request", "username")),
     "File._process_single_file": (gr.File._process_single_file, ("self", "f")),
+    "oauth._get_valid_oauth_info_from_session": (_get_valid_oauth_info_from_session,
+                                                 ("session",)),
 }
 Join = Callable[[Any, Any, str | None], Awaitable[Any]]
 
@@ -94,6 +97,19 @@ def is_dead(queue: Queue, request: Any) -> bool:
 def _running(queue: Queue) -> Iterator[Any]:
     for job in list(queue.active_jobs):
         yield from job or ()
+
+
+def signed_in_user(scope: dict[str, Any]) -> str | None:
+    """The Hugging Face account signed in on this request's session (gradio's OAuth routes put
+    it there), or None: gradio offers it only as a handler's `gr.OAuthProfile` parameter, and
+    the guard needs it before a handler runs (a chain joining the queue). Reads the session as
+    `gradio.oauth._get_valid_oauth_info_from_session` does, an expired sign-in being none."""
+    session = scope.get("session")
+    if not isinstance(session, dict):  # no OAuth on this server: no SessionMiddleware
+        return None
+    info = _get_valid_oauth_info_from_session(session) or {}
+    name = (info.get("userinfo") or {}).get("preferred_username")
+    return name if isinstance(name, str) and name else None
 
 
 def file_without_litter() -> None:

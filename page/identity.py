@@ -38,17 +38,21 @@ from typing import Any
 
 from starlette.datastructures import MutableHeaders
 from starlette.requests import Request, cookie_parser
+from starlette.responses import HTMLResponse
 
+from page import gradio_patches
 from page.settings import SETTINGS
 
-__all__ = ["COOKIE", "BrowserCookie", "McpCaller", "Visitor", "client_address", "owner_key",
-           "visitor_of"]
+__all__ = ["COOKIE", "BrowserCookie", "McpCaller", "SignInErrors", "Visitor", "client_address",
+           "owner_key", "visitor_of"]
 
 COOKIE = "banana_visitor"
 SECRET = re.compile(r"[0-9a-f]{32}")  # secrets.token_hex(16): 128 bits
 COOKIE_AGE_S = 400 * 24 * 3600  # the longest a browser keeps a cookie (Chrome's cap)
 MCP_CALLER = "x-banana-mcp-caller"
 MCP_PATH = "/gradio_api/mcp"
+SIGN_IN_FAILED = ('<p>Signing in with Hugging Face did not work just now. <a href="/">Back to '
+                  "the page</a>: it works as before without signing in.</p>")
 _SEAL = secrets.token_bytes(32)  # the MCP seal never leaves this process
 _OWNER_KEY = SETTINGS.owner_key.encode() or secrets.token_bytes(32)
 if not SETTINGS.owner_key:
@@ -134,14 +138,8 @@ def _browser(request: Any) -> str | None:
 
 def _account(request: Any) -> str | None:
     """The Hugging Face account signed in through gradio's OAuth session, if any."""
-    username = getattr(request, "username", None)
-    if isinstance(username, str) and username:
-        return username
-    scope = getattr(getattr(request, "request", request), "scope", None) or {}
-    info = (scope.get("session") or {}).get("oauth_info") if isinstance(scope, dict) else None
-    user = (info or {}).get("userinfo") or {}
-    name = user.get("preferred_username")
-    return name if isinstance(name, str) and name else None
+    scope = getattr(getattr(request, "request", request), "scope", None)
+    return gradio_patches.signed_in_user(scope) if isinstance(scope, dict) else None
 
 
 def _seal(address: str, browser: str | None) -> str:
@@ -204,3 +202,31 @@ class McpCaller:
             del headers[MCP_CALLER]
             headers.append(MCP_CALLER, seal)
         await self.app(scope, receive, send)
+
+
+class SignInErrors:
+    """ASGI middleware on gradio's sign-in routes (`/login/…`): a provider that is down, or a
+    sign-in that fails, answers one line and a way back to the page, which works as before
+    without signing in (gradio would answer a 500 and print a traceback)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or not scope["path"].startswith("/login/"):
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def watched(message: dict) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watched)
+        except Exception as error:  # noqa: BLE001 (any failure of the provider or the flow)
+            if started:
+                raise
+            print(f"sign-in failed: {type(error).__name__}", file=sys.stderr)
+            await HTMLResponse(SIGN_IN_FAILED, status_code=503)(scope, receive, send)

@@ -45,6 +45,9 @@ class Settings:
     hub_bytes_per_visitor: int  # BANANA_HUB_MB_PER_VISITOR: hub files replays fetch, per window
     visitor_metrics: tuple[str, ...]  # BANANA_VISITOR_METRICS: names/presets visitors may add
     space_id: str | None  # SPACE_ID: OWNER/NAME of the Space, set by Hugging Face on a Space
+    # Sign in with Hugging Face: on a Space whose card says `hf_oauth: true` (Hugging Face then
+    # sets OAUTH_CLIENT_ID and the rest, which gradio's OAuth routes read).
+    sign_in: bool
 
     # Shares of `keep_bytes`: uploads a quarter, previews a hundredth, the hub files of replays
     # a tenth, runs the rest, and one visitor a tenth of the runs' share.
@@ -103,6 +106,7 @@ class Settings:
                                   env.get("BANANA_VISITOR_METRICS", "").split(",")
                                   if name.strip()),
             space_id=env.get("SPACE_ID") or None,
+            sign_in=bool(env.get("SPACE_ID") and env.get("OAUTH_CLIENT_ID")),
         )
 
 

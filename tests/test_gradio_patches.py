@@ -6,6 +6,7 @@ stops the app on a gradio it does not know."""
 from __future__ import annotations
 
 import gradio as gr
+import gradio.oauth
 import pytest
 from gradio.queueing import Queue
 
@@ -16,7 +17,8 @@ def test_the_installed_gradio_is_the_one_the_patches_were_written_for() -> None:
     gradio_patches.check()  # raises, naming the function, if gradio changed under a patch
     for name, (function, _) in gradio_patches.SHAPES.items():
         owner, attribute = name.split(".")
-        assert getattr({"Queue": Queue, "File": gr.File}[owner], attribute) is function, name
+        home = {"Queue": Queue, "File": gr.File, "oauth": gradio.oauth}[owner]
+        assert getattr(home, attribute) is function, name
 
 
 def test_a_changed_function_or_version_stops_the_app(monkeypatch: pytest.MonkeyPatch) -> None:
