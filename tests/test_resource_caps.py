@@ -83,7 +83,9 @@ def test_the_gate_waits_in_a_chains_queue_and_counts_toward_its_callers_chains(a
     wait_for(lambda: _in_flight({"runs": app["runs"]}), what="the chain's first frame")
     original = noise(tmp_path / "original.png", 64, 48)
     sent = upload(app, original, who).json()[0]
-    refused = join(app, "check_degradation", [file_data(sent), file_data(sent)], who)
+    # The same visitor (its browser) asks for the gate while its chain runs.
+    refused = join(app, "check_degradation", [file_data(sent), file_data(sent)], who,
+                   browser=client(app, who))
     assert "chains queued or running" in refused.text, refused.text
     client(app, who).predict(TOKEN, api_name="/stop")
     chain.join(60)

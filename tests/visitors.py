@@ -92,12 +92,14 @@ def file_data(path: str) -> dict:
 
 
 def join(app: dict, name: str, data: list, who: str, session: str | None = None,
-         query: str = "") -> httpx.Response:
-    """Join the queue for event `name` and leave: what a flood does."""
+         query: str = "", browser: Client | None = None) -> httpx.Response:
+    """Join the queue for event `name` and leave: what a flood does (from `browser`, with its
+    secret, if given; else from no browser at all)."""
     body = {"data": data, "fn_index": app["index"][name], "event_data": None,
             "session_hash": session or secrets.token_hex(6), "trigger_id": None}
     return httpx.post(f"{app['url']}gradio_api/queue/join{query}", json=body, timeout=30,
-                      headers={"X-Forwarded-For": who})
+                      headers={"X-Forwarded-For": who,
+                               **(browser_cookie(browser) if browser else {})})
 
 
 def run_ids(runs: Path) -> set[str]:
