@@ -59,7 +59,7 @@ def trust_no_proxy() -> None:
     os.environ["FORWARDED_ALLOW_IPS"] = ""
 
 
-def wrap_join(queue: Queue, check_join: Callable[[Any, Any], str | None]) -> None:
+def wrap_join(queue: Queue, check_join: Callable[[Any, Any], Awaitable[str | None]]) -> None:
     """Replaces `Queue.push` (gradio's queue/join route calls it for every event): gradio has no
     per-client limit of its own, nor a hook that runs before an event takes a place in the
     queue (an event's `validator=` runs once it is processed). `check_join(body, request)`
@@ -67,7 +67,7 @@ def wrap_join(queue: Queue, check_join: Callable[[Any, Any], str | None]) -> Non
     join: Join = queue.push
 
     async def push(body: Any, request: Any, username: str | None) -> Any:
-        refused = check_join(body, request)
+        refused = await check_join(body, request)
         if refused is not None:
             return False, refused, "error"
         return await join(body, request, username)

@@ -43,8 +43,8 @@ from starlette.responses import HTMLResponse
 from page import gradio_patches
 from page.settings import SETTINGS
 
-__all__ = ["COOKIE", "BrowserCookie", "McpCaller", "SignInErrors", "Visitor", "client_address",
-           "owner_key", "visitor_of"]
+__all__ = ["COOKIE", "BrowserCookie", "McpCaller", "SignInErrors", "Visitor", "owner_key",
+           "visitor_of"]
 
 COOKIE = "banana_visitor"
 SECRET = re.compile(r"[0-9a-f]{32}")  # secrets.token_hex(16): 128 bits
@@ -97,16 +97,6 @@ class Visitor:
 def owner_key(credential: str) -> str:
     """The opaque key stored for `credential` (`kind:value`): keyed, so it reveals nothing."""
     return hmac.new(_OWNER_KEY, credential.encode(), hashlib.sha256).hexdigest()[:32]
-
-
-def client_address(request: Any) -> str:
-    """The address a request came from: on a Space the proxy's `X-Forwarded-For` (its last entry
-    over every line of the header: the address the proxy itself saw; earlier entries are
-    whatever the client wrote), elsewhere the socket's peer; an MCP call's sealed caller's."""
-    sealed = _sealed(request.headers)
-    if sealed is not None:
-        return sealed[0]
-    return _peer(request)
 
 
 def visitor_of(request: Any, token: str = "") -> Visitor:
