@@ -283,7 +283,7 @@ def picked_example(caption: str | None, index: int, bundled: dict[str, str]) -> 
     if caption is None and 0 <= index < len(offered):
         caption = list(offered)[index]
     if caption not in offered:
-        raise gr.Error("Pick one of the example pictures.")
+        raise Refusal("Pick one of the example pictures.")
     return offered[caption]
 
 
