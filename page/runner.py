@@ -76,7 +76,7 @@ def start(request: Any, spec: RunSpec, *, token: str | None = None) -> Iterator[
             events = start_run(spec, SETTINGS.runs_root, stop=stop)
         except REFUSALS as error:
             raise refusal(error) from None
-        yield Chain(owned(events, visitor), stop, visitor)
+        yield from _until_left(Chain(owned(events, visitor), stop, visitor))
 
 
 @contextlib.contextmanager
@@ -102,7 +102,7 @@ def resume(request: Any, run_id: Any, *, key: str = "", token: str | None = None
                 events = opened.events(stop=stop, key=key or None)
             except REFUSALS as error:
                 raise refusal(error) from None
-            yield Chain(owned(events, visitor), stop, visitor, saved)
+            yield from _until_left(Chain(owned(events, visitor), stop, visitor, saved))
 
 
 @contextlib.contextmanager
@@ -123,3 +123,12 @@ def _stop_flag(request: Any, token: str | None) -> Iterator[tuple[threading.Even
         yield flag, visitor_of(request, token or "")
     finally:
         let_go()
+
+
+def _until_left(chain: Chain) -> Iterator[Chain]:
+    """Hand `chain` to the caller's `with`; leaving it closes the chain's events, which stops
+    the chain and records the run (as interrupted, if it had not ended)."""
+    try:
+        yield chain
+    finally:
+        chain.events.close()

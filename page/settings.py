@@ -29,7 +29,7 @@ class Settings:
     runs_root: Path  # BANANA_RUNS_DIR: where runs are written (and served from)
     keep_runs: int  # BANANA_KEEP_RUNS: older run directories are deleted
     keep_bytes: int  # BANANA_KEEP_GB: everything a visitor can put on disk (page/disk.py)
-    runs_per_visitor: int  # BANANA_RUNS_PER_VISITOR: one address's share of the runs
+    runs_per_visitor: int  # BANANA_RUNS_PER_VISITOR: one visitor's share of the runs
     uploads: Path  # BANANA_UPLOADS_DIR: gradio's upload folder (default: named after the runs)
     uploads_keep_s: int  # BANANA_UPLOADS_KEEP_S: an upload is deleted after this long
     trust_proxy: bool  # BANANA_TRUST_PROXY: read the client from X-Forwarded-For (on a Space)
