@@ -2,8 +2,9 @@
 
 `start_run` checks a `RunSpec`, builds the backend, judges and scorer, and returns a generator
 of events that is also being written to a fresh run directory. `resume_run` continues a run
-directory from its last complete frame with the settings it recorded. `prune_runs` keeps the
-runs folder within a count and a byte budget.
+directory from its last complete frame with the settings it recorded; `Resumption` is the same
+in two halves, for a caller that looks at the run first (read once, under its writer's lock).
+`prune_runs` keeps the runs folder within a count and a byte budget.
 """
 
 from __future__ import annotations
