@@ -63,6 +63,7 @@ from page.handlers import (
     replay_hub,
     resume,
     run,
+    start_condition,
     steps_for_the_gpu,
     stop_run,
     zoom_at,
@@ -243,6 +244,7 @@ def build() -> gr.Blocks:
                                          show_label=False, alt_text="The picture you uploaded",
                                          visible=False, elem_id="input-preview")
                 input_note = gr.Markdown()
+                start_note = gr.Markdown(elem_id="start-note")
                 examples = gr.Gallery(example_thumbnails(), label="Example pictures (click one)",
                                       columns=4, height="auto", allow_preview=False,
                                       object_fit="cover", elem_id="examples", buttons=[])
@@ -324,6 +326,8 @@ def build() -> gr.Blocks:
                       **plumbing)
         demo.load(preview, upload, [input_preview, input_note], show_progress="hidden",
                   **plumbing)
+        for shows in (upload.change, demo.load):  # apart from the preview: it takes a second
+            shows(start_condition, upload, start_note, show_progress="hidden", **plumbing)
         examples.select(pick_example, None, upload, **plumbing)
         prompt_preset.change(lambda key: PROMPTS[key].text, prompt_preset, form["prompt"],
                              **plumbing)
