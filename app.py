@@ -86,8 +86,11 @@ INTRO, HELP = (REPO / "assets" / "copy.md").read_text().split("---HELP---")
 CLAIM, ABOUT = INTRO.split("---ABOUT---")
 # docs/licences.md, shown in the page's footer: one text, never two.
 LICENCES = (REPO / "docs" / "licences.md").read_text()
-# The default first (a photograph with texture, the paper's kind of start), then the other
-# photographs, the flat synthetic renders, and the small sample photos.
+# The default first, then the other photographs, the flat synthetic renders, and the small
+# sample photos. The default is chosen by the paper's conditions, never by the verdicts a run
+# on it gives: the bundled start of 2K or more whose BRISQUE at the run's size is nearest the
+# paper's example start (conditions.nearest_to_the_paper; the numbers in
+# docs/start_smoothness.md, checked by tests/test_conditions.py).
 DEFAULT_EXAMPLE = "photo-moss.png"
 EXAMPLES = sorted((str(p) for p in (REPO / "assets" / "examples").glob("*.*") if p.suffix != ".md"),
                   key=lambda path: (Path(path).name != DEFAULT_EXAMPLE,

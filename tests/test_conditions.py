@@ -58,3 +58,32 @@ def test_beside_the_input_its_brisque_and_a_link_to_the_table(tmp_path, photo_pa
         link = re.search(r"\]\((/gradio_api/file=[^)]+)\)", note).group(1)
         served = httpx.get(app["url"].rstrip("/") + link, timeout=60)
         assert served.status_code == 200 and "Start smoothness" in served.text
+
+
+def test_the_default_example_is_the_2k_start_nearest_the_papers_conditions() -> None:
+    """Chosen by a condition of the experiment (BRISQUE at the page's run size against the
+    paper's example start), never by the verdicts a run on it gives."""
+    from PIL import Image
+
+    import app
+    from banana_space.catalog import to_tensor
+    from banana_space.conditions import nearest_to_the_paper
+    from banana_space.images import MAX_SIDE
+    from banana_space.pool import POOL
+
+    brisque = {}
+    for path in sorted((REPO / "assets" / "examples").glob("*.png")):
+        with Image.open(path) as opened:
+            image = opened.convert("RGB")
+        if max(image.size) >= 2048:
+            image.thumbnail((MAX_SIDE, MAX_SIDE), Image.Resampling.LANCZOS)
+            brisque[path.name] = POOL.score("brisque", to_tensor(image))
+    assert len(brisque) >= 4
+    assert nearest_to_the_paper(brisque) == app.DEFAULT_EXAMPLE
+
+
+def test_the_nearest_start_is_by_distance_either_way() -> None:
+    from banana_space.conditions import nearest_to_the_paper
+
+    assert nearest_to_the_paper({"rough": 11.0, "smooth": 44.0}) == "smooth"
+    assert nearest_to_the_paper({"rough": 30.0, "smooth": 44.0}) == "rough"

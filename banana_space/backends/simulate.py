@@ -6,7 +6,10 @@ was calibrated against). The default is *Nano Banana Pro-like*, the generator of
 (arXiv 2604.03400). Each profile has a `kind`, so a suite can be picked by it: "damage" (a
 generator's or a codec's damage), "control" (`white-noise` and `blur`, distortions classic
 metrics were built to catch) or "nuisance" (no damage a person would name; the chains that set
-each score's noise floor, `floors.py`). `strength` scales every profile (0 = a perfect copy,
+each score's noise floor, `floors.py`, and the leaderboard's false alarms). A nuisance either
+repeats one frame (`repeats_a_frame`: Δ from step 1 is 0 by construction, a floor of a score's
+arithmetic) or draws afresh at every step (`varying_nuisances`: one that can raise a false
+alarm). `strength` scales every profile (0 = a perfect copy,
 1 = calibrated). The same seed gives the same frames, bit for bit; no key, no GPU, no network.
 """
 
