@@ -171,3 +171,19 @@ def test_the_suites_own_checks_read_psnr_on_nuisances_and_colour_on_luma_only_da
                                             -1.0]]
     assert colour_floor_rows(rows, chains, ["green_tint"], {"green_tint": 0.0101}) == [
         ["granular", "green_tint", 1, 1, 0, 0.004, 0.0101]]
+
+
+def test_the_report_shows_intervals_marks_and_the_suites_checks(verdicts) -> None:
+    from banana_space.leaderboard.report import report_html
+
+    chains = chain_kinds(CHAINS, "suite", KINDS)
+    entries = [Entry("sharp", "ours", "sharp")]
+    about = {"suite": {"version": "3", "starts": ["a", "b"], "size": 1024, "steps": 20,
+                       "seed": 0}, "machine": "here", "minutes": 1.0}
+    page = report_html(leaderboard_rows(entries, verdicts, chains, {}),
+                       artifact_rows(entries, verdicts, chains), chains, {}, about,
+                       [["suite/shift/a", "shift", -0.5, 0.25, -1.0]],
+                       [["granular", "green_tint", 4, 3, 0, 0.004, 0.0101]])
+    assert "1.00 (0.51–1.00)" in page  # 4/4 detected, Wilson's 95 % interval
+    assert "<td>suite/shift/a</td><td>shift</td><td>-0.50</td>" in page
+    assert "<td>granular</td><td>green_tint</td><td>4</td><td>3</td><td>0</td>" in page

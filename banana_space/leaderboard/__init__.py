@@ -195,11 +195,11 @@ def run_leaderboard(out: Path, suite: Suite, *, sources: Sequence[str] = (),
     write_atomic(out / "leaderboard.csv", csv_bytes(LEADERBOARD_HEADER, board))
     per_artifact = artifact_rows(entries, verdicts, chains)
     write_atomic(out / "artifacts.csv", csv_bytes(ARTIFACT_HEADER, per_artifact))
-    write_atomic(out / "nuisances.csv", csv_bytes(NUISANCE_HEADER, nuisance_rows(verdicts,
-                                                                                 chains)))
+    nuisances = nuisance_rows(verdicts, chains)
+    write_atomic(out / "nuisances.csv", csv_bytes(NUISANCE_HEADER, nuisances))
     colour = [name for name, ruler in RULERS.items() if ruler.reads_colour and name in scored]
-    write_atomic(out / "colour_floors.csv", csv_bytes(COLOUR_FLOOR_HEADER, colour_floor_rows(
-        verdicts, chains, colour, floors())))
+    colour_floors = colour_floor_rows(verdicts, chains, colour, floors())
+    write_atomic(out / "colour_floors.csv", csv_bytes(COLOUR_FLOOR_HEADER, colour_floors))
     cards = chain_cards(refs, chains, out / "chains")
     about = {"suite": suite.as_record(), "sources": list(sources), "chains": len(verdicts),
              "machine": machine(workers, ray), "minutes": round((time.monotonic() - began)
@@ -207,7 +207,8 @@ def run_leaderboard(out: Path, suite: Suite, *, sources: Sequence[str] = (),
              "versions": versions(), "completed": completed}
     write_atomic(out / "suite.json", json.dumps(about, indent=1).encode())
     write_atomic(out / "leaderboard.html",
-                 report_html(board, per_artifact, chains, cards, about).encode())
+                 report_html(board, per_artifact, chains, cards, about, nuisances,
+                             colour_floors).encode())
     return completed
 
 

@@ -15,7 +15,14 @@ from typing import Any
 from ..magnifier import largest_difference_box, side_by_side
 from ..sources import HUB_PREFIX, open_chain
 from ..table.discover import ChainRef
-from .rank import ARTIFACT_HEADER, LEADERBOARD_HEADER, RATES, ChainKind
+from .rank import (
+    ARTIFACT_HEADER,
+    COLOUR_FLOOR_HEADER,
+    LEADERBOARD_HEADER,
+    NUISANCE_HEADER,
+    RATES,
+    ChainKind,
+)
 
 
 def card_name(chain: str) -> str:
@@ -110,9 +117,17 @@ def unavailable_notes(board: Sequence[Sequence[Any]]) -> str:
                    for reason, names in by_reason.items())
 
 
+def plain_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    head = "".join(f"<th>{html.escape(h.replace('_', ' '))}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{_cell(v)}</td>" for v in row) + "</tr>"
+                   for row in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
 def report_html(board: Sequence[Sequence[Any]], per_artifact: Sequence[Sequence[Any]],
                 chains: Mapping[str, ChainKind], cards: Mapping[str, str],
-                about: Mapping[str, Any]) -> str:
+                about: Mapping[str, Any], nuisances: Sequence[Sequence[Any]] = (),
+                colour_floors: Sequence[Sequence[Any]] = ()) -> str:
     suite = about["suite"]
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>Banana Space: leaderboard</title>
@@ -135,6 +150,13 @@ Made on {html.escape(about["machine"])} in {about["minutes"]} min.</p>
 {board_table(board, cards)}
 <h2>Per artifact: paper's rate / robust rate</h2>
 {artifact_matrix(per_artifact)}
+<h2>Checks of the suite</h2>
+<p>PSNR's Δ from step 1 on every nuisance chain: not 0, so its copies really vary and a false
+alarm could happen.</p>
+{plain_table(NUISANCE_HEADER, nuisances)}
+<p>Our colour rulers on luma-only damage (the same change in R, G and B), beside their noise
+floors: a detection there by the paper's rule is a colour score reading its own wobble.</p>
+{plain_table(COLOUR_FLOOR_HEADER, colour_floors)}
 <h2>Not scored here</h2><ul>{unavailable_notes(board)}</ul>
 </body></html>
 """
