@@ -64,6 +64,10 @@ def noise_level(image: np.ndarray) -> float:
     each colour channel, averaged; nonzero coefficients only), with the same numbers. Banana100's
     chains accumulate "static": this reads it. Texture at the finest scale also counts, so a
     sharp, busy photo reads a little high.
+
+    It runs in the frame's own type: PyWavelets' filters are its own loops (no matrix product
+    whose kernel follows the CPU), so a float32 frame reads the same everywhere, and float64
+    would double its cost.
     """
     from scipy import special
 
@@ -95,10 +99,20 @@ def _transposed(array: np.ndarray) -> np.ndarray:
 
 
 def _grey(image: np.ndarray) -> np.ndarray:
-    """The frame's luminance (scikit-image's `rgb2gray`, ITU-R 709 weights) in grey levels."""
+    """The frame's luminance (scikit-image's `rgb2gray`, ITU-R 709 weights) in grey levels, in
+    float64 whatever the frame's type (`_in_float64`)."""
     from skimage import color
 
-    return color.rgb2gray(image) * GREY_LEVELS
+    return color.rgb2gray(_in_float64(image)) * GREY_LEVELS
+
+
+def _in_float64(image: np.ndarray) -> np.ndarray:
+    """The frame in float64. scikit-image's `rgb2gray` and `rgb2lab` multiply by a colour
+    matrix, and OpenBLAS picks its float32 kernel by the CPU it runs on: a float32 frame's
+    luminance moved by a few ULPs between CPUs with and without AVX-512, enough to move the
+    lattice probe by 1.4e-6 (issue 40). In float64 those ULPs are 1e-16, and the rulers that
+    read a colour conversion cost about the same (bench/rulers.py)."""
+    return np.asarray(image, dtype=np.float64)
 
 
 def lattice_excess(image: np.ndarray) -> np.ndarray:
@@ -238,6 +252,7 @@ def neutral_ab(image: np.ndarray) -> tuple[float, float]:
 
     Near neutral: chroma C* below 15 and lightness L* between 20 and 95. Pixels are averaged
     in 2 x 2 blocks first (a cast is a property of regions, and it halves the cost)."""
+    image = _in_float64(image)
     rows, cols = (side // 2 * 2 for side in image.shape[:2])
     if rows and cols:
         # The mean of each 2 x 2 block, summed in the order numpy's `mean` over the block's

@@ -32,7 +32,6 @@ import io
 import os
 import re
 import tempfile
-import time
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -61,6 +60,9 @@ LOCAL_HOSTS = {"127.0.0.1", "localhost"}
 # A failure bound, not a guess of the speed: a 5-step simulated run takes ~20 s on 2 idle cores,
 # minutes on a loaded machine.
 RUN_TIMEOUT_S = 600
+# A failure bound for anything else a page waits for (Playwright's own default is 30 s): a
+# shared machine has stalled a page's redraw for tens of seconds.
+PAGE_TIMEOUT_S = 120
 MAX_TAB_STOPS = 15
 RECORDED_LABELS = {"dunes-simulated-30": "Dunes · simulated (nano-banana-pro profile) · 30 steps"}
 # Every error toast a page shows, kept from the moment the page starts (a toast fades away).
@@ -68,6 +70,47 @@ TOASTS_JS = """window.__errorToasts = [];
 new MutationObserver(() => document.querySelectorAll('.toast-body.error').forEach(toast => {
   if (!toast.dataset.seen) { toast.dataset.seen = '1'; window.__errorToasts.push(toast.innerText); }
 })).observe(document, {subtree: true, childList: true});"""
+# gradio's own stream, recorded as the page receives it: the client reads every event of a run
+# from one `fetch` of /queue/data (server-sent events), so a copy of that response, read beside
+# it, holds each message in the order it came, whatever the page had time to draw. Each message
+# that carries the strip's newest thumbnails (`alt="step k"`) is kept with those steps, and the
+# first message that says the run completed is kept too (the run's end).
+STREAM_JS = r"""window.__stream = [];
+const pageFetch = window.fetch;
+window.fetch = async (...args) => {
+  const response = await pageFetch(...args);
+  const url = args[0] instanceof Request ? args[0].url : String(args[0]);
+  if (url.includes('/queue/data') && response.body) {
+    const reader = response.clone().body.getReader(), decoder = new TextDecoder();
+    let pending = '';
+    (async () => {
+      for (;;) {
+        const {done, value} = await reader.read();
+        if (done) return;
+        pending += decoder.decode(value, {stream: true});
+        const lines = pending.split('\n');
+        pending = lines.pop();
+        for (const line of lines.filter(l => l.startsWith('data:'))) {
+          const steps = [...line.matchAll(/alt=\\"step (\d+)\\"/g)].map(m => +m[1]);
+          const completed = line.includes('Completed');
+          if (steps.length || completed) window.__stream.push({steps, completed});
+        }
+      }
+    })().catch(() => {});  // gradio aborts the stream it has done with: so ends its copy
+  }
+  return response;
+};"""
+# Every state the page drew while a run went on: a MutationObserver takes a look (SNAPSHOT_JS)
+# after each batch of changes to the page, and keeps it when it differs from the last one kept.
+DRAWN_JS = """() => {
+  window.__drawn = [];
+  const keep = () => {
+    const now = (%s)(), last = window.__drawn[window.__drawn.length - 1];
+    if (JSON.stringify(now) !== JSON.stringify(last)) window.__drawn.push(now);
+  };
+  new MutationObserver(keep).observe(document.body,
+                                     {subtree: true, childList: true, characterData: true});
+}"""
 METRICS = {"brisque", "niqe", "piqe", "entropy"}
 # The current axe-core release (npm, 2026): it finds what axe-playwright-python 0.1.8's bundled
 # 4.12.1 does not (label-content-name-mismatch on gradio's gallery thumbnails, WCAG 2.5.3).
@@ -91,6 +134,7 @@ SNAPSHOT_JS = """() => {
     verdict: rows,
   };
 }"""
+DRAWN_JS = DRAWN_JS % SNAPSHOT_JS
 # The compare slider: its value, the two images it shows, their alt text and its label.
 COMPARE_JS = """() => ({
   step: document.querySelector('#compare-step input[type=range]').value,
@@ -145,8 +189,10 @@ class Visitors:
     def open(self, viewport: dict[str, int] = DESKTOP, query: str = "",
              url: str | None = None) -> Page:
         context = self.browser.new_context(viewport=viewport, accept_downloads=True)
+        context.set_default_timeout(PAGE_TIMEOUT_S * 1000)
         context.grant_permissions(["clipboard-read", "clipboard-write"])
         context.add_init_script(TOASTS_JS)
+        context.add_init_script(STREAM_JS)
         page = context.new_page()
         self.pages.append(page)
         page.on("console", self._on_console)
@@ -274,36 +320,42 @@ def test_a_run_streams_in_frame_by_frame_and_downloads(page: Page, visitors: Vis
                                                         photo_path: Path, tmp_path: Path) -> None:
     steps = 5
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.evaluate(DRAWN_JS)
+    page.evaluate("window.__stream = []")  # from here on: this run's messages
     start_run(page, photo_path, steps)
+    page.wait_for_function(f"({SNAPSHOT_JS})().frames >= 3", timeout=RUN_TIMEOUT_S * 1000)
+    screenshot(page, "mid-run")  # of whatever the run has reached by then
+    wait_for_status(page, "Completed")
 
-    seen: list[Snapshot] = []
-    mid_run: Snapshot | None = None
-    deadline = time.monotonic() + RUN_TIMEOUT_S
-    while time.monotonic() < deadline:
-        now = look(page)
-        seen.append(now)
-        if "Completed" in now.status or "Failed" in now.status:
-            break
-        if mid_run is None and 3 <= now.frames < steps + 1:
-            mid_run = now
-            screenshot(page, "mid-run")
-        page.wait_for_timeout(150)
-    final = seen[-1]
+    # Every frame arrived, in order, one message after another, each before the run ended:
+    # read from gradio's own stream (STREAM_JS), not from looks at a moving page.
+    stream = page.evaluate("window.__stream")
+    end = next(i for i, message in enumerate(stream) if message["completed"])
+    arrival = {}  # step -> the first message that carried it
+    for i, message in enumerate(stream):
+        for step in message["steps"]:
+            arrival.setdefault(step, i)
+    print(f"frames by message: {[m['steps'] for m in stream]}; the end at message {end}")
+    assert sorted(arrival) == list(range(steps + 1)), f"frames that arrived: {sorted(arrival)}"
+    order = [arrival[step] for step in range(steps + 1)]
+    assert order == sorted(set(order)), f"frames did not stream in one by one: {order}"
+    assert order[-1] < end, f"frames arrived with the run's end: {order}, end {end}"
+
+    # What the page drew (DRAWN_JS): every state, recorded as it was drawn.
+    seen = [Snapshot(**drawn) for drawn in page.evaluate("window.__drawn")]
+    final = look(page)
     counts = [s.frames for s in seen]
-    print(f"strip sizes seen ({len(counts)} looks): {counts}")
     assert "Completed" in final.status, f"the run did not complete: {final.status!r}"
 
     # The strip grows one frame at a time, never shrinks, and ends at N + 1 frames.
     assert counts == sorted(counts), f"the strip shrank: {counts}"
-    assert final.frames == steps + 1
-    # Seen between the first frame and the last: the strip grew while the run went on (the
-    # page may skip a frame between two looks; tests/test_app.py checks every update).
-    intermediate = {c for c in counts if 0 < c < steps + 1}
-    assert len(intermediate) >= 2, f"frames did not stream in: {sorted(set(counts))}"
+    assert final.frames == steps + 1 and counts[-1] == steps + 1
+    # The strip was drawn between the first frame and the last, while the run went on.
+    assert {c for c in counts if 0 < c < steps + 1}, f"no frame was drawn mid-run: {counts}"
 
     # The curves gained points while the run went, never lost any, and end with one point per
-    # metric per frame. Each component redraws on its own tick, so one look may pair an older
-    # strip with newer curves: the growth is read across all looks, not from one of them.
+    # metric per frame. Each component redraws on its own tick, so one state may pair an older
+    # strip with newer curves: the growth is read across all states, not from one of them.
     points = [s.points for s in seen]
     assert points == sorted(points), f"the curves lost points: {points}"
     assert any(0 < n < final.points for n in points), f"the curves did not grow: {points}"
@@ -358,7 +410,7 @@ def test_a_run_streams_in_frame_by_frame_and_downloads(page: Page, visitors: Vis
     assert link == f"{visitors.app_url}?run={run_id}&frame=3", link
 
     phone = visitors.open(PHONE, url=link)
-    wait_for_status(phone, "Completed", timeout_s=30)
+    wait_for_status(phone, "Completed", timeout_s=PAGE_TIMEOUT_S)
     phone.wait_for_function(f"({COMPARE_JS})().label.startsWith('◀ input · step 3 ▶')")
     phone.wait_for_function(f"({SNAPSHOT_JS})().points === {final.points}")  # plot drawn
     shared = look(phone)
@@ -408,12 +460,12 @@ def test_a_recorded_chain_opens_at_once(page: Page) -> None:
       const box = strip.getBoundingClientRect();
       return strip.scrollWidth > strip.clientWidth && newest.right <= box.right + 1
              && newest.left >= box.left - 1;
-    }""", timeout=15000)  # generous: the test machine is often shared
+    }""")
     verdicts = verdict_by_metric(first)
     assert METRICS | {"psnr (reference)"} <= set(verdicts), verdicts
     assert all(decided(verdicts[m], provisional=False) for m in METRICS), verdicts
     assert "After 30 steps, PSNR to the input fell" in first.summary, first.summary
-    wait_for_status(page, "Completed", timeout_s=30)
+    wait_for_status(page, "Completed", timeout_s=PAGE_TIMEOUT_S)
     # Resume on a complete run says so, and leaves the run on screen as it was.
     page.click("#resume-button")
     page.get_by_text("This run is complete: all 30 steps are made.").wait_for()
