@@ -187,3 +187,15 @@ def test_the_report_shows_intervals_marks_and_the_suites_checks(verdicts) -> Non
     assert "1.00 (0.51–1.00)" in page  # 4/4 detected, Wilson's 95 % interval
     assert "<td>suite/shift/a</td><td>shift</td><td>-0.50</td>" in page
     assert "<td>granular</td><td>green_tint</td><td>4</td><td>3</td><td>0</td>" in page
+
+
+def test_a_rerun_of_the_same_suite_adds_its_minutes_to_the_earlier_ones(tmp_path) -> None:
+    import json
+
+    from banana_space.leaderboard import earlier_minutes
+
+    suite = Suite(starts=("photo-moss",), size=64, steps=5)
+    assert earlier_minutes(tmp_path, suite) == 0.0
+    (tmp_path / "suite.json").write_text(json.dumps({"suite": suite.as_record(), "minutes": 41.5}))
+    assert earlier_minutes(tmp_path, suite) == 41.5
+    assert earlier_minutes(tmp_path, Suite(starts=("photo-moss",), size=128, steps=5)) == 0.0

@@ -202,14 +202,25 @@ def run_leaderboard(out: Path, suite: Suite, *, sources: Sequence[str] = (),
     write_atomic(out / "colour_floors.csv", csv_bytes(COLOUR_FLOOR_HEADER, colour_floors))
     cards = chain_cards(refs, chains, out / "chains")
     about = {"suite": suite.as_record(), "sources": list(sources), "chains": len(verdicts),
-             "machine": machine(workers, ray), "minutes": round((time.monotonic() - began)
-                                                                / 60, 1),
+             "machine": machine(workers, ray),
+             "minutes": round(earlier_minutes(out, suite) + (time.monotonic() - began) / 60, 1),
              "versions": versions(), "completed": completed}
     write_atomic(out / "suite.json", json.dumps(about, indent=1).encode())
     write_atomic(out / "leaderboard.html",
                  report_html(board, per_artifact, chains, cards, about, nuisances,
                              colour_floors).encode())
     return completed
+
+
+def earlier_minutes(out: Path, suite: Suite) -> float:
+    """The minutes the earlier runs of this very suite in `out` took (a rerun continues their
+    work: made chains and scored chains are kept), so `suite.json` says what the whole cost."""
+    path = out / "suite.json"
+    if not path.is_file():
+        return 0.0
+    before = json.loads(path.read_text())
+    same = before.get("suite") == json.loads(json.dumps(suite.as_record()))  # tuples as lists
+    return float(before.get("minutes", 0.0)) if same else 0.0
 
 
 def machine(workers: int, ray: bool) -> str:
