@@ -103,6 +103,18 @@ def nuisance_check() -> str:
             f"PSNR's Δ5 from step 1 is {min(moves):.2f}–{max(moves):.2f} dB in size, never 0.")
 
 
+def scored(suite: dict) -> str:
+    steps = suite.get("scored_steps")
+    return ("every frame scored" if steps is None else
+            f"scored at steps {', '.join(map(str, steps))}")
+
+
+def scored_entries() -> list[str]:
+    """The scores that ran and were timed here (a judge's cost is its own benchmark's)."""
+    return [row["metric"] for row in read_csv("leaderboard.csv") if not row["unavailable"]
+            and row["seconds_per_frame"]]
+
+
 def calibrations() -> str:
     return ", ".join(f"{metric} for {name}" for name, profile in PROFILES.items()
                      for metric in profile.calibrated_with) or "none"
@@ -120,7 +132,8 @@ def about() -> str:
             f"({_by_kind(kinds, 'damage')}), the controls ({_by_kind(kinds, 'control')}) and "
             f"the nuisances ({_by_kind(kinds, 'nuisance')}), each on the "
             f"{len(suite['starts'])} starts {', '.join(suite['starts'])}, at {suite['size']} px "
-            f"on the long side, {suite['steps']} steps, seed {suite['seed']}. Rates in %, each "
+            f"on the long side, {suite['steps']} steps, seed {suite['seed']}, {scored(suite)}, "
+            f"by {', '.join(scored_entries())}. Rates in %, each "
             "with its 95 % Wilson interval over chains: *detects* = worse than step 1 at steps "
             "5, 10 and 20 on damage chains (Banana100's rule; *robust*, ours: by more than the "
             "score's noise floor); *false alarms* = the same on nuisance chains (copies that "
