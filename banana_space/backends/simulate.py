@@ -98,11 +98,12 @@ PROFILES: dict[str, Profile] = {
         "JPEG at a random quality (nuisance)", "the input re-encoded once as JPEG at a fresh "
         "quality of 90-98 at every step", controls.random_jpeg, "nuisance", anchored=True),
     "random-resample": Profile(
-        "Resampling round trip (nuisance)", "the input resized by a fresh scale of 0.8-1.25 "
-        "and back at every step", controls.random_resample, "nuisance", anchored=True),
+        "Resampling round trip (nuisance)", "the input resized by a fresh scale (1.05-1.25 "
+        "or its inverse) and back at every step", controls.random_resample, "nuisance",
+        anchored=True),
     "random-exposure": Profile(
-        "Exposure ±1 % (nuisance)", "the input's brightness times a fresh gain of 1 ± 1 % at "
-        "every step", controls.random_exposure, "nuisance", anchored=True),
+        "Exposure ±1 % (nuisance)", "the input's brightness times a fresh gain of 1 ± "
+        "0.25-1 % at every step", controls.random_exposure, "nuisance", anchored=True),
 }
 DEFAULT_PROFILE = "nano-banana-pro"
 
@@ -116,6 +117,7 @@ def varying_nuisances() -> list[str]:
     """The nuisance profiles whose copies differ at every step: the ones that can raise a
     false alarm."""
     return [name for name in profiles_of_kind("nuisance") if not PROFILES[name].repeats_a_frame]
+
 
 INFO = BackendInfo(
     name="simulate",
