@@ -100,7 +100,7 @@ def nuisance_check() -> str:
     if not moves:
         return ""
     return (f" On every one of the {len(moves)} nuisance chains the copies really vary: "
-            f"PSNR's Δ5 from step 1 is {min(moves):.2f}–{max(moves):.2f} dB in size, never 0.")
+            f"PSNR's Δ5 from step 1 is {min(moves):.3g}–{max(moves):.3g} dB in size, never 0.")
 
 
 def scored(suite: dict) -> str:

@@ -225,4 +225,4 @@ def test_the_tab_says_what_ran(verdicts, tmp_path: Path, monkeypatch) -> None:
     assert "4 starts photo-moss, photo-nuthatch, photo-flower, photo-facade, at 1024 px" in text
     assert "scored at steps 0, 1, 5, 10, 20, by sharp." in text
     assert "Wilson interval" in text and "scale_index for granular" in text
-    assert "PSNR's Δ5 from step 1 is 0.31–2.50 dB in size, never 0" in text
+    assert "PSNR's Δ5 from step 1 is 0.31–2.5 dB in size, never 0" in text
