@@ -55,6 +55,12 @@ def _span(values: list[float]) -> str:
     return f"{low:.1f}" if low == high else f"{low:.1f}–{high:.1f}"
 
 
+def photographs(starts: list[str]) -> str:
+    """Which photographs ran, of how many bundled: "photo-moss (1 of the 4 photographs)"."""
+    bundled = len(list(suite_runs.EXAMPLES.glob("photo-*.png")))
+    return f"{', '.join(starts)} ({len(starts)} of the {bundled} bundled photographs)"
+
+
 def collect(jobs: list[suite_runs.Job], runs: Path) -> dict[suite_runs.Job, tuple]:
     """Per run: its verdict rows by metric and its start's BRISQUE (step 0)."""
     made = {}
@@ -115,8 +121,8 @@ def finding(made: dict, metrics: list[str], profile: str, side: int, starts: lis
                if changed else "No metric's verdicts changed with the start's smoothness here")
     return (f"**How smooth the start is (our finding, not the paper's).** Banana100's starts "
             f"were generated images, smooth as such images are (its example start: BRISQUE "
-            f"{PAPER_START_BRISQUE}); a photograph is rougher. We ran the photographs "
-            f"{', '.join(starts)} at {side} px as they are and smoothed, with the "
+            f"{PAPER_START_BRISQUE}); a photograph is rougher. We ran {photographs(starts)} at "
+            f"{side} px as they are and smoothed, with the "
             f"{PROFILES[profile].label} profile, {steps} steps, and counted the starts on which "
             f"each classic metric detects the damage by the paper's test: " + "; ".join(parts)
             + f". {outcome}: a verdict holds for starts like the ones it was measured on. The "
@@ -178,7 +184,7 @@ def main() -> None:
     metrics = expand_metric_names(",".join(METRICS))
     head = (f"Written by `scripts/start_smoothness.py` (our finding, not the paper's). "
             f"{args.steps} steps, seed 0, at {args.side} px on the long side, on the "
-            f"photographs {', '.join(starts)}, each as it is and smoothed "
+            f"{photographs(starts)}, each as it is and smoothed "
             f"({', '.join(SMOOTHING_LABEL[s] for s in SMOOTHED[1:])}; the TV weight is "
             "scikit-image's default, 0.1) after the resize; profiles "
             f"{', '.join(profiles)}. The paper's example start scores BRISQUE "
