@@ -183,7 +183,7 @@ def main() -> None:
     made = collect(jobs, args.runs)
     metrics = expand_metric_names(",".join(METRICS))
     head = (f"Written by `scripts/start_smoothness.py` (our finding, not the paper's). "
-            f"{args.steps} steps, seed 0, at {args.side} px on the long side, on the "
+            f"{args.steps} steps, seed 0, at {args.side} px on the long side, on "
             f"{photographs(starts)}, each as it is and smoothed "
             f"({', '.join(SMOOTHING_LABEL[s] for s in SMOOTHED[1:])}; the TV weight is "
             "scikit-image's default, 0.1) after the resize; profiles "
