@@ -49,12 +49,14 @@ from page.handlers import (
     REAL_SLOTS,
     compare,
     cost_note,
+    example_gallery,
     hub_credit,
     marked_plot,
     on_load,
     open_real_chain,
     open_recorded,
     past_runs,
+    picked_example,
     preview,
     real_chain_buttons,
     real_chains_tick,
@@ -150,7 +152,11 @@ def example_thumbnails() -> list[tuple[str, str]]:
 
 
 def pick_example(event: gr.SelectData) -> str:
-    return EXAMPLES[event.index]
+    """The picture behind the clicked thumbnail (Banana100's starts come first, once they are
+    prepared: `handlers.example_gallery`)."""
+    value = event.value if isinstance(event.value, dict) else {}
+    return picked_example(value.get("caption"), event.index,
+                          {Path(path).stem: path for path in EXAMPLES})
 
 
 def build() -> gr.Blocks:
@@ -248,7 +254,9 @@ def build() -> gr.Blocks:
                                          visible=False, elem_id="input-preview")
                 input_note = gr.Markdown()
                 start_note = gr.Markdown(elem_id="start-note")
-                examples = gr.Gallery(example_thumbnails(), label="Example pictures (click one)",
+                bundled = example_thumbnails()
+                examples = gr.Gallery(example_gallery(bundled),
+                                      label="Example pictures (click one)",
                                       columns=4, height="auto", allow_preview=False,
                                       object_fit="cover", elem_id="examples", buttons=[])
                 form["backend"] = gr.Dropdown(backend_choices, value="simulate",
@@ -311,7 +319,8 @@ def build() -> gr.Blocks:
         with gr.Accordion("Licences and terms", open=False, elem_id="licences-and-terms"):
             gr.Markdown(LICENCES)
         gr.Markdown("Banana Space · code under Apache-2.0 · **for non-commercial use**, because "
-                    "every metric comes from pyiqa (PolyForm Noncommercial) · "
+                    "every metric comes from pyiqa (PolyForm Noncommercial 1.0.0 and NTU "
+                    "S-Lab License 1.0) · "
                     "[Licences and terms](#licences-and-terms) · "
                     "[Banana100 paper](https://arxiv.org/abs/2604.03400)", elem_id="footer")
 
@@ -369,6 +378,10 @@ def build() -> gr.Blocks:
         real_timer = gr.Timer(REAL_CHAINS_POLL_S)
         real_timer.tick(real_chains_tick, None, [examples_heading, *real, real_timer],
                         api_name="real_chains_tick", show_progress="hidden", **plumbing)
+        # Banana100's own starts lead the example pictures once their chains are prepared.
+        for shown in (demo.load, real_timer.tick):
+            shown(partial(example_gallery, bundled), None, examples, show_progress="hidden",
+                  **plumbing)
         # The profile is the simulation's alone.
         form["backend"].change(lambda name: gr.update(visible=name == "simulate"),
                                form["backend"], form["profile"], **plumbing)

@@ -1,13 +1,15 @@
 """The paper's arithmetic, as pure functions: oriented deltas, normalisation, verdicts.
 
 Banana100 (arXiv 2604.03400): the normalised score difference Δi is the score at step i
-minus the score at step 1, the first copy (the dataset's chains are steps 1..100; the input is
-not among them), and a metric *detects* the degradation when Δ5, Δ10 and Δ20 are all negative.
+minus the score at step 1, the first copy, and a metric *detects* the degradation when Δ5, Δ10
+and Δ20 are all negative. (Whether the dataset's own chains keep the input at step 0 is read
+from each chain's file names, `real_chains.py`; nothing here assumes either layout.)
 Here Δ is oriented so that negative always means worse (the sign flipped for lower-is-better
 scores). The reading taken of "normalised": a rescaling of the score by a positive factor, which
 leaves every sign, and so every verdict, as it is; the Δ columns stay in the score's own units.
 Ours, for runs shorter than the paper's: the checkpoints that exist are used (and the last step
-when none of them does, if it comes after step 1). A missing score (NaN) is missing: it never
+when none of them does, if it comes after step 1), and every verdict says which it used
+(`VerdictRow.checkpoints_used`, `paper_test`). A missing score (NaN) is missing: it never
 counts as a pass, and a chain with no score at step 1 has no verdict (`undecided_because` says so).
 
 Fidelity (PSNR, SSIM) is scored against the input, the right answer of a replication chain;
@@ -43,9 +45,44 @@ CHECKPOINT_FIELDS = tuple(f"delta_{step}" for step in CHECKPOINTS)
 CHECKPOINT_HEADERS = tuple(f"Δ{step}" for step in CHECKPOINTS)
 SINCE_INPUT_HEADER = "Δ since input"
 REFERENCE_METRIC = "psnr"  # the fidelity line every metric is rank-correlated with
-PROVISIONAL = " so far"  # after a verdict word while the paper's last checkpoint is ahead
-# The paper's test in one line, for every surface that names it.
-PAPER_TEST = "the paper's test (Δ from step 1 < 0 at steps 5, 10 and 20)"
+PROVISIONAL = " so far"  # after a verdict word while a checkpoint the run will reach is ahead
+
+
+def steps_text(steps: Sequence[int]) -> str:
+    """Step numbers in words: "step 5", "steps 5 and 10", "steps 5, 10 and 20"."""
+    named = [str(step) for step in steps]
+    if len(named) <= 1:
+        return f"step {''.join(named)}"
+    return f"steps {', '.join(named[:-1])} and {named[-1]}"
+
+
+def paper_test(used: Sequence[int] = CHECKPOINTS) -> str:
+    """The paper's test in one line, as read at the checkpoints `used` (`checkpoints`): at all
+    of the paper's it names them; at fewer it names only those, and says so, so a short run
+    never names a checkpoint it does not have.
+
+    Args:
+        used: the checkpoints the verdicts were read at (`VerdictRow.checkpoints_used`);
+            none: the test as the paper asks it, which cannot be asked yet.
+
+    Returns:
+        e.g. "the paper's test (Δ from step 1 < 0 at steps 5, 10 and 20)", or
+        "the paper's test at step 5 only (Δ from step 1 < 0 there; …)".
+    """
+    if not used or tuple(used) == CHECKPOINTS:  # none yet: the test as the paper asks it
+        return f"the paper's test (Δ from step 1 < 0 at {steps_text(CHECKPOINTS)})"
+    return (f"the paper's test at {steps_text(used)} only (Δ from step 1 < 0 there; the chain "
+            "has not reached the paper's later checkpoints)")
+
+
+def fewer_checkpoints(used: Sequence[int]) -> str:
+    """"at step 5 only" where a verdict was read at fewer checkpoints than the paper's; ""
+    where it was read at all of them (or at none: it is undecided)."""
+    return "" if not used or tuple(used) == CHECKPOINTS else f"at {steps_text(used)} only"
+
+
+# The paper's test in one line, for every surface that names it (a run's own: `paper_test`).
+PAPER_TEST = paper_test()
 # Ours, the noise-floor rule (`beyond_floor` decides it) in one line, for every surface that
 # states it: the zip's README, the API's answer, the gate's answer, the CLI.
 FLOOR_RULE = ("worse by more than its noise floor: the oriented Δ (negative = worse) is below "
@@ -59,9 +96,9 @@ INPUT_CONTRASTS = {
     (False, True): "step 1 scored worse than the input; from there it does not fall at every "
                    "checkpoint"}
 # One metric's verdict as verdict.csv (and the table's verdicts.csv, after its chain) writes it.
-VERDICT_FIELDS = ("metric", *CHECKPOINT_FIELDS, "detects", "detects_robust", "undecided_because",
-                  "delta_since_input", "worse_than_input", "spearman_vs_psnr",
-                  "spearman_from_first")
+VERDICT_FIELDS = ("metric", *CHECKPOINT_FIELDS, "detects", "detects_robust", "checkpoints_used",
+                  "undecided_because", "delta_since_input", "worse_than_input",
+                  "spearman_vs_psnr", "spearman_from_first")
 
 
 @dataclass(frozen=True)
@@ -88,20 +125,29 @@ class Verdict(Enum):
     def words(self) -> _Words:
         return _VERDICT_WORDS[self]
 
-    def on_page(self, provisional: bool = False, robust: bool = False) -> str:
+    def on_page(self, provisional: bool = False, robust: bool = False,
+                used: Sequence[int] = CHECKPOINTS) -> str:
         """The page's words for this verdict.
 
         Args:
-            provisional: the run has not reached the paper's last checkpoint yet: a decided
-                verdict says " so far" (an undecided one says nothing more).
+            provisional: the run goes on towards a checkpoint it has not reached yet
+                (`provisional`): a decided verdict says " so far" (an undecided one says
+                nothing more).
             robust: the "beyond floor" column's words ("❌ no", "…") instead of the paper's
                 ("❌ fooled", "… undecided").
+            used: the checkpoints the verdict was read at: a final verdict read at fewer
+                than the paper's says which ("✅ detects (at step 5 only)").
 
         Returns:
-            e.g. "✅ detects", "❌ fooled so far", "… undecided".
+            e.g. "✅ detects", "❌ fooled so far", "… undecided", "❌ fooled (at step 5 only)".
         """
         word = self.words.page_robust if robust else self.words.page
-        return word + (PROVISIONAL if provisional and self is not Verdict.UNDECIDED else "")
+        if self is Verdict.UNDECIDED:
+            return word
+        if provisional:
+            return word + PROVISIONAL
+        fewer = fewer_checkpoints(used)
+        return word + (f" ({fewer})" if fewer else "")
 
 
 _VERDICT_WORDS = {
@@ -193,6 +239,14 @@ def checkpoints(last_step: int) -> tuple[int, ...]:
     step 1 at step 1 is 0 by definition, not a measurement)."""
     present = tuple(s for s in CHECKPOINTS if s <= last_step)
     return present or ((last_step,) if last_step > FIRST_COPY else ())
+
+
+def provisional(last_step: int, planned_steps: int, running: bool) -> bool:
+    """Whether a run's verdicts may still change: it goes on, and a checkpoint it will read
+    (`checkpoints` of its planned length) is still ahead. A run that has ended (completed,
+    stopped or failed) is final whatever it reached; its verdicts say which checkpoints they
+    used instead."""
+    return running and checkpoints(last_step) != checkpoints(planned_steps)
 
 
 def detects_degradation(deltas: Sequence[float], floor: float | None = 0.0) -> bool | None:
@@ -288,6 +342,7 @@ class VerdictRow:
     delta_since_input: float = math.nan  # the oriented change since the input, last step
     worse_than_input: bool | None = None  # every checkpoint worse than the input (ours)
     undecided_because: str = ""  # why `detects` is None ("" when it is decided)
+    checkpoints_used: tuple[int, ...] = ()  # the steps both tests were read at (`checkpoints`)
 
     def delta_at(self, step: int) -> float:
         """The paper's Δ at one of CHECKPOINTS (NaN where the run stops short of it)."""
@@ -301,7 +356,8 @@ class VerdictRow:
     def record(self) -> list[object]:
         """The row's cells in VERDICT_FIELDS order, verdicts in their plain words."""
         return [self.metric, *self.at_checkpoints, plain_verdict(self.detects),
-                plain_verdict(self.detects_robust), self.undecided_because,
+                plain_verdict(self.detects_robust),
+                " ".join(str(step) for step in self.checkpoints_used), self.undecided_because,
                 self.delta_since_input, plain_verdict(self.worse_than_input),
                 self.spearman_vs_psnr, self.spearman_from_first]
 
@@ -349,7 +405,7 @@ class History:
 
     def verdict(self) -> list[VerdictRow]:
         reference = self.since_input(REFERENCE_METRIC) if REFERENCE_METRIC in self.scores else []
-        rows = []
+        rows, used = [], checkpoints(self.last_step)
         for name, info in self.infos.items():
             deltas, since = self.deltas(name), self.since_input(name)
             at = tuple(deltas[s] if s < len(deltas) else math.nan for s in CHECKPOINTS)
@@ -358,5 +414,5 @@ class History:
                                    detects_degradation(deltas, floor_of(name)),
                                    spearman(since[1:], reference[1:]),
                                    *_against_input(info, since),
-                                   undecided_because(deltas)))
+                                   undecided_because(deltas), used))
         return rows

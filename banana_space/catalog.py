@@ -49,6 +49,15 @@ PRESETS: dict[str, tuple[str, ...]] = {
 # Short names for the presets, for the command line (`--metrics rulers,brisque`).
 PRESET_KEYS = {"classics": "CPU classics (4)", "banana100": "Banana100 (21 metrics)",
                "rulers": "Chain-aware rulers"}
+# How a count of one family's scores names them (a run's first line, `view.summarise`), in the
+# order it counts them: the paper's metrics come from pyiqa; ours and plug-ins are not the
+# paper's, and are counted apart from its metrics, never pooled with them.
+# family -> (noun, what they are)
+FAMILY_NOUNS: dict[str, tuple[str, str]] = {
+    "pyiqa": ("standard metrics", "pyiqa's, the kind the paper tests"),
+    "plug-in": ("plug-in metrics", "installed here, not among the paper's"),
+    "ours": ("rulers", "ours, not among the paper's metrics"),
+}
 # pyiqa's "no-reference" names that are not a score of one frame, each with why.
 _DISTRIBUTION = "it measures the distance between two sets of images (their distributions)"
 NOT_PER_FRAME = {

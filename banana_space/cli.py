@@ -5,7 +5,8 @@
                                               or hf://datasets/OWNER/NAME/PATH)
     banana-space resume DIR
     banana-space table SOURCE... --metrics LIST --out DIR [--workers N] [--ray [ADDRESS]]
-    banana-space deploy OWNER/NAME [--hardware zero-a10g] [--private] [--secrets] [--dry-run]
+    banana-space deploy OWNER/NAME [--hardware zero-a10g] [--private] [--secrets] [--bucket NAME]
+                        [--dry-run]
     banana-space leaderboard [--out DIR] [--add SOURCE]... [--workers N] [--ray [ADDRESS]]
     banana-space check ORIGINAL EDITED...    (has an edit degraded the image? JSON)
 
@@ -87,10 +88,14 @@ def _parser(prog: str) -> argparse.ArgumentParser:
 def _deploy_parser(commands: Any) -> None:
     deploy = commands.add_parser("deploy", help="publish this checkout as a Hugging Face Space")
     deploy.add_argument("space", metavar="OWNER/NAME")
-    deploy.add_argument("--hardware", default=None, help="e.g. zero-a10g, cpu-basic, l4x1")
+    deploy.add_argument("--hardware", default=None, help="a new Space: zero-a10g (ZeroGPU, the "
+                        "one a free account may use); cpu-basic, l4x1, … need a paid plan")
     deploy.add_argument("--private", action="store_true", help="a private Space")
     deploy.add_argument("--secrets", action="store_true", help="copy GEMINI_API_KEY and "
                         "HF_TOKEN from this environment into the Space's secrets")
+    deploy.add_argument("--bucket", default=None, metavar="NAME", help="keep the runs on this "
+                        "Storage Bucket (OWNER/NAME, or NAME beside the Space), created if "
+                        "needed and mounted read-write")
     deploy.add_argument("--dry-run", action="store_true", help="list what would be uploaded")
     deploy.add_argument("--source", type=Path, default=Path(), help="the checkout (default: .)")
 
@@ -167,14 +172,18 @@ def _show(events: Iterator[Event]) -> Finished:
 def _summary(run_dir: Path) -> str:
     from .analysis import (
         CHECKPOINT_HEADERS,
+        CHECKPOINTS,
         FLOOR_RULE,
-        PAPER_TEST,
         SINCE_INPUT_HEADER,
         Verdict,
+        checkpoints,
+        paper_test,
+        steps_text,
     )
     from .run import Run
 
-    rows = Run(run_dir).load().history.verdict()
+    history = Run(run_dir).load().history
+    rows, used = history.verdict(), checkpoints(history.last_step)
     headers = "".join(f"{header:>10}" for header in CHECKPOINT_HEADERS)
     lines = [f"{'metric':<14}{headers}  detects  beyond floor  {SINCE_INPUT_HEADER}  "
              "ρ vs PSNR  ρ from 1st"]
@@ -188,8 +197,13 @@ def _summary(run_dir: Path) -> str:
                      f"{Verdict(r.detects_robust).words.terse:<12} {since}  "
                      f"{r.spearman_vs_psnr:>9.2f}  {r.spearman_from_first:>10.2f}"
                      + "".join(f"  {note}" for note in notes))
-    lines.append(f"detects: {PAPER_TEST}; Δ5, Δ10, Δ20 are from step 1, the first copy")
-    lines.append(f"beyond floor: at every checkpoint, {FLOOR_RULE}")
+    read = [f"Δ{step}" for step in used if step in CHECKPOINTS]
+    lines.append(f"detects: {paper_test(used)}; "
+                 + (f"{', '.join(read)} {'is' if len(read) == 1 else 'are'} from step 1, the "
+                    "first copy" if read else "every Δ is from step 1, the first copy")
+                 + ("" if len(read) == len(CHECKPOINTS) else "; '-': the run has no such step"))
+    lines.append(f"beyond floor: at {steps_text(used) if used else 'every checkpoint'}, "
+                 f"{FLOOR_RULE}")
     lines.append(f"{SINCE_INPUT_HEADER}: the change at the last step against the input (ours)")
     return "\n".join(lines)
 
@@ -206,7 +220,8 @@ def main(argv: list[str] | None = None, prog: str = "banana-space") -> int:
             from .deploy import run_deploy
 
             return run_deploy(args.space, args.source, hardware=args.hardware,
-                              private=args.private, secrets=args.secrets, dry_run=args.dry_run)
+                              private=args.private, secrets=args.secrets, bucket=args.bucket,
+                              dry_run=args.dry_run)
         if args.command == "leaderboard":
             return _leaderboard(args, stop)
         if args.command == "check":

@@ -3,12 +3,25 @@
 Through `huggingface_hub`'s HTTP API, not a git push: `create_repo` (a Gradio Space; exists
 already: fine), then one `upload_folder` commit of exactly what the Space runs (`space_files`),
 where the client asks the Hub which files are binary and sends those through LFS (or Xet, when
-`hf_xet` is installed), as the Hub requires. Optional: the hardware (`--hardware zero-a10g`), a
-private Space, and the secrets GEMINI_API_KEY and HF_TOKEN copied from this environment with
-`add_space_secret` (`--secrets`), never printed. `--dry-run` lists the files and their sizes.
+`hf_xet` is installed), as the Hub requires. Optional: the hardware (`--hardware`), a private
+Space, the secrets GEMINI_API_KEY and HF_TOKEN copied from this environment with
+`add_space_secret` (`--secrets`), never printed, and a Storage Bucket for the runs (`--bucket`).
+`--dry-run` lists the files and their sizes.
+
+A new Space asks for ZeroGPU (`zero-a10g`) unless `--hardware` names another: since 2026-07-21
+a Gradio Space on any other hardware needs a paid plan, and a free account may host up to two
+Gradio Spaces on ZeroGPU (hub-docs `spaces-overview.md`, `PLAN_RULE`). An existing Space keeps
+its hardware unless `--hardware` is given.
+
+`--bucket NAME` keeps the runs on a Storage Bucket, the Hub's recommended persistence
+(hub-docs `spaces-storage.md`): the bucket is created private if it does not exist
+(`create_bucket`), mounted read-write at `BUCKET_MOUNT` (`set_space_volumes`), and the Space's
+variable BANANA_RUNS_DIR points inside it, so a restart or rebuild keeps every run and link
+with nothing to upload.
 
 What is sent is an allow-list (`SPACE_GLOBS`): the app's own top-level modules, the engine,
-the assets, the docs the card links to, the requirements, the card and the licence. A virtual
+the assets, the docs the card links to, the requirements with their constraints, the card and
+the licence. A virtual
 environment, runs, caches, tests, benchmarks and every dot-file but `.gitattributes` stay home,
 and a file holding the value of a secret from the environment stops the upload.
 """
@@ -22,9 +35,19 @@ from pathlib import Path
 from typing import Any
 
 SECRETS = ("GEMINI_API_KEY", "HF_TOKEN")
+DEFAULT_HARDWARE = "zero-a10g"  # the Hub's id for ZeroGPU (huggingface_hub's SpaceHardware)
+PLAN_RULE = ("Hub rule since 2026-07-21: free accounts may host up to 2 Gradio Spaces on ZeroGPU "
+             "(zero-a10g); cpu-basic and every other hardware need a PRO or Team plan. A "
+             "duplicate follows the same rule and starts on cpu-basic: duplicate onto ZeroGPU "
+             "with `hf repos duplicate OWNER/NAME YOU/NAME --type space --flavor zero-a10g`.")
+BUCKET_MOUNT = "/data"  # where the bucket appears in the Space's container
+RUNS_IN_BUCKET = f"{BUCKET_MOUNT}/runs"  # BANANA_RUNS_DIR on a Space with --bucket
 # What the Space runs and shows, relative to the checkout: the entry (app.py, zerogpu.py),
 # and whole folders for the page, the engine and the assets.
-SPACE_GLOBS = ("*.py", "README.md", "LICENSE", "requirements.txt", ".gitattributes",
+# requirements.txt applies constraints.txt (`-c`): the Space installs every package at the
+# version the tests ran on.
+SPACE_GLOBS = ("*.py", "README.md", "LICENSE", "requirements.txt", "constraints.txt",
+               ".gitattributes",
                "page/**", "banana_space/**", "assets/**", "docs/**")
 NEVER = ("__pycache__", "*.pyc", "*.pyo", ".*", "*.egg-info", "runs", ".venv", "venv")
 KEPT_DOT_FILES = (".gitattributes",)
@@ -88,17 +111,23 @@ def check_no_secrets(root: Path, files: list[SpaceFile]) -> None:
                 raise DeployRefused(f"{file.path} holds the value of {name}: not published")
 
 
+def bucket_id(bucket: str, repo_id: str) -> str:
+    """OWNER/NAME of the runs' bucket: a bare NAME lives with the Space's owner."""
+    return bucket if "/" in bucket else f"{repo_id.split('/')[0]}/{bucket}"
+
+
 def deploy(root: Path, repo_id: str, *, hardware: str | None = None, private: bool = False,
-           secrets: bool = False, api: Any = None) -> str:
+           secrets: bool = False, bucket: str | None = None, api: Any = None) -> str:
     """Create (or reuse) the Space, upload the checkout's Space files in one commit, optionally
-    ask for hardware and copy the secrets; returns the Space's address."""
+    ask for hardware, copy the secrets and mount a bucket for the runs; returns the Space's
+    address. A new Space asks for `DEFAULT_HARDWARE` unless `hardware` names another."""
     from huggingface_hub import HfApi
 
     api = api or HfApi()
     files = space_files(root)
     check_no_secrets(root, files)
     url = api.create_repo(repo_id, repo_type="space", space_sdk="gradio", exist_ok=True,
-                          private=private or None, space_hardware=hardware)
+                          private=private or None, space_hardware=hardware or DEFAULT_HARDWARE)
     # The Space holds exactly the checkout's Space files: what is gone from the checkout (a
     # module moved into a package) is deleted there in the same commit (never .gitattributes).
     api.upload_folder(repo_id=repo_id, repo_type="space", folder_path=str(root),
@@ -110,11 +139,26 @@ def deploy(root: Path, repo_id: str, *, hardware: str | None = None, private: bo
         for name in SECRETS:
             if os.environ.get(name):
                 api.add_space_secret(repo_id, name, os.environ[name])
+    if bucket:
+        mount_bucket(api, repo_id, bucket_id(bucket, repo_id))
     return str(url)
 
 
+def mount_bucket(api: Any, repo_id: str, bucket: str) -> None:
+    """Create the bucket if needed (private: runs hold visitors' normalised uploads), mount it
+    read-write at BUCKET_MOUNT and point BANANA_RUNS_DIR inside it."""
+    from huggingface_hub import Volume
+
+    api.create_bucket(bucket, private=True, exist_ok=True)
+    api.set_space_volumes(repo_id, [Volume(type="bucket", source=bucket,
+                                           mount_path=BUCKET_MOUNT, read_only=False)])
+    api.add_space_variable(repo_id, "BANANA_RUNS_DIR", RUNS_IN_BUCKET,
+                           description="runs on the Storage Bucket mounted by banana-space deploy")
+
+
 def run_deploy(repo_id: str, source: Path, *, hardware: str | None = None,
-               private: bool = False, secrets: bool = False, dry_run: bool = False) -> int:
+               private: bool = False, secrets: bool = False, bucket: str | None = None,
+               dry_run: bool = False) -> int:
     """The `deploy` command: 0 published (or listed), 1 refused by the Hub, 2 bad input."""
     from huggingface_hub import SpaceHardware
     from huggingface_hub.errors import HfHubHTTPError
@@ -130,15 +174,20 @@ def run_deploy(repo_id: str, source: Path, *, hardware: str | None = None,
         print(f"error: {problem}")
         return 2
     copied = [name for name in SECRETS if os.environ.get(name)] if secrets else []
+    plan = (f" on {hardware}" if hardware else f" on {DEFAULT_HARDWARE} (ZeroGPU) if new")
+    extras = ((f", setting the secrets {', '.join(copied)}" if copied else "")
+              + (f", runs on the bucket {bucket_id(bucket, repo_id)} mounted at "
+                 f"{BUCKET_MOUNT} (BANANA_RUNS_DIR={RUNS_IN_BUCKET})" if bucket else ""))
+    print(PLAN_RULE)
     if dry_run:
         print(file_listing(space_files(source)))
-        print(f"would publish to the Space {repo_id}" + (f" on {hardware}" if hardware else "")
-              + (f", setting the secrets {', '.join(copied)}" if copied else ""))
+        print(f"would publish to the Space {repo_id}{plan}{extras}")
         return 0
     try:
-        url = deploy(source, repo_id, hardware=hardware, private=private, secrets=secrets)
+        url = deploy(source, repo_id, hardware=hardware, private=private, secrets=secrets,
+                     bucket=bucket)
     except (DeployRefused, HfHubHTTPError) as error:
         print(f"error: {error}")
         return 1
-    print(f"published: {url}" + (f" (secrets set: {', '.join(copied)})" if copied else ""))
+    print(f"published: {url}{plan}{extras}")
     return 0

@@ -12,9 +12,10 @@ each file, and a replay's whole (`MAX_REPLAY_BYTES`, `replay_bytes` for the page
 A dataset someone names is read anonymously (`token=False`): the environment's HF_TOKEN (a
 Space's secret) is sent only inside `operator_token()`, which the operator's own reads enter
 (`persist.py`'s BANANA_RUNS_REPO, `real_chains.py`'s dataset), so naming the owner's private
-repo gets a visitor "private or gated", never its files. Files are kept in this engine's own
-folder under HF_HOME (`chains_cache`), apart from the models there, so the page can hold it to
-its share of the disk.
+repo gets a visitor "private or gated", never its files. Inside `pinned(commit)` every read
+is at that commit (`real_chains.py` reads Banana100 at the one commit it records). Files are
+kept in this engine's own folder under HF_HOME (`chains_cache`), apart from the models there,
+so the page can hold it to its share of the disk.
 The dataset card's `license:` line becomes a credit that goes with the frames (Banana100,
 arXiv 2604.03400, is CC BY-NC-SA 4.0).
 """
@@ -98,6 +99,26 @@ def operator_token() -> Iterator[None]:
         _OPERATOR.reset(entered)
 
 
+_PINNED = contextvars.ContextVar("banana_hub_pinned", default=None)
+
+
+@contextlib.contextmanager
+def pinned(commit: str) -> Iterator[None]:
+    """Within this block, and in this thread only, hub reads are at `commit`, so every file of
+    a dataset comes from the one commit that was recorded (`revision`); "" reads its main
+    branch, as outside."""
+    entered = _PINNED.set(commit or None)
+    try:
+        yield
+    finally:
+        _PINNED.reset(entered)
+
+
+def _revision() -> str | None:
+    """The commit hub reads are pinned to (`pinned`), or None: the main branch."""
+    return _PINNED.get()
+
+
 def _token() -> bool | None:
     """What huggingface_hub is told to send: no token (False), or inside `operator_token`
     whatever the environment holds (None)."""
@@ -138,7 +159,8 @@ def list_files(hub: HubPath) -> list[tuple[str, int]]:
 
     try:
         entries = HfApi(endpoint=_endpoint(), token=_token()).list_repo_tree(
-            hub.repo_id, path_in_repo=hub.path or None, repo_type="dataset", recursive=True)
+            hub.repo_id, path_in_repo=hub.path or None, repo_type="dataset", recursive=True,
+            revision=_revision())
         return [(entry.path, entry.size) for entry in entries if isinstance(entry, RepoFile)]
     except EntryNotFoundError as error:
         raise NotOnHub(str(_failed(f"{hub.root}/{hub.path}", error))) from None
@@ -195,13 +217,15 @@ class HubShards:
     def __init__(self, repo_id: str) -> None:
         self.repo_id = repo_id
         self.token = _token()  # read later, maybe from pyarrow's threads: the maker's
+        self.revision = _revision()  # likewise
         self._metadata: dict[str, Any] = {}
 
     def _meta(self, shard: str) -> Any:
         from huggingface_hub import get_hf_file_metadata, hf_hub_url
 
         if shard not in self._metadata:
-            url = hf_hub_url(self.repo_id, shard, repo_type="dataset", endpoint=_endpoint())
+            url = hf_hub_url(self.repo_id, shard, repo_type="dataset", endpoint=_endpoint(),
+                             revision=self.revision)
             try:
                 self._metadata[shard] = (url, get_hf_file_metadata(url, token=self.token,
                                                                    endpoint=_endpoint()))
@@ -239,7 +263,7 @@ def fetch(repo_id: str, files: Sequence[str]) -> Path:
         try:
             local = Path(hf_hub_download(repo_id, name, repo_type="dataset",
                                          cache_dir=chains_cache() / "files",
-                                         endpoint=_endpoint(),
+                                         endpoint=_endpoint(), revision=_revision(),
                                          token=_token()))
         except Exception as error:  # offline, not found, refused: one clear message
             raise _failed(f"{name} of {repo_id}", error) from None
@@ -371,6 +395,19 @@ def card_licence(card: str) -> str:
     return "not stated on its dataset card"
 
 
+def revision(repo_id: str) -> str:
+    """The commit the dataset's main branch points at now (as its card's download reports
+    it), to read it at (`pinned`) and keep with what was read; "" where the hub does not
+    say."""
+    from huggingface_hub import get_hf_file_metadata, hf_hub_url
+
+    try:
+        url = hf_hub_url(repo_id, "README.md", repo_type="dataset", endpoint=_endpoint())
+        return get_hf_file_metadata(url, token=_token(), endpoint=_endpoint()).commit_hash or ""
+    except Exception:  # no card, or the hub does not say: the revision is then not known
+        return ""
+
+
 def credit(repo_id: str) -> str:
     """One plain-text line naming the dataset and its licence, for the frames' notes."""
     from huggingface_hub import hf_hub_download
@@ -378,7 +415,7 @@ def credit(repo_id: str) -> str:
     try:
         card = Path(hf_hub_download(repo_id, "README.md", repo_type="dataset",
                                     cache_dir=chains_cache() / "files", endpoint=_endpoint(),
-                                    token=_token()))
+                                    revision=_revision(), token=_token()))
         licence = card_licence(card.read_bytes()[:MAX_CARD_BYTES].decode(errors="replace"))
     except Exception:  # a dataset without a card still plays; its licence is then unknown
         licence = "unknown (no dataset card)"

@@ -50,6 +50,9 @@ class ChainRef:
     kind: ChainFormat
     files: tuple[str, ...]  # relative to root: the frames, the one archive, or rows (SHARD#ROW)
     size: int  # bytes
+    # Each file's path in the listing (a row's `path`, a file's own), where its name may say
+    # something (a step number, `layout.py`); () where not kept.
+    paths: tuple[str, ...] = ()
 
     @property
     def frames_known(self) -> int | None:

@@ -1,14 +1,22 @@
 """Real chains first: a few of the paper's own replication chains, ready to open at once.
 
 Banana100 (arXiv 2604.03400) published its chains on the Hugging Face hub as
-`kenantang/Banana100` (CC BY-NC-SA 4.0): Nano Banana Pro asked 100 times for "an exact replica".
-Where the hub is reachable (a Space), `prepare` runs once in the background at start-up: it
-picks a few chains (the names in `PLAN.chains`, or BANANA_REAL_CHAINS; where none of them is on
-the hub, the first few chains found), fetches only their frames at `PLAN.steps` (0, 1, 2, 3,
-5, 10, 20, 30, 50, 100: the paper's checkpoints and the long tail), scores them with the
-recordings' metrics, and writes each as a finished run under the runs folder's `.real-chains/`
-(a dot-name: never pruned, never a visitor's run id). The app copies one in when it is opened,
-as it does a bundled recording.
+`kenantang/Banana100` (CC BY-NC-SA 4.0): an image editor asked 100 times for "an exact
+replica". Where the hub is reachable (a Space), `prepare` runs once in the background at
+start-up: it picks a few chains (the names in `PLAN.chains`, or BANANA_REAL_CHAINS; where none
+of them is on the hub, the first few chains found), fetches only their frames at `PLAN.steps`
+(0, 1, 2, 3, 5, 10, 20, 30, 50, 100: the paper's checkpoints and the long tail), scores them
+with the recordings' metrics, and writes each as a finished run under the runs folder's
+`.real-chains/` (a dot-name: never pruned, never a visitor's run id). The app copies one in
+when it is opened, as it does a bundled recording.
+
+The dataset's layout has never been seen from here, so it is read defensively (`layout.py`):
+step numbers come from the file names; a chain numbered from 1 holds copies only, and its
+input is the start the dataset keeps for it, found by name (where there is none, the run has
+no step 0 and says fidelity is measured from step 1); a folder of starts is never a chain, nor
+one whose neighbouring frames are not copies of each other (the log names each one). A chain
+is labelled by its path in the dataset, never with a model the dataset does not name, and the
+dataset's commit that was read is kept with it (`hub.revision`).
 
 A sampled chain keeps its true step numbers: the steps between are not in it (no frame, no
 score), so Δ5, Δ10 and Δ20 are the paper's checkpoints, not the 5th, 10th and 20th frame
@@ -18,22 +26,33 @@ offers the bundled recordings, labelled as the simulations they are.
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import logging
+import math
 import re
 import shutil
 import threading
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from PIL import Image
 
 from .catalog import CPU_DEFAULTS
 from .common import write_atomic
 from .events import Finished, FrameMade, FrameScored, Notice, Started
-from .prompts import DEFAULT_PROMPT
+from .layout import (
+    METADATA_NAMES,
+    chain_folder,
+    described,
+    find_start,
+    not_copies,
+    numbered,
+    starts_folders,
+)
 from .run import Run
 from .rundir import RunDir, write_zip
 from .scoring import Scorer, unavailable_notices
@@ -43,10 +62,15 @@ from .table.discover import ChainRef
 LOG = logging.getLogger(__name__)
 FOLDER = ".real-chains"  # under the runs folder
 INDEX = "chains.json"  # the prepared runs, in the order the page lists them
-LABEL = "Banana100 (real, Nano Banana Pro)"
+# How a chain's steps are read: 2, from the numbers in its file names (`layout.py`). Runs
+# prepared by an earlier reading (1: a file's index was its step) are prepared again.
+READING = 2
+LABEL = "Banana100 chain"  # then its path in the dataset (`chain_label`); no model claimed
 # A visitor's run waits 30 s for a metric to load (pool.LOAD_SECONDS); this job is scored
 # once and kept, so it waits as long as a cold Space may take rather than keep a blank column.
 METRIC_PATIENCE_S = 600
+MAX_METADATA_BYTES = 64 * 2**20  # a metadata file past this is not read (the chains then
+# are labelled by their paths alone)
 
 
 @dataclass(frozen=True)
@@ -74,11 +98,38 @@ def plan_from_env(plan: Plan = PLAN) -> Plan:
     return replace(plan, chains=names) if names else plan
 
 
+def chains_only(refs: Sequence[ChainRef]) -> list[ChainRef]:
+    """The refs that may be chains: never a folder of starts (`layout.starts_folders`), nor
+    one whose file names are not a run of step numbers, nor an archive (its frames' names are
+    read only once it is fetched whole); the log names each one passed over, with why."""
+    starts = starts_folders(refs)
+    kept = []
+    for ref in refs:
+        if why := _not_a_chain(ref, starts):
+            LOG.info("real chains: %s is not a chain (%s)", ref.name, why)
+        else:
+            kept.append(ref)
+    return kept
+
+
+def _not_a_chain(ref: ChainRef, starts: set[str]) -> str:
+    """Why `ref` is not a chain, from its listing alone; "" where it may be one."""
+    if ref.name in starts:
+        return "its files are named after other chains: their starts"
+    if ref.frames_known is None:
+        return "an archive: its frames' names cannot be read before it is fetched"
+    steps = numbered(ref)
+    return steps if isinstance(steps, str) else ""
+
+
 def choose(refs: Sequence[ChainRef], plan: Plan) -> list[ChainRef]:
-    """The chains named in the plan (in its order); else the first `plan.count` found."""
-    by_name = {ref.name.removeprefix(f"{plan.dataset}/"): ref for ref in refs}
+    """The chains named in the plan (in its order); else every chain, in order, of which the
+    first `plan.count` that prove to be chains are prepared. A folder of starts is never one
+    (`chains_only`)."""
+    chains = chains_only(refs)
+    by_name = {ref.name.removeprefix(f"{plan.dataset}/"): ref for ref in chains}
     named = [by_name[name] for name in plan.chains if name in by_name]
-    return named or [ref for ref in refs if (ref.frames_known or 2) >= 2][:plan.count]
+    return named or chains
 
 
 def run_id(ref: ChainRef, plan: Plan) -> str:
@@ -87,25 +138,52 @@ def run_id(ref: ChainRef, plan: Plan) -> str:
     return ("banana100-" + re.sub(r"[^A-Za-z0-9._-]+", "-", chain).strip("-."))[:80]
 
 
-def sampled_frames(ref: ChainRef, steps: Sequence[int]) -> list[tuple[int, Image.Image]]:
-    """(step, frame) at each of `steps` the chain has; only those frames are fetched where
-    the layout allows (loose files, shard rows), a whole archive where it does not."""
+@dataclass(frozen=True)
+class Sampled:
+    """A chain fetched at some steps: (step, frame) in step order, and where step 0 is from."""
+
+    frames: list[tuple[int, Image.Image]]
+    input_note: str  # where its input came from, or that it has none
+
+
+def sampled_frames(ref: ChainRef, steps: Sequence[int],
+                   refs: Sequence[ChainRef] = ()) -> Sampled:
+    """The chain at each of `steps` it has, by the step numbers in its file names
+    (`layout.numbered`), fetching only those frames. A chain numbered from 1 holds copies
+    only: copy k is step k, and its step 0 is the start `refs` keep for it, found by name
+    (`layout.find_start`); where there is none, it has no step 0."""
     from .sources import open_chain
 
-    if ref.frames_known is not None:
-        wanted = [s for s in steps if s < ref.frames_known]
-        frames = open_chain(replace(ref, files=tuple(ref.files[s] for s in wanted)))
-        return [(step, frames.frame(i).image) for i, step in enumerate(wanted)]
-    frames = open_chain(ref)
-    return [(step, frames.frame(step).image) for step in steps if step < len(frames)]
+    numbers = numbered(ref)
+    if isinstance(numbers, str):
+        raise ValueError(f"{ref.name} is not a chain: {numbers}")
+    by_step = dict(zip(numbers.steps, numbers.files, strict=True))
+    wanted = [s for s in steps if s in by_step]
+    frames = open_chain(replace(ref, files=tuple(by_step[s] for s in wanted)))
+    fetched = [(step, frames.frame(i).image) for i, step in enumerate(wanted)]
+    if numbers.has_input:
+        return Sampled(fetched, "its file names run from 0: step 0 is its input")
+    start = find_start(ref, refs) if 0 in steps else None
+    if start is None:
+        return Sampled(fetched, "its file names run from 1 (copies only) and the dataset keeps "
+                                "no start for it by name: it has no step 0, and fidelity "
+                                "(PSNR, SSIM) is measured from step 1, the first copy")
+    starts, file = start
+    image = open_chain(replace(starts, files=(file,))).frame(0).image
+    path = dict(zip(starts.files, starts.paths or starts.files, strict=True))[file]
+    return Sampled([(0, image), *fetched], f"its file names run from 1 (copies only): copy k is "
+                                           f"step k, and step 0 is its start {path}, found "
+                                           "by name")
 
 
 def score_sampled(frames: Sequence[tuple[int, Image.Image]], root: Path, name: str,
                   metrics: Sequence[str], settings: dict) -> Path:
-    """Score sampled frames (step 0 first) against step 0 and write them as one finished
-    run `root/name`; the steps between have no frame and no score."""
+    """Score sampled frames against the first (step 0, the input; or step 1 where a chain has
+    no input) and write them as one finished run `root/name`; the steps between have no frame
+    and no score. Fidelity at a first copy scored against itself is no measurement (pyiqa's
+    cap for "identical"): it is left without a score."""
     scorer = Scorer(metrics)
-    reference = frames[0][1]
+    first, reference = frames[0]
     scorer.check_fits(max((image.size for _, image in frames), key=lambda s: s[0] * s[1]))
     for metric in scorer.wanted:  # no visitor waits here: a cold start's load is waited for
         scorer.pool.begin(metric).wait(METRIC_PATIENCE_S)
@@ -114,6 +192,7 @@ def score_sampled(frames: Sequence[tuple[int, Image.Image]], root: Path, name: s
         for notice in scorer.load():
             run.record(notice)
         last = frames[-1][0]
+        itself = {i.name for i in scorer.infos if i.role == "fidelity"} if first else set()
         run.record(Started(run.path, last, scorer.infos, scorer.unavailable, settings))
         for note in settings["input_notes"]:
             run.record(Notice(note, 0, "info"))
@@ -124,7 +203,9 @@ def score_sampled(frames: Sequence[tuple[int, Image.Image]], root: Path, name: s
             with scorer.budget.request(scorer.memory_needed(image.size, reference.size)):
                 started = time.perf_counter()
                 result = scorer.measure(image, reference)
-            run.record(FrameScored(step, image, result.scores,
+            scores = {k: math.nan if step == first and k in itself else v
+                      for k, v in result.scores.items()}
+            run.record(FrameScored(step, image, scores,
                                    seconds_score=time.perf_counter() - started))
             for warning in result.warnings:
                 run.record(Notice(warning, step))
@@ -142,25 +223,83 @@ def _finished(path: Path) -> bool:
         return False
 
 
-def prepare_chain(ref: ChainRef, plan: Plan, folder: Path) -> Path:
-    """One chosen chain as a finished run in `folder` (fetched and scored once)."""
+def dataset_metadata(dataset: str) -> list[dict[str, str]]:
+    """The rows of the dataset's own metadata files (`layout.METADATA_NAMES`), each
+    `file_name` made a path in the dataset; [] where it has none (or they cannot be read)."""
+    from .hub import HubPath, fetch, list_files
+
+    rows: list[dict[str, str]] = []
+    for name, size in list_files(HubPath(dataset)):
+        base = PurePosixPath(name)
+        if base.name not in METADATA_NAMES or size > MAX_METADATA_BYTES:
+            continue
+        text = (fetch(dataset, [name]) / name).read_text(errors="replace")
+        try:
+            found = ([json.loads(line) for line in text.splitlines() if line.strip()]
+                     if base.suffix == ".jsonl" else list(csv.DictReader(io.StringIO(text))))
+        except ValueError as error:  # a broken file says nothing: the chains are unlabelled
+            LOG.warning("real chains: %s is not readable (%s)", name, error)
+            continue
+        rows += [{**row, "file_name": str(base.parent / str(row["file_name"])).strip("./")}
+                 for row in found if isinstance(row, dict) and row.get("file_name")]
+    return rows
+
+
+def prepare_chain(ref: ChainRef, plan: Plan, folder: Path, refs: Sequence[ChainRef] = (),
+                  revision: str = "", metadata: Sequence[dict[str, str]] = ()) -> Path:
+    """One chosen chain as a finished run in `folder` (fetched and scored once).
+
+    Args:
+        ref: the chain.
+        plan: what to fetch and score.
+        folder: where the prepared runs are kept.
+        refs: every folder the dataset holds, where the chain's start is looked for by name.
+        revision: the dataset's commit that was read, kept with the run ("" where unknown).
+        metadata: the dataset's own metadata rows (`dataset_metadata`), which may name the
+            chain's model and prompt.
+
+    Raises:
+        ValueError: the folder is not a chain (its names, or neighbours that are not copies).
+    """
     from .hub import credit
 
     path = folder / run_id(ref, plan)
     if _finished(path):
         return path
     shutil.rmtree(path, ignore_errors=True)  # a preparation killed half-way starts again
-    frames = sampled_frames(ref, plan.steps)
-    source = f"{ref.root}/{ref.name.removeprefix(f'{plan.dataset}/')}"
-    notes = [f"{LABEL}: the chain {ref.name}, fetched at steps "
-             f"{', '.join(str(s) for s, _ in frames)} only (the steps between are not "
-             "shown and have no score)", credit(plan.dataset)]
-    settings = {"backend": "replay", "backend_options": {}, "prompt": DEFAULT_PROMPT,
-                "backend_settings": {"source": source, "steps_fetched": [s for s, _ in frames]},
+    sampled = sampled_frames(ref, plan.steps, refs)
+    frames = sampled.frames
+    if why := not_copies(frames):
+        raise ValueError(f"not a chain: {why}")
+    source = f"{ref.root}/{chain_folder(ref)}".rstrip("/")
+    pinned = f" at revision {revision}" if revision else " (revision not known)"
+    model, prompt = described(ref, metadata)
+    label = chain_label(ref, model)
+    notes = [f"{label}: {source}{pinned}; {sampled.input_note}; fetched at steps "
+             f"{', '.join(str(s) for s, _ in frames)} only (the steps between are not shown "
+             f"and have no score); {_made_by(model, prompt)}", credit(plan.dataset)]
+    settings = {"backend": "replay", "backend_options": {}, "prompt": prompt,
+                "backend_settings": {"source": source, "revision": revision,
+                                     "steps_fetched": [s for s, _ in frames]},
                 "steps": frames[-1][0], "seed": 0, "metrics": list(plan.metrics), "judges": [],
                 "judge_options": {}, "input_size": list(frames[0][1].size),
-                "input_notes": notes, "real_chain": LABEL}
+                "input_notes": notes, "real_chain": label}
     return score_sampled(frames, folder, path.name, plan.metrics, settings)
+
+
+def _made_by(model: str, prompt: str) -> str:
+    """What the dataset's metadata says made the chain, and what it does not say."""
+    said = [f"model: {model}"] * bool(model) + [f"prompt: {prompt!r}"] * bool(prompt)
+    unsaid = ["its model"] * (not model) + ["its prompt"] * (not prompt)
+    return "; ".join(
+        ([f"by the dataset's metadata, {', '.join(said)}"] if said else [])
+        + ([f"{' and '.join(unsaid)} the dataset does not name"] if unsaid else []))
+
+
+def chain_label(ref: ChainRef, model: str = "") -> str:
+    """"Banana100 chain chains/0007": the chain by its path in the dataset, with the model
+    its metadata names ("… (Nano Banana Pro)"), and none where it names none."""
+    return f"{LABEL} {chain_folder(ref) or ref.name}" + (f" ({model})" if model else "")
 
 
 def prepare(root: Path, plan: Plan | None = None) -> list[Path]:
@@ -173,27 +312,37 @@ def prepare(root: Path, plan: Plan | None = None) -> list[Path]:
 
 
 def _prepare(root: Path, plan: Plan) -> list[Path]:
+    from .hub import pinned, revision
     from .table.discover import find_chains_in
 
     if plan.count <= 0 and not plan.chains:
         return []
     folder = Path(root) / FOLDER
-    if _index(folder).get("plan") == json.loads(json.dumps(asdict(plan))) and prepared(root):
+    index = _index(folder)
+    if index.get("plan") == json.loads(json.dumps(asdict(plan))) and \
+            index.get("reading") == READING and prepared(root):
         return prepared(root)  # made by an earlier start: the hub is not asked again
-    try:
-        chosen = choose(find_chains_in(f"hf://datasets/{plan.dataset}"), plan)
-    except Exception as error:  # offline or refused: the recordings are shown instead
-        LOG.warning("real chains: %s is not reachable (%s); showing the recordings only",
-                    plan.dataset, str(error).splitlines()[0][:200] if str(error) else error)
-        return []
-    folder.mkdir(parents=True, exist_ok=True)  # only once there is something to keep
-    ready = []
-    for ref in chosen:
+    read = revision(plan.dataset)  # every file below is read at this one commit
+    with pinned(read):
         try:
-            ready.append(prepare_chain(ref, plan, folder))
-        except Exception as error:  # one chain's failure must not cost the others
-            LOG.warning("real chains: %s skipped (%s)", ref.name, error)
-    write_atomic(folder / INDEX, json.dumps({"plan": asdict(plan),
+            refs = find_chains_in(f"hf://datasets/{plan.dataset}")
+            metadata = dataset_metadata(plan.dataset)
+        except Exception as error:  # offline or refused: the recordings are shown instead
+            LOG.warning("real chains: %s is not reachable (%s); showing the recordings only",
+                        plan.dataset, str(error).splitlines()[0][:200] if str(error) else error)
+            return []
+        folder.mkdir(parents=True, exist_ok=True)  # only once there is something to keep
+        ready: list[Path] = []
+        wanted = len(plan.chains) or plan.count
+        for ref in choose(refs, plan):
+            if len(ready) >= wanted:
+                break
+            try:
+                ready.append(prepare_chain(ref, plan, folder, refs, read, metadata))
+            except Exception as error:  # one chain's failure must not cost the others
+                LOG.warning("real chains: %s skipped (%s)", ref.name, error)
+    write_atomic(folder / INDEX, json.dumps({"plan": asdict(plan), "reading": READING,
+                                             "revision": read,
                                              "runs": [p.name for p in ready]}).encode())
     return ready
 
@@ -247,6 +396,34 @@ class Example:
     real: bool
 
 
+@dataclass(frozen=True)
+class Start:
+    """One of the dataset's own starts (a prepared chain's step 0, read from the dataset), for
+    the page's example pictures: the paper's conditions exactly."""
+
+    image: Path  # the full picture, what picking it uploads
+    thumb: Path  # what the gallery shows
+    caption: str  # "Banana100 start · chains/0007 · CC BY-NC-SA 4.0": whose, and its licence
+
+
+def dataset_starts(root: Path) -> list[Start]:
+    """The starts of the real chains prepared so far that have one (a chain with no step 0
+    has none to offer), in the page's order."""
+    shown = []
+    for path in prepared(root):
+        run = Run(path)
+        if not run.frame_path(0).is_file():
+            continue
+        settings = run.load().meta["settings"]
+        chain = settings.get("real_chain", LABEL).removeprefix(LABEL).strip()
+        credit = next((n for n in settings.get("input_notes", []) if "licence:" in n), "")
+        licence = credit.rpartition("licence: ")[2] or "licence unknown"
+        thumb = run.thumb_path(0)
+        shown.append(Start(run.frame_path(0), thumb if thumb.is_file() else run.frame_path(0),
+                           f"Banana100 start · {chain} · {licence}"))
+    return shown
+
+
 def examples(root: Path, recorded: Path) -> list[Example]:
     """Real chains first (those prepared so far), then the bundled recordings, each labelled
     "simulated" with its profile."""
@@ -254,8 +431,9 @@ def examples(root: Path, recorded: Path) -> list[Example]:
     for path in prepared(root):
         saved = Run(path).load()
         notes = saved.meta["settings"].get("input_notes", [])
-        chain = path.name.removeprefix("banana100-")
-        shown.append(Example(path, f"{LABEL} · {chain} · steps 0–{saved.last_step}",
+        label = saved.meta["settings"].get("real_chain", LABEL)
+        first = 0 if saved.run.has_frame(0) else 1
+        shown.append(Example(path, f"{label} · steps {first}–{saved.last_step}",
                              next((n for n in notes if "licence:" in n), ""), True))
     for path in sorted(p for p in Path(recorded).iterdir() if Run(p).exists()):
         settings = Run(path).load().meta["settings"]

@@ -7,9 +7,8 @@ one object (`Run`) that knows it. Nothing else spells a run's file names; everyt
                                 like every cache here, so never zipped or replayed
     DIR/scores.csv              step,metric,score,delta,delta_since_input (long format;
                                 fidelity and judges too; delta from step 1, the paper's base)
-    DIR/verdict.csv             metric,delta_5,delta_10,delta_20,detects,detects_robust,
-                                undecided_because,delta_since_input,worse_than_input,
-                                spearman_vs_psnr,spearman_from_first
+    DIR/verdict.csv             `analysis.VERDICT_FIELDS`: metric, the paper's Δ at its
+                                checkpoints, detects, detects_robust, checkpoints_used, …
     DIR/steps.csv               per step: seconds, calls, cost, what the model said
     DIR/run.json                settings, versions, status, timings; never a secret
     DIR/banana-<run id>.zip     all of the above plus README.txt and plot.html, for download
@@ -36,6 +35,7 @@ import json
 import math
 import os
 import re
+import textwrap
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,7 +43,7 @@ from typing import Any
 
 from PIL import Image
 
-from .analysis import FLOOR_RULE, PAPER_TEST, History
+from .analysis import FLOOR_RULE, PAPER_TEST, VERDICT_FIELDS, History, checkpoints
 from .common import ScoreInfo, temporary_name, write_atomic
 
 META_NAME = "run.json"
@@ -257,9 +257,7 @@ frames/step_000.png ...  every frame, lossless; step 0 is the input, step 1 the 
 scores.csv               step,metric,score,delta,delta_since_input: every score of every
                          frame (long format), the fidelity references (psnr, ssim against
                          step 0) and judges too
-verdict.csv              metric,delta_5,delta_10,delta_20,detects,detects_robust,
-                         undecided_because,delta_since_input,worse_than_input,
-                         spearman_vs_psnr,spearman_from_first
+verdict.csv              {verdict_fields}
 steps.csv                per step: seconds generating and scoring, calls, cost (USD), and what
                          the model said
 run.json                 settings (prompt, seed, generator, options), versions, status,
@@ -268,12 +266,12 @@ plot.html                every score's change since the input per step; opens in
                          browser, offline (plotly's JavaScript is inside)
 README.txt               this file
 
-delta is the paper's: delta_i = score_i - score_1, from step 1, the first copy (Banana100's
-chains are steps 1..100; the input is not among them), with the sign flipped for metrics
-where lower is better, so a NEGATIVE delta always means WORSE (empty at step 0). A metric
-"detects" the degradation by {paper_test}; shorter runs use the checkpoints that exist, else
-the last step after step 1; "undecided" where it cannot be asked, and undecided_because says
-why (no step 1, or a missing score). The fidelity references (psnr, ssim) are scored against
+delta is the paper's: delta_i = score_i - score_1, from step 1, the first copy, with the sign
+flipped for metrics where lower is better, so a NEGATIVE delta always means WORSE (empty at
+step 0). A metric "detects" the degradation by {paper_test}; shorter runs use the checkpoints
+that exist, else the last step after step 1, and checkpoints_used names the steps a verdict
+was read at (this run: {used}); "undecided" where it cannot be asked, and undecided_because
+says why (no step 1, or a missing score). The fidelity references (psnr, ssim) are scored against
 the input and their delta is from step 1 too.
 detects_robust (ours) asks the same at every checkpoint: {floor_rule};
 "undecided" where the score has no floor (PSNR and SSIM, judges).
@@ -320,7 +318,10 @@ class SavedRun:
             run_id=self.path.name, status=str(self.meta.get("status", "stopped")).capitalize(),
             last_step=self.last_step, steps=self.meta.get("steps", "?"),
             backend=settings.get("backend", "?"), seed=settings.get("seed", "?"),
-            paper_test=PAPER_TEST, floor_rule=FLOOR_RULE)
+            paper_test=PAPER_TEST, floor_rule=FLOOR_RULE, used=" ".join(
+                str(step) for step in checkpoints(self.last_step)) or "none yet",
+            verdict_fields=textwrap.fill(", ".join(VERDICT_FIELDS), 70,
+                                         subsequent_indent=" " * 25, break_on_hyphens=False))
         target = self.run.zip_path
         temporary = temporary_name(target)
         with zipfile.ZipFile(temporary, "w", zipfile.ZIP_DEFLATED) as archive:

@@ -35,6 +35,7 @@ class EngineSettings:
     gemini_base_url: str | None  # BANANA_GEMINI_BASE_URL: the Gemini API's address (tests)
     preload: str | None  # BANANA_PRELOAD: models zerogpu.py loads at start (None: unset)
     zero_gpu: bool  # SPACES_ZERO_GPU: set by Hugging Face on a ZeroGPU Space
+    runs_commit_s: float = 300.0  # BANANA_RUNS_COMMIT_S: finished runs are committed this often
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> EngineSettings:
@@ -48,6 +49,7 @@ class EngineSettings:
                 "BANANA_MEMORY_GB") else None,
             real_chains=env.get("BANANA_REAL_CHAINS", "").strip(),
             runs_repo=env.get("BANANA_RUNS_REPO", "").strip() or None,
+            runs_commit_s=number(env, "BANANA_RUNS_COMMIT_S", "300", float),
             weights_dir=Path(env["BANANA_WEIGHTS_DIR"]) if env.get("BANANA_WEIGHTS_DIR")
             else None,
             qrealign_model=env.get("BANANA_QREALIGN_MODEL") or None,

@@ -49,8 +49,9 @@ NOTICES_SHOWN = 5
 # What the numbers in `summary` mean, for an agent that reads no README.
 DELTA_RULE = ("the paper's, oriented: delta_i = score_i - score_1 (from step 1, the first copy), "
               f"negative = worse; detects = by {PAPER_TEST}; detects_robust = at every "
-              f"checkpoint, {FLOOR_RULE}; delta_since_input = the same from step 0, the input, "
-              "at the last step, and "
+              f"checkpoint, {FLOOR_RULE}; checkpoints_used = the steps both were read at "
+              "(fewer than the paper's where the run is shorter); delta_since_input = the same "
+              "from step 0, the input, at the last step, and "
               "worse_than_input = negative since the input at every checkpoint (ours)")
 
 
@@ -75,6 +76,7 @@ def summary(run: Run, request: gr.Request) -> dict[str, Any]:
     verdict = {row.metric: {**{k: _number(v) for k, v in row.checkpoint_fields().items()},
                             "detects": plain_verdict(row.detects),
                             "detects_robust": plain_verdict(row.detects_robust),
+                            "checkpoints_used": list(row.checkpoints_used),
                             **({"undecided_because": row.undecided_because}
                                if row.undecided_because else {}),
                             "delta_since_input": _number(row.delta_since_input),

@@ -31,8 +31,9 @@ under the token its caller gave it (`claim_token`), and only that token stops it
 whose caller disconnected is stopped by its handler (`alive`).
 
 File arguments are the files gradio received (`received_file`): never a folder, never a path a
-client names, never a URL for the server to fetch (refused when the chain joins the queue, so
-nothing is downloaded).
+client names. A URL given as a file is never fetched by gradio: when the event joins the queue,
+an https URL to a public address is fetched by `page.url_inputs` into the upload folder,
+counted like an upload and named as one; any other URL is refused (`_fetch_urls`).
 
 This wraps gradio 6.31's queue (`Blocks._queue.push`, its `event_queue_per_concurrency_id` and
 `active_jobs`): gradio has no per-client limit of its own. requirements.txt pins that gradio.
@@ -64,7 +65,7 @@ from starlette.responses import PlainTextResponse
 from banana_space.images import MAX_SIDE
 from banana_space.run import Run, runs_in
 from banana_space.runs import prune_runs
-from page import disk
+from page import disk, url_inputs
 from page.settings import SETTINGS
 
 CHAIN_GROUP = "runs"  # the concurrency id every chain event shares (app.py)
@@ -127,9 +128,8 @@ def install(demo: gr.Blocks) -> None:
     async def push(body: Any, request: Any, username: str | None) -> Any:
         fn = demo.fns.get(body.fn_index) if body.fn_index is not None else None
         try:
-            if fn is not None and any(_fetched_urls(body.data)):
-                raise Refused("Send the file itself (an upload, or a data: URL over MCP): "
-                              "this server fetches no URL given as a file.")
+            if fn is not None:
+                await _fetch_urls(body.data, request)
             if fn is not None and fn.concurrency_id == CHAIN_GROUP:
                 _check_chain_room(queue, client_address(request))
         except Refused as refusal:
@@ -168,17 +168,35 @@ def _filepath_without_litter(self: gr.File, payload: Any) -> Any:
 _file_preprocess = gr.File._process_single_file
 
 
-def _fetched_urls(data: Any) -> Iterator[str]:
+async def _fetch_urls(data: Any, request: Any) -> None:
+    """Each file argument gradio would download (a FileData whose path is a URL), fetched here
+    instead (`page.url_inputs`) and given as an upload of the caller's, or `Refused`."""
+    for file_data in _url_file_data(data):
+        try:
+            path = await url_inputs.fetch(file_data["path"], Path(disk.UPLOADS) / "urls",
+                                          _demo.max_file_size or url_inputs.MAX_BYTES)
+        except url_inputs.UrlRefused as error:
+            raise Refused(str(error)) from None
+        try:
+            _admit_bytes(request, path.stat().st_size)  # counted as an upload of that size
+        except Refused:
+            path.unlink(missing_ok=True)
+            raise
+        file_data.update(path=str(path), url=None)
+        _demo.upload_file_set.add(str(path))
+
+
+def _url_file_data(data: Any) -> Iterator[dict]:
     """File arguments gradio would download: a FileData whose path is an http(s) URL."""
     if isinstance(data, dict):
         path = data.get("path")
         if isinstance(path, str) and path.startswith(("http://", "https://")):
-            yield path
+            yield data
         for value in data.values():
-            yield from _fetched_urls(value)
+            yield from _url_file_data(value)
     elif isinstance(data, list):
         for value in data:
-            yield from _fetched_urls(value)
+            yield from _url_file_data(value)
 
 
 def _chain_events(queue: Any) -> tuple[list[Any], list[Any]]:
@@ -378,11 +396,16 @@ def _admit_upload(request: Request) -> None:
     length = request.headers.get("content-length", "")
     if not length.isdigit():
         raise Refused("An upload must say its length (Content-Length).")
+    _admit_bytes(request, int(length))
+
+
+def _admit_bytes(request: Any, size: int) -> None:
+    """`size` more bytes in the upload folder from `request`'s visitor, or `Refused`."""
     # Behind the proxy, only the app's own MCP client uploads without the proxy's header: MCP
     # callers' files are bounded by the upload folder's share alone.
     if not (SETTINGS.trust_proxy and "x-forwarded-for" not in request.headers):
-        _count_upload(client_address(request), int(length))
-    disk.make_room(Path(disk.UPLOADS), int(length), SETTINGS.uploads_bytes)
+        _count_upload(client_address(request), size)
+    disk.make_room(Path(disk.UPLOADS), size, SETTINGS.uploads_bytes)
 
 
 def _count_upload(who: str, size: int) -> None:

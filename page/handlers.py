@@ -28,7 +28,7 @@ from banana_space.images import BadImage, load_image
 from banana_space.markup import escape_markdown
 from banana_space.plots import delta_figure, raw_figure
 from banana_space.quota import page_note, steps_for_the_smallest_day
-from banana_space.real_chains import LABEL, PLAN, examples, plan_from_env, preparing
+from banana_space.real_chains import PLAN, dataset_starts, examples, plan_from_env, preparing
 from banana_space.remake import remake_all, remake_frame
 from banana_space.run import Run
 from banana_space.runids import copy_in
@@ -279,7 +279,8 @@ def real_chain_buttons() -> list[Any]:
     the bundled recordings after them are our simulations, and say so."""
     real = [e for e in examples(SETTINGS.runs_root, RECORDED) if e.real]
     credits = sorted({e.credit for e in real if e.credit})
-    heading = (f"**Real chains first** — open instantly: {LABEL}, "
+    heading = ("**Real chains first** — open instantly: Banana100's own chains (real), each "
+               "by its path in the dataset, "
                + "; ".join(escape_markdown(c) for c in credits)
                + ". **Below them, our simulations** (a model of the damage, not a real "
                "editor's output)." if real else
@@ -287,6 +288,28 @@ def real_chain_buttons() -> list[Any]:
                "(a model of the damage, not a real editor's output).")
     return [heading, *(gr.update(value=real[i].label, visible=True) if i < len(real)
                        else gr.update(visible=False) for i in range(REAL_SLOTS))]
+
+
+def example_gallery(bundled: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The example pictures, (thumbnail, caption): Banana100's own starts first where the hub
+    was reachable (`real_chains.dataset_starts`, each captioned with its licence), then ours
+    (`bundled`, captioned by name)."""
+    return [(str(start.thumb), start.caption) for start in dataset_starts(SETTINGS.runs_root)
+            ] + bundled
+
+
+def picked_example(caption: str | None, index: int, bundled: dict[str, str]) -> str:
+    """The picture behind a clicked example: a dataset start's full frame, or one of ours
+    (`bundled`: caption -> path), by its caption (the gallery's order changes when the starts
+    arrive, so an index may name another picture), by its place where the click had none;
+    never a path a visitor names."""
+    offered = {start.caption: str(start.image) for start in dataset_starts(SETTINGS.runs_root)
+               } | bundled
+    if caption is None and 0 <= index < len(offered):
+        caption = list(offered)[index]
+    if caption not in offered:
+        raise gr.Error("Pick one of the example pictures.")
+    return offered[caption]
 
 
 def real_chains_tick() -> list[Any]:

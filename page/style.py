@@ -18,10 +18,11 @@ SHARE_HTML = """<div class="share">${value ? `<button type="button">🔗 Copy a 
 </button> <a href="${value}" rel="noopener">${value}</a> <span role="status"></span>` :
 '<span class="none">A link to share appears here once a run has frames.</span>'}</div>"""
 SHARE_CSS = """.share {display: flex; flex-wrap: wrap; gap: 8px; align-items: center}
-.share button {padding: 6px 12px; border-radius: 6px; border: 1px solid #6b7280;
-               background: white; color: #111827; cursor: pointer}
-.share a {color: #1d4ed8; word-break: break-all; font-size: 13px}
-.share .none, .share span {color: #4b5563; font-size: 13px}"""
+.share button {padding: 6px 12px; border-radius: 6px; border: 1px solid var(--border-color-primary);
+               background: var(--button-secondary-background-fill);
+               color: var(--button-secondary-text-color); cursor: pointer}
+.share a {color: var(--link-text-color); word-break: break-all; font-size: 13px}
+.share .none, .share span {color: var(--body-text-color-subdued); font-size: 13px}"""
 # The clipboard needs a secure page (https or localhost); elsewhere the link is selected, so
 # Ctrl+C copies it.
 SHARE_JS = """element.addEventListener('click', async (event) => {
@@ -49,7 +50,7 @@ SCROLL_TO_RESULT_JS = """() => {
 # ---- Page-wide CSS and JS: the summary's type, alt text, grids that fit a phone ----
 PAGE_CSS = """#claim h1 {margin: 0 0 4px; font-size: 1.6em}
 #claim p {margin: 0; font-size: 1.1em}
-#run-note p {margin: 2px 0 0; font-size: 14px; color: #374151}
+#run-note p {margin: 2px 0 0; font-size: 14px; color: var(--body-text-color-subdued)}
 #status {scroll-margin-top: 4px}
 #summary {font-size: 1.15em; line-height: 1.45; scroll-margin-top: 8px}
 #summary p {margin: 4px 0}
@@ -59,9 +60,11 @@ PAGE_CSS = """#claim h1 {margin: 0 0 4px; font-size: 1.6em}
 /* The label chips sit above the pictures, never on them. */
 #magnifier [data-testid=block-label], #frame [data-testid=block-label],
 #compare [data-testid=block-label] {position: static; margin-bottom: 4px}
-/* Text that gradio draws at under 4.5:1 on white (WCAG AA). */
+/* Text that gradio draws at under 4.5:1 (WCAG AA): the theme's subdued colour, which THEME
+   sets to read at >= 4.5:1 in both schemes. */
 .or, [data-testid=min-value], [data-testid=max-value], footer, footer a, footer button,
-.show-api, .built-with, .settings, #leaderboard-tab-button {color: #4b5563 !important}
+.show-api, .built-with, .settings, #leaderboard-tab-button {
+  color: var(--body-text-color-subdued) !important}
 @media (max-width: 640px) {
   #verdict {font-size: 13px}
   /* Δ5/Δ10/Δ20 and ρ are left out on a phone; the zip and wider screens have them. */
@@ -115,7 +118,10 @@ PAGE_JS = r"""() => {
   });
 }""".replace("FRAME_STEP", FRAME_STEP_JS)  # the step from a frame's file name
 # Gradio's Soft theme writes help text at 2.5:1 on white and labels in indigo at 3.6:1 on
-# their pale chips; these read at >= 4.5:1.
+# their pale chips; these read at >= 4.5:1. gradio follows the visitor's colour scheme
+# (`?__theme=dark`, or the system's), so every colour is set for both, and the page's CSS
+# names the theme's variables (--body-text-color-subdued, --link-text-color, …), never a
+# colour of its own that suits one scheme.
 # The page's font is the system's own (Soft's Montserrat draws N and Q like "Ŋ" and "Ɋ"); the
 # primary button is a shade darker, so its white text reads at >= 4.5:1.
 SYSTEM_FONTS = ["system-ui", "-apple-system", "Segoe UI", "Roboto", "Helvetica Neue", "Arial",
@@ -123,6 +129,8 @@ SYSTEM_FONTS = ["system-ui", "-apple-system", "Segoe UI", "Roboto", "Helvetica N
 THEME = gr.themes.Soft(font=SYSTEM_FONTS,
                        font_mono=["ui-monospace", "Consolas", "monospace"]).set(
     block_info_text_color="#4b5563", block_info_text_color_dark="#d1d5db",
+    body_text_color_subdued="#4b5563", body_text_color_subdued_dark="#d1d5db",
+    link_text_color="#1d4ed8", link_text_color_dark="#93c5fd",
     block_title_text_color="*primary_700", block_label_text_color="*primary_700",
     button_primary_background_fill="*primary_700",
     checkbox_label_background_fill_selected="*primary_700",
@@ -131,7 +139,8 @@ THEME = gr.themes.Soft(font=SYSTEM_FONTS,
 # The frame strip: fixed-size thumbnails in one row that scrolls sideways as frames arrive,
 # keeping the newest in view unless the visitor has scrolled back to look at an older one.
 STRIP_CSS = """.strip {display: flex; gap: 6px; overflow-x: auto; min-height: 92px; padding: 2px 0}
-.strip:empty::before {content: "Each frame appears here as soon as it is made."; color: #4b5563;
+.strip:empty::before {content: "Each frame appears here as soon as it is made.";
+                      color: var(--body-text-color-subdued);
                       align-self: center}
 .strip a {position: relative; flex: 0 0 auto; margin: 0}
 .strip img {width: 88px; height: 88px; margin: 0; object-fit: cover; border-radius: 6px;

@@ -1,6 +1,15 @@
-"""Does every pin install on the Space's Python? One answer per pin, from the package index.
+"""Does the Space build from the tested pins? Every package it installs pinned, every pin
+installable on the Space's Python: one answer per pin, from the package index.
 
     .venv/bin/python scripts/check_pins.py [--python 3.12] [--glibc 36]
+
+A Space installs `requirements.txt` only, so that file applies `constraints.txt` (its first
+line, `-c constraints.txt`; `banana-space deploy` uploads the constraints beside it). Without
+them every package the pins pull in would float (pyiqa alone pulls in about 40). The first
+check needs no network: from requirements.txt it follows every dependency, as this
+environment's installed metadata declares it, with markers read for the card's Python on
+Linux x86-64, and names each package that constraints.txt does not pin, and each pin that is
+not the version installed here, on which the tests ran (`unpinned`).
 
 The Space builds on the Python its card names (README front matter, `python_version`), on Linux
 x86-64, while this repository's tests run on whatever Python the machine has. A pin without a
@@ -24,9 +33,10 @@ against the versions ZeroGPU installs, kept as data in `scripts/zerogpu_supporte
 source and date: ZeroGPU installs its own torch build, and a Space pinning another version fails
 to build ("No candidate PyTorch version found for ZeroGPU"). This needs no network.
 
-Exit 0: every pin has a wheel or an sdist and ZeroGPU runs the torch pin; 1: a pin is missing or
-ZeroGPU does not list the torch pin or the card's Python; 3: the index could not be reached
-(only the ZeroGPU check was made).
+Exit 0: every package is pinned to what the tests ran on, every pin has a wheel or an sdist
+and ZeroGPU runs the torch pin; 1: a package is unpinned or pinned to another version, a pin is
+missing, or ZeroGPU does not list the torch pin or the card's Python; 3: the index could not
+be reached (only the checks without network were made).
 """
 
 from __future__ import annotations
@@ -40,6 +50,7 @@ import sys
 import tempfile
 import urllib.error
 import urllib.request
+from importlib.metadata import Distribution, PackageNotFoundError, distribution
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -78,6 +89,69 @@ def pins() -> dict[str, str]:
 
 def normalise(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def space_environment(python: str) -> dict[str, str]:
+    """Marker values of the Space: CPython `python` on Linux x86-64."""
+    from packaging.markers import default_environment
+
+    short = ".".join(python.split(".")[:2])
+    return {**default_environment(), "python_version": short,
+            "python_full_version": python if python.count(".") == 2 else f"{short}.0",
+            "sys_platform": "linux", "platform_system": "Linux", "platform_machine": "x86_64",
+            "os_name": "posix", "implementation_name": "cpython",
+            "platform_python_implementation": "CPython"}
+
+
+def unpinned(python: str) -> list[str]:
+    """What the Space's `pip install -r requirements.txt` would not take from the tested pins:
+    requirements.txt not applying constraints.txt, a package it installs with no pin, a pin
+    that is not the version installed here. Empty when it builds from the tested pins."""
+    text = (REPO / "requirements.txt").read_text()
+    problems = [] if re.search(r"^-c constraints\.txt\s*$", text, re.MULTILINE) else [
+        "requirements.txt does not apply the constraints (no line `-c constraints.txt`)"]
+    wanted = pins()
+    for name, (installed, needed_by) in space_packages(python).items():
+        if installed is None:
+            problems.append(f"{name} (for {needed_by}) is not installed here: not tested")
+        elif name not in wanted:
+            problems.append(f"{name} (for {needed_by}) is not pinned")
+        elif wanted[name] != installed.version:
+            problems.append(f"{name}=={wanted[name]} is pinned, {installed.version} was tested")
+    return sorted(problems)
+
+
+def space_packages(python: str) -> dict[str, tuple[Distribution | None, str]]:
+    """Every package `pip install -r requirements.txt` installs on the Space: name ->
+    (its distribution installed here, or None; what needs it), following each installed
+    package's declared dependencies with markers read for the card's Python on Linux."""
+    from packaging.requirements import Requirement
+
+    text = (REPO / "requirements.txt").read_text()
+    environment = space_environment(python)
+    todo = [(Requirement(line.split("#")[0].strip()), "requirements.txt")
+            for line in text.splitlines() if line.split("#")[0].strip()[:1].isalnum()]
+    found: dict[str, tuple[Distribution | None, str]] = {}
+    seen: set[tuple[str, frozenset[str]]] = set()
+    while todo:
+        requirement, needed_by = todo.pop()
+        name, extras = normalise(requirement.name), frozenset(requirement.extras)
+        if (name, extras) in seen:
+            continue
+        seen.add((name, extras))
+        try:
+            installed = distribution(name)
+        except PackageNotFoundError:
+            found.setdefault(name, (None, needed_by))
+            continue
+        found.setdefault(name, (installed, needed_by))
+        for line in installed.requires or []:
+            dependency = Requirement(line)
+            if dependency.marker is None or any(
+                    dependency.marker.evaluate({**environment, "extra": extra})
+                    for extra in extras | {""}):
+                todo.append((dependency, name))
+    return found
 
 
 def index_url() -> str:
@@ -202,6 +276,12 @@ def main(argv: list[str] | None = None) -> int:
     python = ".".join((args.python or card_python()).split(".")[:2])
     wanted = pins()
     runs_on_zerogpu = report_zerogpu(wanted)
+    loose = unpinned(args.python or card_python())
+    for problem in loose:
+        print(f"pins: {problem}")
+    if not loose:
+        print("pins: every package requirements.txt installs is pinned to the version tested")
+    runs_on_zerogpu = runs_on_zerogpu and not loose
     if not reachable():
         print(f"the package index ({index_url()}) cannot be reached: no pin's files checked")
         return UNREACHABLE if runs_on_zerogpu else 1

@@ -13,7 +13,10 @@ HF_HUB_DISABLE_XET=1 before it is imported: this speaks LFS, not Xet.
 - `POST /api/{type}s/{id}/commit/{rev}`: the ndjson commit. A regular file whose content is
   binary is refused with the Hub's words ("Your push was rejected because it contains binary
   files"), as is an LFS file whose object was never uploaded;
-- `POST /api/spaces/{id}/secrets` and `/hardware`: kept in `secrets` / `hardware`;
+- `POST /api/spaces/{id}/secrets`, `/variables` and `/hardware`, `PUT /api/spaces/{id}/volumes`:
+  kept in `secrets` / `variables` / `hardware` / `volumes`;
+- `POST /api/buckets/{namespace}/{name}`: a Storage Bucket, kept in `buckets` with what was
+  asked (409 when it exists, as the Hub answers);
 - `GET /api/{type}s/{id}/revision/{rev}`: the repo's last commit and files;
 - `GET /api/spaces/{id}/tree/{rev}`: a Space's listing, as the read side lists a dataset (the
   client lists a repo before a commit that deletes what is gone).
@@ -53,6 +56,9 @@ class FakeHubWrite(FakeHub):
         self.commits: list[dict] = []
         self.secrets: dict[str, dict[str, str]] = {}
         self.hardware: dict[str, str] = {}
+        self.variables: dict[str, dict[str, str]] = {}
+        self.volumes: dict[str, list[dict]] = {}
+        self.buckets: dict[str, dict] = {}  # "OWNER/NAME" -> what create_bucket asked
         hub = self
         handler = self._server.RequestHandlerClass
         handler.do_POST = lambda request: hub.write(request)  # type: ignore[attr-defined]
@@ -101,6 +107,8 @@ class FakeHubWrite(FakeHub):
             return self._lfs_put(parts[1], body)
         if parts[:3] == ["api", "repos", "create"]:
             return self._create(json.loads(body))
+        if parts[:2] == ["api", "buckets"] and method == "POST" and len(parts) == 4:
+            return self._create_bucket("/".join(parts[2:4]), json.loads(body or b"{}"))
         if parts[:2] == ["api", "validate-yaml"]:
             return self._validate(json.loads(body))
         if parts[-4:-1] == ["info", "lfs", "objects"] and parts[-1] == "batch":
@@ -116,6 +124,13 @@ class FakeHubWrite(FakeHub):
             if action == "secrets" and kind == "space":
                 secret = json.loads(body)
                 self.secrets.setdefault(repo, {})[secret["key"]] = secret["value"]
+                return 200, {}
+            if action == "variables" and kind == "space":
+                variable = json.loads(body)
+                self.variables.setdefault(repo, {})[variable["key"]] = variable["value"]
+                return 200, {}
+            if action == "volumes" and kind == "space" and method == "PUT":
+                self.volumes[repo] = json.loads(body)["volumes"]
                 return 200, {}
             if action == "hardware" and kind == "space":
                 self.hardware[repo] = json.loads(body)["flavor"]
@@ -134,6 +149,13 @@ class FakeHubWrite(FakeHub):
         self.repos[f"{kind}/{repo}"] = asked
         if kind == "dataset" and (asked.get("private") or asked.get("visibility") == "private"):
             self.private.add(repo)  # read back only with the owner's token, as on the hub
+        return 200, {"url": url}
+
+    def _create_bucket(self, bucket: str, asked: dict) -> tuple[int, dict]:
+        url = f"{self.url}/buckets/{bucket}"
+        if bucket in self.buckets:
+            return 409, {"error": "You already created this bucket", "url": url}
+        self.buckets[bucket] = asked
         return 200, {"url": url}
 
     @staticmethod

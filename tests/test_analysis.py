@@ -10,6 +10,7 @@ import pytest
 from banana_space.analysis import (
     CHECKPOINT_FIELDS,
     CHECKPOINT_HEADERS,
+    PAPER_TEST,
     VERDICT_FIELDS,
     History,
     Verdict,
@@ -17,9 +18,12 @@ from banana_space.analysis import (
     beyond_floor,
     checkpoints,
     detects_degradation,
+    fewer_checkpoints,
     normalised,
     oriented_deltas,
+    paper_test,
     plain_verdict,
+    provisional,
     spearman,
     undecided_because,
 )
@@ -229,3 +233,33 @@ def test_beyond_floor_is_the_rule_every_verdict_applies() -> None:
     assert beyond_floor(-1.0, 1.0) is False  # -1 is not below -1
     assert beyond_floor(-1e-13, 0.0) is True  # the paper's test: any negative Δ
     assert beyond_floor(math.nan, 0.1) is None
+
+
+def test_a_verdict_names_the_checkpoints_it_was_read_at() -> None:
+    assert paper_test() == PAPER_TEST == \
+        "the paper's test (Δ from step 1 < 0 at steps 5, 10 and 20)"
+    assert paper_test((5,)).startswith("the paper's test at step 5 only (Δ from step 1 < 0 ")
+    assert "10" not in paper_test((5,)) and "20" not in paper_test((5,))
+    assert paper_test((5, 10)).startswith("the paper's test at steps 5 and 10 only")
+    assert [fewer_checkpoints(u) for u in ((), (3,), (5, 10), (5, 10, 20))] == [
+        "", "at step 3 only", "at steps 5 and 10 only", ""]
+    # A 9-step chain: every row, fidelity too, was read at step 5 alone, and verdict.csv says so.
+    made = History([ScoreInfo("psnr", "fidelity", False), ScoreInfo("niqe", "metric", True)])
+    for step in range(10):
+        made.add(step, {"psnr": 40.0 - step, "niqe": 5.0 + step})
+    for row in made.verdict():
+        assert row.checkpoints_used == (5,)
+        assert dict(zip(VERDICT_FIELDS, row.record(), strict=True))["checkpoints_used"] == "5"
+    assert VERDICT_FIELDS.index("checkpoints_used") == VERDICT_FIELDS.index("detects_robust") + 1
+
+
+def test_only_a_run_that_goes_on_towards_a_checkpoint_is_provisional() -> None:
+    assert provisional(6, 20, running=True)  # steps 10 and 20 are ahead
+    assert not provisional(6, 20, running=False)  # stopped at 6: final, read at step 5
+    assert not provisional(7, 9, running=True)  # a 9-step run has read its last checkpoint
+    assert provisional(4, 9, running=True)  # step 5 is ahead
+    assert not provisional(20, 20, running=False)
+    # Final verdicts read at fewer checkpoints say which; provisional ones say "so far".
+    assert Verdict(True).on_page(used=(5,)) == "✅ detects (at step 5 only)"
+    assert Verdict(False).on_page(provisional=True, used=(5,)) == "❌ fooled so far"
+    assert Verdict(None).on_page(used=(5,)) == "… undecided"

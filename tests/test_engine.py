@@ -65,8 +65,8 @@ def test_five_step_simulate_chain_on_a_real_photo(photo, tmp_path, weights_dir) 
     verdict = {r["metric"]: r for r in read_csv(run / "verdict.csv")}
     assert list(next(iter(verdict.values()))) == [
         "metric", "delta_5", "delta_10", "delta_20", "detects", "detects_robust",
-        "undecided_because", "delta_since_input", "worse_than_input", "spearman_vs_psnr",
-        "spearman_from_first"]
+        "checkpoints_used", "undecided_because", "delta_since_input", "worse_than_input",
+        "spearman_vs_psnr", "spearman_from_first"]
     assert verdict["psnr"]["detects"] == "yes" and verdict["ssim"]["detects"] == "yes"
     # Fidelity has no noise floor (floors.csv): its robust verdict is undecided; a metric's is
     # decided, since every CPU classic has one.

@@ -43,10 +43,19 @@ def test_a_folder_or_a_named_server_path_is_no_file_argument(app, tmp_path) -> N
 
 
 def test_a_url_as_a_file_argument_is_refused_before_anything_is_fetched(app) -> None:
+    """gradio never fetches a URL given as a file; page/url_inputs.py fetches https URLs to a
+    public host (tests/test_url_inputs.py) and refuses any other before connecting."""
     url = "http://127.0.0.1:9/chain.zip"
     refused = join(app, "score_chain", [{"path": url, "url": url, "meta": {
         "_type": "gradio.FileData"}}, "", ""], "10.0.5.3")
-    assert refused.status_code == 400 and "fetches no URL" in refused.text
+    assert refused.status_code == 400 and "an upload or an https URL (not http URL)" in \
+        refused.text
+    for url in ("https://127.0.0.1:9/photo.png", "https://169.254.169.254/latest/meta-data",
+                "https://[::1]:9/photo.png", "https://10.0.0.7/photo.png"):
+        refused = join(app, "run_chain", [{"path": url, "url": url, "meta": {
+            "_type": "gradio.FileData"}}, 1, "simulate", "entropy", 0, "", ""], "10.0.5.3")
+        assert refused.status_code == 400 and "private, loopback or link-local" in \
+            refused.text, url
 
 
 def test_a_replay_run_names_no_server_path(app, photo, tmp_path) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import sysconfig
 import venv
 from pathlib import Path
@@ -67,6 +68,42 @@ def test_the_licences_page_has_the_table_and_the_page_links_to_it() -> None:
     for thing in ("PolyForm Noncommercial", "CC BY-NC-SA 4.0", "FLUX.1 [dev] Non-Commercial"):
         assert thing in licences, thing
     assert "#licences-and-terms" in (REPO / "app.py").read_text()
+
+
+NON_COMMERCIAL = ("**for non-commercial use**, because every metric comes from pyiqa "
+                  "(PolyForm Noncommercial 1.0.0 and NTU S-Lab License 1.0)")
+
+
+def test_the_card_and_the_page_say_the_same_about_non_commercial_use() -> None:
+    """The card's `license: apache-2.0` is the code's; near its top the card says, in the
+    page footer's words, that the Space as a whole is for non-commercial use."""
+    import re
+
+    card = (REPO / "README.md").read_text().split("---\n", 2)[2]
+    footer = re.search(r'gr\.Markdown\((".*?)elem_id="footer"', (REPO / "app.py").read_text(),
+                       re.DOTALL).group(1)
+    footer = "".join(re.findall(r'"([^"]*)"', footer))
+    near_top = " ".join(card[:card.index("## Start the app")].split())
+    assert NON_COMMERCIAL in footer and NON_COMMERCIAL in near_top
+    assert NON_COMMERCIAL in " ".join(card[card.index("## Licences and terms"):].split())
+
+
+def test_the_licence_table_is_read_from_every_installed_wheel() -> None:
+    """docs/licences.md's package table is what scripts/licences.py reads from each wheel the
+    Space installs (metadata and shipped licence files): current, and right where a hand-typed
+    table was wrong (pyiqa's second licence, tqdm's two, mcp and pyarrow missing)."""
+    done = subprocess.run([sys.executable, REPO / "scripts" / "licences.py", "--check"],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    text = (REPO / "docs" / "licences.md").read_text()
+    rows = {line.split("|")[1].strip(): line for line in text.split("<!-- packages")[1]
+            .splitlines() if line.startswith("| ")}
+    assert "LICENSE-S-Lab (S-Lab License 1.0)" in rows["pyiqa"]
+    assert rows["pyiqa"].endswith("**non-commercial** (LICENSE, LICENSE-S-Lab) |")
+    assert "| MPL-2.0 AND MIT |" in rows["tqdm"] and "| MIT |" in rows["mcp"]
+    assert "| Apache-2.0 |" in rows["pyarrow"] and "torch" in rows and "gradio" in rows
+    limited = [name for name, line in rows.items() if "**non-commercial**" in line]
+    assert limited == ["pyiqa"]
 
 
 @pytest.fixture(scope="module")

@@ -104,6 +104,8 @@ def test_the_engines_settings_keep_their_names_and_defaults() -> None:
                                    "http://x", "", True)
     with pytest.raises(ValueError, match="BANANA_MAX_SIDE must be a whole number"):
         EngineSettings.from_env({"BANANA_MAX_SIDE": "big"})
+    assert default.runs_commit_s == 300.0
+    assert EngineSettings.from_env({"BANANA_RUNS_COMMIT_S": "60"}).runs_commit_s == 60.0
 
 
 def test_no_secret_is_a_setting() -> None:

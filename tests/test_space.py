@@ -87,6 +87,33 @@ def test_the_torch_pin_is_one_zerogpu_installs_and_the_check_says_when_it_is_not
     assert "python_version 3.11.7" in check_pins.zerogpu_problems(wanted, "3.11.7", supported)[0]
 
 
+def test_the_space_installs_every_package_at_the_version_the_tests_ran_on(monkeypatch,
+                                                                        tmp_path) -> None:
+    """The Space installs requirements.txt only: it applies constraints.txt, which is
+    uploaded beside it, and every package it pulls in (for the card's Python on Linux) is
+    pinned there to what is installed here. The check names what is not."""
+    sys.path.insert(0, str(REPO / "scripts"))
+    import check_pins
+
+    card = check_pins.card_python()
+    assert check_pins.unpinned(card) == []
+    assert {"requirements.txt", "constraints.txt"} <= {f.path for f in space_files(REPO)}
+    assert (REPO / "requirements.txt").read_text().count("\n-c constraints.txt\n") == 1
+    pinned = check_pins.pins()
+    assert {"yapf", "ruff", "tensorboard", "pytest"} <= set(pinned)  # pyiqa's, pinned too
+    monkeypatch.setattr(check_pins, "pins", lambda: {
+        **{name: version for name, version in pinned.items() if name != "yapf"},
+        "tqdm": "0.0.1"})
+    assert check_pins.unpinned(card) == ["tqdm==0.0.1 is pinned, 4.70.1 was tested",
+                                         "yapf (for pyiqa) is not pinned"]
+    monkeypatch.undo()
+    (tmp_path / "requirements.txt").write_text("pillow==12.3.0\n")  # no -c: all would float
+    (tmp_path / "constraints.txt").write_text((REPO / "constraints.txt").read_text())
+    monkeypatch.setattr(check_pins, "REPO", tmp_path)
+    assert check_pins.unpinned(card) == [
+        "requirements.txt does not apply the constraints (no line `-c constraints.txt`)"]
+
+
 def test_every_tracked_binary_travels_through_lfs() -> None:
     tracked = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True,
                              check=True).stdout.decode().split("\0")
@@ -107,12 +134,14 @@ def test_space_files_take_the_app_and_leave_venv_runs_caches_and_secrets(tmp_pat
                  "assets/recorded/dunes/run.json", "docs/screenshots/wide.png",
                  ".env", ".venv/lib/x.py", "runs/abc/run.json", "tests/test_x.py",
                  "bench/load.py", "scripts/setup.sh", "banana_space/__pycache__/chain.pyc",
-                 ".pytest_cache/v", "assets/.DS_Store", "constraints.txt", "notes.txt"):
+                 ".pytest_cache/v", "assets/.DS_Store", "constraints.txt", "notes.txt",
+                 "requirements-test.txt"):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text("x")
     assert [f.path for f in space_files(tmp_path)] == [
         ".gitattributes", "LICENSE", "README.md", "app.py", "assets/recorded/dunes/run.json",
-        "banana_space/chain.py", "banana_space/judges/base.py", "docs/licences.md",
+        "banana_space/chain.py", "banana_space/judges/base.py", "constraints.txt",
+        "docs/licences.md",
         "docs/screenshots/wide.png",
         "page/handlers.py", "requirements.txt"]
 
@@ -169,6 +198,26 @@ def test_deploy_publishes_the_space_binaries_in_lfs_and_secrets_unprinted() -> N
     for output in (done.stdout + done.stderr, again.stdout + again.stderr):
         assert gemini not in output and "hf_fake_token_for_tests_0001" not in output
     assert f"spaces/{SPACE}" in done.stdout
+
+
+def test_deploy_asks_for_zerogpu_by_default_and_mounts_the_runs_bucket() -> None:
+    """With no --hardware a new Space asks for ZeroGPU, the one hardware a free account may
+    use (2026); --bucket creates a private bucket, mounts it read-write and puts the runs in
+    it. A second deploy finds both there, and an explicit --hardware is asked for."""
+    with FakeHubWrite() as hub:
+        done = _deploy(hub.url, "--bucket", "banana-runs")
+        again = _deploy(hub.url, "--bucket", "banana-lab/banana-runs", "--hardware", "cpu-basic")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert hub.repos[f"space/{SPACE}"]["hardware"] == "zero-a10g"
+    assert "up to 2 Gradio Spaces on ZeroGPU" in done.stdout and "--flavor zero-a10g" in done.stdout
+    assert "cpu-basic and every other hardware need a PRO or Team plan" in done.stdout
+    assert hub.hardware[SPACE] == "cpu-basic"  # asked by name: the existing Space moves
+    assert hub.buckets == {"banana-lab/banana-runs": {"visibility": "private"}}
+    assert hub.volumes[SPACE] == [{"type": "bucket", "source": "banana-lab/banana-runs",
+                                   "mountPath": "/data", "readOnly": False}]
+    assert hub.variables[SPACE] == {"BANANA_RUNS_DIR": "/data/runs"}
+    assert "runs on the bucket banana-lab/banana-runs mounted at /data" in done.stdout
 
 
 def test_deploy_refuses_a_checkout_holding_a_secret(tmp_path: Path) -> None:

@@ -78,9 +78,11 @@ def test_the_four_outputs(dataset, table, capsys) -> None:
     assert Counter(r["chain"] for r in scores) == {c: FRAMES * len(columns) for c in scored}
     verdicts = _rows(table / "verdicts.csv")
     assert list(verdicts[0]) == ["chain", "metric", "delta_5", "delta_10", "delta_20",
-                                 "detects", "detects_robust", "undecided_because",
-                                 "delta_since_input", "worse_than_input", "spearman_vs_psnr",
-                                 "spearman_from_first"]
+                                 "detects", "detects_robust", "checkpoints_used",
+                                 "undecided_because", "delta_since_input", "worse_than_input",
+                                 "spearman_vs_psnr", "spearman_from_first"]
+    # Chains of steps 0-6: every verdict was read at step 5 alone, and says so.
+    assert {r["checkpoints_used"] for r in verdicts} == {"5"}
     assert {(r["chain"], r["metric"]) for r in verdicts} == {(c, m) for c in scored
                                                              for m in columns}
     # Noise piles up in every chain: fidelity falls at step 5 in each one.

@@ -4,6 +4,7 @@ rows and crops out."""
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -40,17 +41,18 @@ def test_the_summary_says_the_finding_in_words_and_numbers() -> None:
     text = summarise(history(20), 20, running=False)
     assert text.startswith("**After 20 steps**, PSNR to the input fell 41 → 22 dB; **by the "
                            "paper's test (Δ from step 1 < 0 at steps 5, 10 and 20), 1 of 3 "
-                           "quality metrics detects the damage** (niqe), 2 are fooled "
-                           "(brisque, piqe);")
+                           "standard metrics (pyiqa's, the kind the paper tests) detects the "
+                           "damage (niqe), 2 are fooled (brisque, piqe)**;")
     assert "so far" not in text and "simulation" not in text  # not said of a real chain
-    assert text.endswith("beyond each score's noise floor 1 of 3 detects it.")  # floors.csv
+    assert text.endswith("beyond each score's noise floor 1 of 3 standard metrics detects "
+                         "it.")  # floors.csv
 
 
 def test_the_summary_is_provisional_while_the_run_goes_on() -> None:
     text = summarise(history(6), 20, running=True)
     assert text.startswith("**So far, after 6 of 20 steps**, PSNR to the input fell 41 → 36 dB")
-    assert "are fooled (brisque, piqe) so far;" in text
-    assert text.endswith("1 of 3 detects it so far.")
+    assert "are fooled (brisque, piqe) so far**;" in text
+    assert text.endswith("1 of 3 standard metrics detects it so far.")
     assert summarise(history(0), 20, running=True).startswith("Step 0 is your input")
     assert summarise(History(INFOS), 20, running=True) == ""
     assert summarise(history(1), 20, running=True).endswith(
@@ -60,18 +62,20 @@ def test_the_summary_is_provisional_while_the_run_goes_on() -> None:
 
 def test_a_simulation_says_whether_it_reproduces_the_papers_finding() -> None:
     text = summarise(history(20), 20, running=False, simulated=True)
-    assert text.endswith("; this simulation does not reproduce the paper's finding: it is "
-                         "noticed by 1 of 3 quality metrics; on Banana100's real chains none "
-                         "of 21 did so on every image.")
+    assert text.endswith("; on this one chain 1 of 3 standard metrics notices this "
+                         "simulation; the paper's finding is over every image, not one chain: "
+                         "on Banana100's real chains none of its 21 metrics noticed the damage "
+                         "on every image.")
     fooled = History(INFOS)
     for step in range(21):
         fooled.add(step, {"psnr": 80.0 if step == 0 else 42.0 - step, "brisque": 30.0 - step,
                           "niqe": 5.0 - 0.1 * step, "piqe": 40.0 - 0.5 * step})
     assert summarise(fooled, 20, running=False, simulated=True).endswith(
-        "; none of the 3 quality metrics notices this simulation, as on Banana100's real "
-        "chains none of 21 did so on every image.")
-    assert "; this simulation does not reproduce the paper's finding so far: it is noticed by " \
-        "1 of 3" in summarise(history(6), 20, running=True, simulated=True)
+        "; on this one chain 0 of 3 standard metrics notice this simulation; the paper's "
+        "finding is over every image, not one chain: on Banana100's real chains none of its 21 "
+        "metrics noticed the damage on every image.")
+    assert "; on this one chain 1 of 3 standard metrics notices this simulation so far; " \
+        in summarise(history(6), 20, running=True, simulated=True)
 
 
 def test_only_a_simulated_damage_is_compared_with_the_papers_finding() -> None:
@@ -169,8 +173,10 @@ def first_step_history() -> History:
 def test_a_score_better_at_step_1_than_the_input_is_said_in_words(monkeypatch) -> None:
     monkeypatch.setattr(analysis, "floor_of", lambda name: {"niqe": 2.0, "brisque": 1.0}.get(name))
     text = summarise(first_step_history(), 20, running=False)
-    assert "2 of 3 quality metrics detect the damage** (brisque, niqe), 1 is fooled (piqe)" in text
-    assert "beyond each score's noise floor 2 of 3 detect it" in text  # brisque: -3.2 at step 5
+    assert "2 of 3 standard metrics (pyiqa's, the kind the paper tests) detect the damage " \
+        "(brisque, niqe), 1 is fooled (piqe)**" in text
+    # brisque: -3.2 at step 5
+    assert "beyond each score's noise floor 2 of 3 standard metrics detect it" in text
     assert "since the input, brisque: step 1 scored better than the input; from there it " \
         "falls, but not below the input at every checkpoint" in text
     rows = rows_of(RunView(steps=20, history=first_step_history(), last_step=20))
@@ -230,3 +236,59 @@ def test_side_by_side_enlarges_the_same_crop_of_both_pixel_for_pixel() -> None:
     assert (left[::3, ::3] == np.asarray(clean.crop(box))).all()
     assert (right[::3, ::3] == np.asarray(damaged.crop(box))).all()
     assert not math.isclose(float(np.abs(left.astype(int) - right).mean()), 0.0)
+
+
+RULER_INFOS = [*INFOS, ScoreInfo("entropy", "metric", False),
+               ScoreInfo("noise_level", "metric", True, family="ours"),
+               ScoreInfo("colour_cast", "metric", True, family="ours")]
+
+
+def nine_steps_with_rulers() -> History:
+    """A finished 9-step chain: the history above, entropy missing at step 5 (undecided), one
+    ruler that rises with the damage (detects) and one that falls (fooled)."""
+    made = History(RULER_INFOS)
+    for step in range(10):
+        made.add(step, {"psnr": 80.0 if step == 0 else 42.0 - step, "brisque": 30.0 - step,
+                        "niqe": 5.0 + step, "piqe": 40.0 - 0.5 * step,
+                        "entropy": math.nan if step == 5 else 7.0 - 0.1 * step,
+                        "noise_level": float(step), "colour_cast": -float(step)})
+    return made
+
+
+def test_a_finished_short_chain_counts_the_papers_metrics_apart_and_names_its_checkpoint(
+        ) -> None:
+    text = summarise(nine_steps_with_rulers(), 9, running=False, simulated=True)
+    assert text.startswith("**After 9 steps**, PSNR to the input fell 41 → 33 dB; **by the "
+                           "paper's test at step 5 only (Δ from step 1 < 0 there; the chain "
+                           "has not reached the paper's later checkpoints), 1 of 4 standard "
+                           "metrics (pyiqa's, the kind the paper tests) detects the damage "
+                           "(niqe), 2 are fooled (brisque, piqe), 1 is undecided (entropy: no "
+                           "score at step 5)**; counted apart, 1 of 2 rulers (ours, not among "
+                           "the paper's metrics) detects the damage (noise_level), 1 is fooled "
+                           "(colour_cast);"), text
+    assert "so far" not in text and not re.search(r"\b(10|20)\b", text)  # no Δ10, no Δ20
+    assert "on this one chain 1 of 4 standard metrics notices this simulation; the paper's " \
+        "finding is over every image, not one chain" in text
+    # The same chain while it runs towards step 9 of 9: step 5 is its last checkpoint, so at
+    # step 7 its verdicts are final; at step 4 of 9 they are not.
+    assert "so far" not in summarise(nine_steps_with_rulers(), 9, running=True).split("**", 2)[2]
+    early = History(RULER_INFOS)
+    for step, scores in enumerate(zip(*nine_steps_with_rulers().scores.values(), strict=True)):
+        if step <= 4:
+            early.add(step, dict(zip(early.scores, scores, strict=True)))
+    assert "(colour_cast) so far;" in summarise(early, 9, running=True)
+
+
+def test_a_finished_short_chain_says_in_its_table_which_checkpoint_its_verdict_used() -> None:
+    ended = RunView(steps=9, history=nine_steps_with_rulers(), last_step=9,
+                    ended=Finished("completed", 9))
+    rows = rows_of(ended)
+    assert rows["niqe"][VERDICT_COLUMN] == "✅ detects (at step 5 only)"
+    assert rows["brisque"][VERDICT_COLUMN] == "❌ fooled (at step 5 only)"
+    assert rows["entropy"][VERDICT_COLUMN] == "… undecided (no score at step 5)"
+    assert "so far" not in rows["brisque"][VERDICT_HEADERS.index("beyond floor")]
+    # Stopped at step 9 of 20: ended, so final, and it says which checkpoint it used.
+    stopped = RunView(steps=20, history=nine_steps_with_rulers(), last_step=9,
+                      ended=Finished("stopped", 9, "stopped by the user"))
+    assert rows_of(stopped)["niqe"][VERDICT_COLUMN] == "✅ detects (at step 5 only)"
+    assert "so far" not in stopped.screen().summary

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from ..frames import HUB_PREFIX
@@ -80,7 +81,7 @@ def find_chains_in(source: str) -> list[ChainRef]:
         if files[0] in rows:  # a chain of shard rows
             kind, files = ChainFormat.ROWS, tuple(rows[f] for f in files)
         refs.append(ChainRef(f"{label}/{relative}".rstrip("/") if relative else label,
-                             root, kind, files, chain.size))
+                             root, kind, files, chain.size, chain.files))
     return refs
 
 
@@ -94,7 +95,7 @@ def find_all(sources: Sequence[str]) -> list[ChainRef]:
                 count += 1
                 name = f"{ref.name} ({count})"
             seen.add(name)
-            refs.append(ChainRef(name, ref.root, ref.kind, ref.files, ref.size))
+            refs.append(replace(ref, name=name))
     return refs
 
 

@@ -1,0 +1,185 @@
+"""An image given as an https URL (page/url_inputs.py): fetched when its host is public, refused
+for every private, loopback and link-local address, written or resolved, and for a redirect to
+one; limited in size and time like an upload.
+
+The web is a local HTTP server that logs every request. Nothing public can be reached from a
+test, so the public case injects the two parts that touch the network: a resolver that
+answers a public address (93.184.215.14) for `images.example`, and a transport that routes a
+connection to that checked address to the local server (the URL stays https; the route
+stands in for the TLS connection safehttpx's transport would open). Every refusal uses the
+real resolver and transport, and the server's log shows that no request reached it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import httpx
+import pytest
+from PIL import Image
+
+from page import url_inputs
+from page.url_inputs import UrlRefused, fetch
+
+PUBLIC = "93.184.215.14"
+
+
+def png() -> bytes:
+    buffer = io.BytesIO()
+    Image.new("RGB", (16, 12), "orange").save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+class Web:
+    """A local server: /photo.png, /go?to=URL (302), /big (says 2 MB), /endless (streams
+    without a length), /stall (answers when the test ends)."""
+
+    def __init__(self) -> None:
+        self.requests: list[str] = []
+        self.release = threading.Event()
+        web = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+                web.requests.append(self.path)
+                if self.path == "/photo.png":
+                    self._answer(200, png(), {"Content-Type": "image/png"})
+                elif self.path.startswith("/go?to="):
+                    self._answer(302, b"", {"Location": self.path.removeprefix("/go?to=")})
+                elif self.path == "/big":
+                    self._answer(200, b"x" * (2 * 1024**2), {})
+                elif self.path == "/endless":
+                    self.send_response(200)
+                    self.end_headers()
+                    for _ in range(64):
+                        self.wfile.write(b"x" * 65536)
+                elif self.path == "/stall":
+                    web.release.wait(600)
+                    self._answer(200, png(), {})
+                else:
+                    self._answer(404, b"", {})
+
+            def _answer(self, status: int, body: bytes, headers: dict[str, str]) -> None:
+                self.send_response(status)
+                for name, value in {**headers, "Content-Length": str(len(body))}.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.release.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture()
+def web() -> Iterator[Web]:
+    server = Web()
+    yield server
+    server.close()
+
+
+def routed(web: Web, connected: list[str]):
+    """The injected transport: a connection to the checked address goes to the local server."""
+    class Route(httpx.AsyncHTTPTransport):
+        async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+            request.url = request.url.copy_with(scheme="http", host="127.0.0.1", port=web.port)
+            return await super().handle_async_request(request)
+
+    def transport(address: str) -> httpx.AsyncBaseTransport:
+        connected.append(address)
+        return Route()
+    return transport
+
+
+def answers(table: dict[str, list[str]]):
+    async def resolve(host: str) -> list[str]:
+        return table[host]
+    return resolve
+
+
+def get(url: str, folder: Path, max_bytes: int = 1024**2, **injected: object) -> Path:
+    return asyncio.run(fetch(url, folder, max_bytes, **injected))
+
+
+def test_a_public_https_url_is_fetched_through_the_checked_address(web, tmp_path) -> None:
+    connected: list[str] = []
+    path = get("https://images.example/photo.png", tmp_path, resolve=answers(
+        {"images.example": [PUBLIC]}), transport=routed(web, connected))
+    assert path.read_bytes() == png() and path.parent == tmp_path
+    assert path.name.endswith("-photo.png")
+    assert connected == [PUBLIC] and web.requests == ["/photo.png"]
+    # A redirect to another public host is followed, each hop checked again.
+    path = get("https://images.example/go?to=https://cdn.example/photo.png", tmp_path,
+               resolve=answers({"images.example": [PUBLIC], "cdn.example": ["8.8.4.4"]}),
+               transport=routed(web, connected))
+    assert path.read_bytes() == png() and connected[1:] == [PUBLIC, "8.8.4.4"]
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "10.1.2.3", "169.254.169.254", "[::1]",
+                                  "[::ffff:127.0.0.1]", "0.0.0.0", "192.168.0.1", "[fe80::1]"])
+def test_an_address_inside_is_refused_before_any_connection(web, tmp_path, host) -> None:
+    with pytest.raises(UrlRefused, match="private, loopback or link-local"):
+        get(f"https://{host}:{web.port}/photo.png", tmp_path)  # the real resolver and transport
+    assert web.requests == [] and list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("resolved", [["127.0.0.1"], ["10.0.0.7"], ["169.254.169.254"],
+                                      ["::1"], [PUBLIC, "127.0.0.1"]])
+def test_a_name_that_resolves_inside_is_refused(web, tmp_path, resolved) -> None:
+    connected: list[str] = []
+    with pytest.raises(UrlRefused, match="private, loopback or link-local"):
+        get("https://evil.example/photo.png", tmp_path,
+            resolve=answers({"evil.example": resolved}), transport=routed(web, connected))
+    assert connected == [] and web.requests == []
+
+
+@pytest.mark.parametrize("inside", ["https://127.0.0.1/photo.png", "https://10.0.0.7/photo.png",
+                                    "https://169.254.169.254/latest/meta-data",
+                                    "https://[::1]/photo.png", "https://intranet.example/x"])
+def test_a_redirect_inside_is_refused(web, tmp_path, inside) -> None:
+    connected: list[str] = []
+    with pytest.raises(UrlRefused, match="private, loopback or link-local"):
+        get(f"https://images.example/go?to={inside}", tmp_path, transport=routed(web, connected),
+            resolve=answers({"images.example": [PUBLIC], "intranet.example": ["10.9.9.9"]}))
+    assert connected == [PUBLIC] and web.requests == [f"/go?to={inside}"]  # the first hop only
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_only_https_and_a_few_redirects(web, tmp_path) -> None:
+    connected: list[str] = []
+    public = {"resolve": answers({"images.example": [PUBLIC]}),
+              "transport": routed(web, connected)}
+    for url in (f"http://images.example:{web.port}/photo.png", "ftp://images.example/x",
+                "file:///etc/passwd", "https://images.example/go?to=http://images.example/x"):
+        with pytest.raises(UrlRefused, match="a file as an upload or an https URL"):
+            get(url, tmp_path, **public)
+    loop = "https://images.example/go?to=https://images.example/go?to=" * 3 + "x"
+    with pytest.raises(UrlRefused, match="redirects more than"):
+        get(loop, tmp_path, **public)
+    assert len(web.requests) == 1 + url_inputs.MAX_REDIRECTS + 1
+
+
+def test_size_and_time_are_limited_like_an_upload(web, tmp_path) -> None:
+    public = {"resolve": answers({"images.example": [PUBLIC]}), "transport": routed(web, [])}
+    for path in ("/big", "/endless"):  # said too large, or found too large as it streams
+        with pytest.raises(UrlRefused, match="at that URL is larger than 1 MB, the upload limit"):
+            get(f"https://images.example{path}", tmp_path, 1024**2, **public)
+    with pytest.raises(UrlRefused, match="did not answer within 1 s"):
+        get("https://images.example/stall", tmp_path, timeout_s=1, **public)
+    with pytest.raises(UrlRefused, match="answered 404"):
+        get("https://images.example/nothing", tmp_path, **public)
+    assert list(tmp_path.iterdir()) == []  # nothing half-written is kept
