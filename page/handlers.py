@@ -15,11 +15,14 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import gradio as gr
 from PIL import Image
 
+from banana_space.catalog import to_tensor
 from banana_space.common import png_bytes, write_atomic
+from banana_space.conditions import start_note
 from banana_space.images import BadImage, load_image
 from banana_space.markup import escape_markdown
 from banana_space.plots import delta_figure, raw_figure
@@ -47,7 +50,7 @@ from page.disk import PREVIEWS, make_room
 from page.form import RunForm, chosen_options, form_event, spec_of
 from page.identity import visitor_of
 from page.outputs import STOPPING, PageOutputs, compared, magnify, plot_data, share_link, shown
-from page.settings import RECORDED, SETTINGS
+from page.settings import RECORDED, REPO, SETTINGS
 
 # Buttons for real chains, shown once they are prepared (banana_space/real_chains.py).
 REAL_SLOTS = max(PLAN.count, len(plan_from_env().chains))
@@ -345,6 +348,30 @@ def preview(upload: str | None) -> tuple[Any, str]:
     small.thumbnail((PREVIEW_SIDE, PREVIEW_SIDE))
     return (gr.update(value=write_preview(small), visible=True),
             f"{w} × {h}" + "".join(f" · {escape_markdown(n)}" for n in loaded.notes))
+
+
+SMOOTHNESS_TABLE = REPO / "docs" / "start_smoothness.md"  # scripts/start_smoothness.py's table
+gr.set_static_paths([SMOOTHNESS_TABLE])  # linked from the note beside the input
+CONDITION_SIDE = 2048  # px: the paper's starts are 2K; a larger upload is measured at that
+
+
+def start_condition(upload: str | None) -> str:
+    """Beside the input: its BRISQUE against the paper's example start, and why that matters
+    (`conditions.start_note`); nothing for a zip, or where the preview already says why not."""
+    from banana_space.pool import POOL, MetricUnavailable
+
+    if not upload or Path(upload).suffix.lower() == ".zip":
+        return ""
+    try:
+        image = load_image(guard.received_file(upload)).image
+    except (BadImage, guard.Refused):
+        return ""
+    image.thumbnail((CONDITION_SIDE, CONDITION_SIDE), Image.Resampling.LANCZOS)
+    try:
+        brisque = POOL.score("brisque", to_tensor(image))
+    except MetricUnavailable:
+        return ""
+    return start_note(brisque, f"/gradio_api/file={quote(str(SMOOTHNESS_TABLE))}")
 
 
 def write_preview(image: Image.Image) -> str:
