@@ -42,7 +42,7 @@ from banana_space.real_chains import examples as chain_examples
 from banana_space.real_chains import start_preparing
 from banana_space.spec import MAX_STEPS
 from banana_space.view import VERDICT_HEADERS
-from page import api, bodies, disk, guard, leaderboard_tab, served
+from page import api, bodies, disk, gradio_patches, guard, identity, leaderboard_tab, served
 from page import compare as compare_tab
 from page.form import FORM_OPTIONS, inputs_of, option_control
 from page.handlers import (
@@ -66,6 +66,7 @@ from page.handlers import (
     replay_hub,
     resume,
     run,
+    start_condition,
     steps_for_the_gpu,
     stop_run,
     zoom_at,
@@ -88,8 +89,11 @@ INTRO, HELP = (REPO / "assets" / "copy.md").read_text().split("---HELP---")
 CLAIM, ABOUT = INTRO.split("---ABOUT---")
 # docs/licences.md, shown in the page's footer: one text, never two.
 LICENCES = (REPO / "docs" / "licences.md").read_text()
-# The default first (a photograph with texture, the paper's kind of start), then the other
-# photographs, the flat synthetic renders, and the small sample photos.
+# The default first, then the other photographs, the flat synthetic renders, and the small
+# sample photos. The default is chosen by the paper's conditions, never by the verdicts a run
+# on it gives: the bundled start of 2K or more whose BRISQUE at the run's size is nearest the
+# paper's example start (conditions.nearest_to_the_paper; the numbers in
+# docs/start_smoothness.md, checked by tests/test_conditions.py).
 DEFAULT_EXAMPLE = "photo-moss.png"
 EXAMPLES = sorted((str(p) for p in (REPO / "assets" / "examples").glob("*.*") if p.suffix != ".md"),
                   key=lambda path: (Path(path).name != DEFAULT_EXAMPLE,
@@ -105,6 +109,8 @@ CHAINS_AT_ONCE = 4
 # memory, each at most a request body (`page/bodies.py`), for as many tabs as a small Space sees.
 SESSIONS_KEPT = 256
 WARMED = threading.Event()  # the metric pool's warm-up has been started
+SIGN_IN_NOTE = ("Signing in keeps your runs on any device, gives you your own share of this "
+                "Space and spends your own ZeroGPU quota, not the anonymous one.")
 # The page's events a client may still call by name.
 STREAMING = {"run", "resume", "open", "replay_hub"}
 
@@ -192,6 +198,10 @@ def build() -> gr.Blocks:
                             "another) with the settings below.", elem_id="run-note")
                 # The run's ZeroGPU seconds (quota.py); hidden while there is nothing to say.
                 gpu_cost = gr.Markdown(elem_id="gpu-cost", visible=False)
+                if SETTINGS.sign_in:  # hf_oauth on the card; anonymous visitors need nothing
+                    with gr.Row(equal_height=True):
+                        gr.LoginButton(size="sm", scale=0, min_width=200)
+                        gr.Markdown(SIGN_IN_NOTE, elem_id="sign-in-note")
         with gr.Accordion("About this demo", open=False):
             gr.Markdown(ABOUT)
         with gr.Row():
@@ -253,6 +263,7 @@ def build() -> gr.Blocks:
                                          show_label=False, alt_text="The picture you uploaded",
                                          visible=False, elem_id="input-preview")
                 input_note = gr.Markdown()
+                start_note = gr.Markdown(elem_id="start-note")
                 bundled = example_thumbnails()
                 examples = gr.Gallery(example_gallery(bundled),
                                       label="Example pictures (click one)",
@@ -336,11 +347,14 @@ def build() -> gr.Blocks:
         # The page's plumbing is private: reachable only by what the page posts (and confined
         # there like everything else), never listed or offered to API clients or agents.
         plumbing = {"api_visibility": "private"}
-        # A preview decodes the whole upload: a few at once, a few per visitor (guard.py).
+        # A preview decodes the whole upload, and so does reading its start's condition: a few
+        # at once, a few per visitor (guard.py).
         previews = {"concurrency_id": guard.PREVIEW_GROUP,
                     "concurrency_limit": guard.PREVIEWS_AT_ONCE, "show_progress": "hidden"}
         upload.change(preview, upload, [input_preview, input_note], **previews, **plumbing)
         demo.load(preview, upload, [input_preview, input_note], **previews, **plumbing)
+        for shows in (upload.change, demo.load):  # apart from the preview: it takes a second
+            shows(start_condition, upload, start_note, **previews, **plumbing)
         examples.select(pick_example, None, upload, **plumbing)
         prompt_preset.change(lambda key: PROMPTS[key].text, prompt_preset, form["prompt"],
                              **plumbing)
@@ -362,7 +376,10 @@ def build() -> gr.Blocks:
                                       form["judges"], form["seed"], raw],
                          outputs, api_name="replay_hub", **streaming)
         stop_button.click(stop_run, api_token, status, api_name="stop", concurrency_limit=None)
-        resume_button.click(resume, [run_id, form["api_key"], raw], outputs, api_name="resume",
+        # The visitor's key box (a secret `Option`'s control): resume hands it to every secret
+        # option the run's backend and judges take (`spec.keyed`).
+        key_box = next(form[option.name] for option in FORM_OPTIONS if option.secret)
+        resume_button.click(resume, [run_id, key_box, raw], outputs, api_name="resume",
                             **streaming)
         open_button.click(reopen, [run_picker, raw], outputs, api_name="open",
                           api_visibility="undocumented")
@@ -437,14 +454,17 @@ def main() -> None:
     # No queue size: cheap events are never refused; chains are bounded by guard.py.
     demo.queue(max_size=None, default_concurrency_limit=8)
     guard.install(demo)
+    gradio_patches.trust_no_proxy()  # who a visitor is: page/identity.py, never uvicorn's guess
     start_preparing(SETTINGS.runs_root)  # Banana100's own chains, where the hub is reachable
+    # Outermost first: a body too large is refused before anything reads it; an MCP call's
+    # caller is sealed before anything reads who asks.
+    middleware = [Middleware(bodies.BodyLimit), Middleware(identity.SignInErrors),
+                  Middleware(identity.McpCaller), Middleware(identity.BrowserCookie),
+                  Middleware(served.PrivateFiles), Middleware(guard.UploadGuard)]
     demo.launch(allowed_paths=[str(SETTINGS.runs_root)], theme=THEME, css=PAGE_CSS, js=PAGE_JS,
                 # a 64-Mpx PNG, or ~70 frames of 1024 px PNGs in a zip; gradio refuses more
                 max_file_size=bodies.UPLOAD_BYTES, mcp_server=True,
-                state_session_capacity=SESSIONS_KEPT,
-                app_kwargs={"middleware": [Middleware(bodies.BodyLimit),
-                                           Middleware(served.PrivateFiles),
-                                           Middleware(guard.UploadGuard)]})
+                state_session_capacity=SESSIONS_KEPT, app_kwargs={"middleware": middleware})
 
 
 if __name__ == "__main__":

@@ -114,6 +114,8 @@ def _leaderboard_parser(commands: Any) -> None:
     board.add_argument("--profiles", default="", help="simulate profiles (default: all)")
     board.add_argument("--size", type=int, default=Suite.size, help="long side, px")
     board.add_argument("--steps", type=int, default=Suite.steps)
+    board.add_argument("--every-frame", action="store_true", help="score every frame (default: "
+                       "the steps the verdicts read, 0, 1, 5, 10, 20 and the last)")
     board.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     board.add_argument("--ray", nargs="?", const="local", default=None, metavar="ADDRESS")
     board.add_argument("--retime", action="store_true", help="measure each score's "
@@ -280,6 +282,7 @@ def _leaderboard(args: argparse.Namespace, stop: threading.Event) -> int:
     from .leaderboard import Suite, run_leaderboard
 
     suite = Suite(starts=tuple(_split(args.starts)), size=args.size, steps=args.steps,
+                  every_frame=args.every_frame,
                   **({"profiles": tuple(_split(args.profiles))} if args.profiles else {}))
     metrics = parse_metric_names(args.metrics, blank=no_reference_names())
     completed = run_leaderboard(args.out, suite, sources=args.add, metrics=metrics,

@@ -2,14 +2,15 @@
 
 A verdict that fires on float noise is not a detection. Each score's floor is the largest |oriented
 Δ| from step 1 (the paper's base, `analysis.FIRST_COPY`) it shows at any scored step of the
-*nuisance chains* (an identical copy, a ±0.5 px shift, a lossless re-save, a mild JPEG re-encode:
-the `simulate` profiles of kind "nuisance") run on the bundled clean starts at 1024 px;
+*nuisance chains* (the `simulate` profiles of kind "nuisance") run on the bundled clean starts;
 `floor_since_input` is the same from step 0, the input, for a check of one edit against its original
 (`gate.py`). `scripts/measure_floors.py` measures both and writes `floors.csv` beside this file
 (with the run and step that set each floor); nothing here is typed by hand. A score with no measured
 floor (fidelity, which compares with frame 0 and is built to see a shift; a plug-in, a judge, a deep
 metric that could not load where the floors were measured) has none: its robust verdict is
-undecided.
+undecided. The committed `floors.csv` was measured on the four nuisances that repeat a frame (an
+identical copy, a ±0.5 px shift, a lossless re-save, a mild JPEG re-encode), before the four
+that draw afresh at every step existed (issue 43); a rerun of the script measures all eight.
 """
 
 from __future__ import annotations

@@ -313,6 +313,7 @@ class Ruler:
     # The smallest change a quantised ruler can show on frames of a longest side (px); None for
     # a continuous one. A noise floor is never below it (scripts/measure_floors.py).
     least_step: Callable[[int], float] | None = None
+    reads_colour: bool = False  # True: it measures colour, so luma-only damage should not move it
 
 
 RULERS: dict[str, Ruler] = unique_table("ruler", [
@@ -325,9 +326,11 @@ RULERS: dict[str, Ruler] = unique_table("ruler", [
                             "largest log-amplitude spectral excess (Mi-Ripple; >= 2.5 with "
                             "2+ components: a lattice; photos 1.39-1.89)")),
     ("colour_cast", Ruler(colour_cast, True,
-                          "CIELAB chroma of the mean near-neutral colour: a cast of any hue")),
+                          "CIELAB chroma of the mean near-neutral colour: a cast of any hue",
+                          reads_colour=True)),
     ("green_tint", Ruler(green_tint, True,
-                         "minus the mean a* of near-neutral regions: the green drift")),
+                         "minus the mean a* of near-neutral regions: the green drift",
+                         reads_colour=True)),
 ])
 
 

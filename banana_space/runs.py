@@ -2,8 +2,10 @@
 
 `start_run` checks a `RunSpec`, builds the backend, judges and scorer, and returns a generator
 of events that is also being written to a fresh run directory. `resume_run` continues a run
-directory from its last complete frame with the settings it recorded. `prune_runs` keeps the
-runs folder within a count and a byte budget, by shares (a visitor's flood evicts its own).
+directory from its last complete frame with the settings it recorded; `Resumption` is the same
+in two halves, for a caller that looks at the run first (read once, under its writer's lock).
+`prune_runs` keeps the runs folder within a count and a byte budget, by shares (a visitor's
+flood evicts its own).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from .markup import one_line, without_paths
 from .persist import push_run
 from .pool import POOL, MetricPool
 from .quota import judged_steps
-from .run import META_NAME, DamagedRun, Run, RunBusy, SavedRun, runs_in
+from .run import META_NAME, Run, RunBusy, SavedRun, runs_in
 from .rundir import RunDir, write_zip
 from .scoring import InputScores, Scorer, unavailable_notices
 from .sources import HUB_PREFIX
@@ -96,50 +98,100 @@ def start_run(spec: RunSpec, root: Path, *, stop: threading.Event | None = None,
 
 
 def resume_run(path: Path, *, stop: threading.Event | None = None, pool: MetricPool = POOL,
-               api_key: str | None = None) -> Iterator[Event]:
+               key: str | None = None) -> Iterator[Event]:
     """Continue a run directory from its last complete frame, with its recorded settings
-    (`spec.from_settings`). Keys are never recorded, so a keyed backend or judge takes
-    `api_key`, or the environment's.
+    (`spec.from_settings`). Secrets are never recorded, so a keyed backend or judge takes
+    `key` (in each of its secret options), or the environment's.
 
     Args:
         path: the run directory.
         stop: set it to stop after the frame being made.
         pool: the metric pool.
-        api_key: a key for a backend or judge that needs one; never written.
+        key: a key for a backend or judge that needs one; never written.
     Returns:
         The run's further events, as `start_run`'s, written to the same directory.
     Raises:
         RunBusy: the run is being written (here or by another process).
         FileNotFoundError, ValueError: not a run, or nothing to resume from.
     """
-    run = Run(path)
-    if not run.exists():
-        raise FileNotFoundError(f"{run.id} is not a run directory (no {META_NAME})")
-    lock = run.lock()  # before reading: no other writer may change it under us
-    try:
-        saved = run.load()
-        settings = saved.meta["settings"]
-        if saved.last_step < 0:
-            raise ValueError(f"{saved.path.name} has no complete frame to resume from")
-        spec = from_settings(settings, api_key)
-        if (BACKENDS[spec.backend].info.plays_recording
-                and not str(spec.backend_options.get("source", "")).startswith(HUB_PREFIX)):
-            raise ValueError("a replayed file is recorded by its name only (never a path on "
-                             "this server): replay it again to score more of it")
-        backend = _ready_backend(spec.backend, spec.backend_options)
-        judges = create_judges(list(spec.judges), spec.judge_options)
-        scorer = Scorer(spec.metrics, judges, pool)
-        check_room(run.path, tuple(settings.get("input_size") or (0, 0)))
-    except BaseException:
-        os.close(lock)
-        raise
-    writer = RunDir.reopen(saved, lock)
-    opening = _opening(scorer, writer.path, spec.steps, settings, saved.last_step + 1,
-                       [Notice(f"resumed after step {saved.last_step}", saved.last_step, "info")])
-    chain = Chain(saved.frame(saved.last_step), backend, scorer, spec.steps, spec.prompt,
-                  spec.seed, start=saved.last_step, reference=saved.frame(0),
-                  judged=judged_steps(spec.steps, spec.judge_at))
-    return _recorded(writer, opening, replicate(chain, stop))
+    return Resumption.open(path).events(stop=stop, pool=pool, key=key)
+
+
+class Resumption:
+    """A run opened to go on: its writer's lock held and the run read once (`saved`), so a
+    caller can look at it (is it complete? whose? what does the rest cost?) before `events`
+    starts it, or `close` lets it go."""
+
+    def __init__(self, saved: SavedRun, lock: int) -> None:
+        self.saved = saved
+        self._lock: int | None = lock
+
+    @classmethod
+    def open(cls, path: Path) -> Resumption:
+        """Take the run's writer lock, then read it.
+
+        Raises:
+            RunBusy: the run is being written (here or by another process).
+            FileNotFoundError: not a run.
+        """
+        run = Run(path)
+        if not run.exists():
+            raise FileNotFoundError(f"{run.id} is not a run directory (no {META_NAME})")
+        lock = run.lock()  # before reading: no other writer may change it under us
+        try:
+            return cls(run.load(), lock)
+        except BaseException:
+            os.close(lock)
+            raise
+
+    @property
+    def complete(self) -> bool:
+        """Whether the run made every step it was asked for (nothing to resume)."""
+        saved = self.saved
+        return (saved.meta.get("status") == "completed"
+                and saved.last_step >= saved.meta.get("steps", 0))
+
+    def close(self) -> None:
+        """Let the run go without resuming it."""
+        if self._lock is not None:
+            os.close(self._lock)
+            self._lock = None
+
+    def events(self, *, stop: threading.Event | None = None, pool: MetricPool = POOL,
+               key: str | None = None) -> Iterator[Event]:
+        """Build the run's generator, judges and scorer from its settings and go on (the lock
+        passes to the run's writer); on a refusal the run is let go.
+
+        Raises:
+            ValueError, BackendUnavailable: nothing to resume from, or it cannot run here.
+        """
+        saved, lock = self.saved, self._lock
+        assert lock is not None, "a Resumption goes on once"
+        try:
+            settings = saved.meta["settings"]
+            if saved.last_step < 0:
+                raise ValueError(f"{saved.path.name} has no complete frame to resume from")
+            spec = from_settings(settings, key)
+            if (BACKENDS[spec.backend].info.plays_recording
+                    and not str(spec.backend_options.get("source", "")).startswith(HUB_PREFIX)):
+                raise ValueError("a replayed file is recorded by its name only (never a path "
+                                 "on this server): replay it again to score more of it")
+            backend = _ready_backend(spec.backend, spec.backend_options)
+            judges = create_judges(list(spec.judges), spec.judge_options)
+            scorer = Scorer(spec.metrics, judges, pool)
+            check_room(saved.path, tuple(settings.get("input_size") or (0, 0)))
+        except BaseException:
+            self.close()
+            raise
+        self._lock = None
+        writer = RunDir.reopen(saved, lock)
+        opening = _opening(scorer, writer.path, spec.steps, settings, saved.last_step + 1,
+                           [Notice(f"resumed after step {saved.last_step}", saved.last_step,
+                                   "info")])
+        chain = Chain(saved.frame(saved.last_step), backend, scorer, spec.steps, spec.prompt,
+                      spec.seed, start=saved.last_step, reference=saved.frame(0),
+                      judged=judged_steps(spec.steps, spec.judge_at))
+        return _recorded(writer, opening, replicate(chain, stop))
 
 
 def _opening(scorer: Scorer, path: Path, steps: int, settings: dict[str, Any],
@@ -337,18 +389,6 @@ def _delete_unless_busy(directory: Path) -> bool:
     finally:
         os.close(lock)
     return True
-
-
-def completed_steps(path: Path) -> int | None:
-    """How many steps a run made, if it made every step it was asked for (nothing to resume);
-    None for a run that can go on (or is not there: `resume_run` says why)."""
-    try:
-        saved = Run(path).load()
-    except (FileNotFoundError, DamagedRun):
-        return None
-    done = saved.meta.get("status") == "completed" and saved.last_step >= saved.meta.get(
-        "steps", 0)
-    return saved.last_step if done else None
 
 
 def open_saved(path: Path) -> tuple[SavedRun, bool]:

@@ -10,7 +10,7 @@ prompt, every frame scored); nothing here loads a model.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,7 +28,6 @@ from .quota import judged_steps
 MAX_STEPS = 100
 MAX_PROMPT_CHARS = 4000  # the paper's prompt is 72; run.json and the zip copy it
 MAX_SEED = 2**32 - 1  # numpy's and torch's generators take 0 .. 2**32 - 1
-SECRET_OPTIONS = frozenset({"api_key"})  # never written, logged or shown back
 
 
 @dataclass(frozen=True)
@@ -106,12 +105,33 @@ def _is_whole(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def secret_names() -> set[str]:
+    """Every option any backend or judge marks secret (`Option.secret`: the one definition),
+    read from the registries when asked (never written, logged or shown back)."""
+    infos = [entry.info for entry in (*BACKENDS.values(), *JUDGES.values())]
+    return {option.name for info in infos for option in info.options if option.secret}
+
+
+def keyed(backend: str, judges: Iterable[str], key: str | None
+          ) -> tuple[dict[str, str], dict[str, str]]:
+    """(backend options, judge options) that give a visitor's `key` to every secret option the
+    backend and the judges take, whatever each calls it; nothing without a key."""
+    if not key:
+        return {}, {}
+    entry = BACKENDS.get(backend)
+    infos = [JUDGES[name].info for name in judges if name in JUDGES]
+    return ({option.name: key for option in entry.info.options if option.secret}
+            if entry is not None else {},
+            {option.name: key for info in infos for option in info.options if option.secret})
+
+
 def public_options(options: dict[str, Any]) -> dict[str, Any]:
     """The options that may be recorded: plain values, never a secret, never a path on this
     server (a replayed file is recorded by its name)."""
+    secret = secret_names()
     return {k: Path(v).name if isinstance(v, str) and os.path.isabs(v) else v
             for k, v in options.items()
-            if k not in SECRET_OPTIONS and isinstance(v, (str, int, float, bool, type(None)))}
+            if k not in secret and isinstance(v, (str, int, float, bool, type(None)))}
 
 
 def to_settings(spec: RunSpec, *, steps: int, backend_settings: dict[str, Any],
@@ -135,16 +155,15 @@ def to_settings(spec: RunSpec, *, steps: int, backend_settings: dict[str, Any],
             "judge_at": spec.judge_at}
 
 
-def from_settings(settings: dict[str, Any], api_key: str | None = None) -> RunSpec:
+def from_settings(settings: dict[str, Any], key: str | None = None) -> RunSpec:
     """The spec a run was started with, from its run.json `settings` (frame 0 is the run's
-    own, so `image` is None). Keys are never recorded: `api_key` goes to a backend that takes
-    one and to the judges. A run recorded before `judge_at` existed judged every frame."""
-    secret = {"api_key": api_key} if api_key else {}
-    backend = settings["backend"]
-    options = dict(settings.get("backend_options", {}))
-    if backend in BACKENDS and BACKENDS[backend].info.takes("api_key"):
-        options.update(secret)
-    return RunSpec(None, settings["steps"], backend, options, settings["prompt"],
-                   settings["seed"], list(settings["metrics"]), list(settings["judges"]),
-                   {**settings.get("judge_options", {}), **secret},
+    own, so `image` is None). Secrets are never recorded: `key` goes to every secret option
+    the backend and the judges take (`keyed`). A run recorded before `judge_at` existed judged
+    every frame."""
+    backend, judges = settings["backend"], list(settings["judges"])
+    backend_secrets, judge_secrets = keyed(backend, judges, key)
+    return RunSpec(None, settings["steps"], backend,
+                   {**settings.get("backend_options", {}), **backend_secrets},
+                   settings["prompt"], settings["seed"], list(settings["metrics"]), judges,
+                   {**settings.get("judge_options", {}), **judge_secrets},
                    list(settings.get("input_notes", [])), settings.get("judge_at", "every"))

@@ -35,6 +35,7 @@ from banana_space.persist import restore
 from banana_space.run import Run, RunBusy
 from banana_space.runids import BadRunId, open_run, run_path
 from page import guard
+from page.identity import Visitor
 from page.settings import RECORDED, REPO, SETTINGS
 
 ALREADY_RUNNING = ("A chain is already running for you: press Stop (or wait for it to end) "
@@ -53,11 +54,18 @@ def public_text(text: str) -> str:
     return text
 
 
-def refusal(error: Exception) -> gr.Error:
-    """The error a visitor sees: no server path, no markup, and no traceback in the log (a
-    refusal is an answer, not a fault)."""
-    return gr.Error(html.escape(without_paths(public_text(str(error))), quote=False),
-                    print_exception=False)
+class Refusal(gr.Error):
+    """A `gr.Error` that is this app's answer to a visitor (bad input, a cap reached), never a
+    fault: gradio prints no traceback for it (gradio prints one, ~40 lines, for every other
+    `gr.Error`, so one visitor's refusals would flood the log). Every refusal is one."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, print_exception=False)
+
+
+def refusal(error: Exception) -> Refusal:
+    """The error a visitor sees: no server path, no markup, and no traceback in the log."""
+    return Refusal(html.escape(without_paths(public_text(str(error))), quote=False))
 
 
 def visitor_metric_names(names: str | Sequence[str] | None,
@@ -73,13 +81,12 @@ def visitor_metric_names(names: str | Sequence[str] | None,
     return chosen
 
 
-def mine(run: Run, request: gr.Request) -> Run:
-    """`run` if `request`'s visitor made it, else a `gr.Error`: only its maker resumes
-    (rewrites) a run; anyone else opens it by its link, read-only."""
-    if not guard.owns(request, run):
-        raise gr.Error("Only the visitor who started this run can resume it (a link opens a "
-                       "run read-only); press Run to make a chain of your own.",
-                       print_exception=False)
+def mine(run: Run, visitor: Visitor) -> Run:
+    """`run` if `visitor` made it, else a refusal: only its maker resumes (rewrites) a run;
+    anyone else opens it by its link, read-only."""
+    if not guard.owns(visitor, run):
+        raise Refusal("Only the visitor who started this run can resume it (a link opens a "
+                      "run read-only); press Run to make a chain of your own.")
     return run
 
 
@@ -103,7 +110,7 @@ def claim(tab: str) -> threading.Event:
     in flight is refused."""
     flag = guard.STOP_FLAGS.claim(guard.tab_key(tab), alone=True)
     if flag is None:
-        raise gr.Error(ALREADY_RUNNING)
+        raise Refusal(ALREADY_RUNNING)
     return flag
 
 
@@ -146,20 +153,20 @@ def whole_number(value: Any, what: str) -> int:
     try:
         number = float(value)
     except (TypeError, ValueError):
-        raise gr.Error(f"{what} must be a whole number.") from None
+        raise Refusal(f"{what} must be a whole number.") from None
     if not number.is_integer():
-        raise gr.Error(f"{what} must be a whole number, not {number:g}.")
+        raise Refusal(f"{what} must be a whole number, not {number:g}.")
     return int(number)
 
 
-def owned(events: Iterator[Event], request: gr.Request) -> Iterator[Event]:
+def owned(events: Iterator[Event], visitor: Visitor) -> Iterator[Event]:
     """A new run's events, its owner recorded (and old runs pruned, `guard.started`) once its
     first event is on disk: the one place the page and the API do this. Closing this closes
     the run's events at once (a visitor who goes away stops the chain)."""
     try:
         for event in events:
             if isinstance(event, Started):
-                guard.started(Path(event.run_dir), request)
+                guard.started(Path(event.run_dir), visitor)
             yield event
     finally:
         close = getattr(events, "close", None)

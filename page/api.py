@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-from collections.abc import Iterator
 from typing import Any
 
 import gradio as gr
@@ -23,26 +22,26 @@ from banana_space import gate
 from banana_space.analysis import FLOOR_RULE, PAPER_TEST, plain_verdict
 from banana_space.backends import REGISTRY as BACKENDS
 from banana_space.catalog import CPU_DEFAULTS, FIDELITY, PRESETS, visitor_metrics
-from banana_space.events import Event, Started
+from banana_space.events import Started
 from banana_space.images import load_image
 from banana_space.judges import REGISTRY as JUDGES
 from banana_space.pool import POOL
 from banana_space.prompts import PRESETS as PROMPTS
 from banana_space.quota import per_step_note
 from banana_space.run import Run
-from banana_space.runs import completed_steps, resume_run, start_run
 from banana_space.spec import MAX_STEPS, RunSpec
-from page import guard
+from page import guard, runner
 from page.access import (
     REFUSALS,
+    Refusal,
     brought_back,
-    mine,
-    owned,
     received,
     refusal,
     visitor_metric_names,
     whole_number,
 )
+from page.identity import visitor_of
+from page.outputs import hub_page
 from page.settings import SETTINGS
 
 NOTICES_SHOWN = 5
@@ -56,10 +55,9 @@ DELTA_RULE = ("the paper's, oriented: delta_i = score_i - score_1 (from step 1, 
 
 
 def link(request: gr.Request, run_id: str) -> str:
-    """The page that shows this run: the Space's address on a Space, else the host asked."""
-    host = SETTINGS.space_host
-    if host:
-        return f"https://{host}/?run={run_id}"
+    """The page that shows this run: on a Space its Hub page, else the host asked."""
+    if hub_page():
+        return f"{hub_page()}?run={run_id}"
     headers = request.headers
     scheme = headers.get("x-forwarded-proto", "http")
     return f"{scheme}://{headers.get('x-forwarded-host') or headers.get('host')}/?run={run_id}"
@@ -96,16 +94,15 @@ def summary(run: Run, request: gr.Request) -> dict[str, Any]:
             "delta": DELTA_RULE}
 
 
-def _until_end(events: Iterator[Event], request: gr.Request) -> Run:
-    """Consume a run's events; the run. A caller that disconnects stops the run
-    within a step: closing its events records it as interrupted."""
+def _until_end(chain: runner.Chain, request: gr.Request) -> Run:
+    """Consume a chain's events; its run. A caller that disconnects stops the run within a
+    step: closing its events records it as interrupted."""
     run_dir = None
-    events = owned(events, request)
-    for event in events:
+    for event in chain.events:
         if isinstance(event, Started) and run_dir is None:
             run_dir = event.run_dir
         if not guard.alive(request):
-            events.close()
+            chain.events.close()
             break
     assert run_dir is not None, "a run always starts with Started"
     return Run(run_dir)
@@ -117,24 +114,12 @@ def compact(answer: dict[str, Any]) -> str:
     return json.dumps(answer, separators=(",", ":"), ensure_ascii=False)
 
 
-def _chain(start: Any, request: gr.Request, token: str, cost: float | None = None) -> str:
-    """Start a chain (`start(stop)` returns its events) under the caller's `token`, holding
-    `cost` of the caller's share while it runs (`guard.admitted`); wait for its end."""
-    try:
-        stop = guard.claim_token(token)
-    except guard.Refused as error:
-        raise refusal(error) from None
-    try:
-        with contextlib.ExitStack() as held:
-            try:
-                if cost is not None:
-                    held.enter_context(guard.admitted(request, cost))
-                events: Iterator[Event] = start(stop)
-            except REFUSALS as error:
-                raise refusal(error) from None
-            return compact(summary(_until_end(events, request), request))
-    finally:
-        guard.release_token(token, stop)
+def _answer(chain: contextlib.AbstractContextManager[runner.Chain], request: gr.Request
+            ) -> str:
+    """Wait for the end of a chain the runner started (`runner.start`, `runner.resume`) and
+    answer with its summary."""
+    with chain as running:
+        return compact(summary(_until_end(running, request), request))
 
 
 def run_chain(image: str | None, steps: float, generator: str, metrics: str, seed: float,
@@ -157,16 +142,16 @@ def run_chain(image: str | None, steps: float, generator: str, metrics: str, see
         JSON text: run id, link, status, and per metric delta_5/10/20 (negative = worse), detects.
     """
     if not image:
-        raise gr.Error("Give an input image.")
+        raise Refusal("Give an input image.")
     entry = BACKENDS.get(generator)
     if entry is None:
-        raise gr.Error(f"Unknown generator; valid: {', '.join(BACKENDS)}.")
+        raise Refusal(f"Unknown generator; valid: {', '.join(BACKENDS)}.")
     if entry.info.plays_recording:
-        raise gr.Error("To score a recorded chain, use score_chain.")
+        raise Refusal("To score a recorded chain, use score_chain.")
     options: dict[str, Any] = {}
     if profile:
         if not entry.info.takes("profile"):
-            raise gr.Error(f"The {generator} generator takes no profile.")
+            raise Refusal(f"The {generator} generator takes no profile.")
         options["profile"] = profile
     steps, seed = whole_number(steps, "Steps"), whole_number(seed, "The seed")
     try:
@@ -175,8 +160,7 @@ def run_chain(image: str | None, steps: float, generator: str, metrics: str, see
         raise refusal(error) from None
     spec = RunSpec.of_image(loaded, steps, generator, backend_options=options, seed=seed,
                             metrics=visitor_metric_names(metrics))
-    return _chain(lambda stop: start_run(spec, SETTINGS.runs_root, stop=stop), request, token,
-                  guard.chain_cost(loaded.image, steps))
+    return _answer(runner.start(request, spec, token=token), request)
 
 
 run_chain.__doc__ = run_chain.__doc__.replace("{gpu_cost}", per_step_note())
@@ -195,11 +179,10 @@ def score_chain(frames: str | None, metrics: str, token: str = "",
         JSON text: run id, link, status, and per metric delta_5/10/20 (negative = worse), detects.
     """
     if not frames:
-        raise gr.Error("Give the chain's frames: a zip of images or an animated GIF/WebP.")
+        raise Refusal("Give the chain's frames: a zip of images or an animated GIF/WebP.")
 
     spec = RunSpec.replay(received(frames), metrics=visitor_metric_names(metrics))
-    return _chain(lambda stop: start_run(spec, SETTINGS.runs_root, stop=stop), request, token,
-                  guard.chain_cost(None, MAX_STEPS))
+    return _answer(runner.start(request, spec, token=token), request)
 
 
 def resume_chain(run_id: str, api_key: str, token: str = "", request: gr.Request = None) -> str:
@@ -213,13 +196,10 @@ def resume_chain(run_id: str, api_key: str, token: str = "", request: gr.Request
     Returns:
         JSON text: as run_chain.
     """
-    run = brought_back(run_id)  # a run resumed by its id: fetched again if a restart wiped it
-    if completed_steps(run.path) is not None:
-        raise gr.Error("This run is complete: every step it was asked for is made. Resume goes "
-                       "on with a stopped or interrupted run; start a new chain for more.")
-    mine(run, request)  # only its maker rewrites a run; anyone opens it by its link
-    return _chain(lambda stop: resume_run(run.path, stop=stop, api_key=api_key or None),
-                  request, token, guard.resume_cost(run))
+    try:
+        return _answer(runner.resume(request, run_id, key=api_key, token=token), request)
+    except runner.Complete as complete:
+        raise refusal(complete) from None
 
 
 def open_run(run_id: str, request: gr.Request) -> str:
@@ -281,13 +261,13 @@ def check_degradation(original: str | None, edited: str | None,
         edit each measure's oriented delta (negative = worse), floor and floors_worse.
     """
     if not original or not edited:
-        raise gr.Error("Give the original image and the edited one (or a zip/GIF of edits).")
+        raise Refusal("Give the original image and the edited one (or a zip/GIF of edits).")
     try:
         start = load_image(received(original)).image
         edits = gate.edits_in(received(edited))
         # A chain's rules: one of the visitor's chains in the queue (app.py), and its cost
         # (the original's pixels x the edits) within the visitor's share while it is checked.
-        with guard.admitted(request, guard.chain_cost(start, len(edits))):
+        with guard.admitted(visitor_of(request), guard.chain_cost(start, len(edits))):
             return compact(gate.check_degradation(start, edits))
     except REFUSALS as error:
         raise refusal(error) from None

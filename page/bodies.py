@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 BODY_BYTES = 1_000_000  # a 4000-character prompt and every other field, many times over
-UPLOAD_BYTES = 100_000_000  # app.py's MAX_UPLOAD: gradio refuses a larger upload itself
+UPLOAD_BYTES = 100_000_000  # app.py's max_file_size: gradio refuses a larger upload itself
 MCP_BODY_BYTES = UPLOAD_BYTES * 4 // 3 + BODY_BYTES  # one upload's worth of base64, and the call
 MCP_ROUTE = "/gradio_api/mcp"  # gradio's MCP server (SSE and streamable HTTP)
 TOO_LARGE = (f"A request body may be at most {BODY_BYTES // 1_000_000} MB here: send files "

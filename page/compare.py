@@ -10,7 +10,6 @@ comparison's link is `?compare=<run A's id>`: it reopens both sides from run A's
 
 from __future__ import annotations
 
-import contextlib
 import math
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,7 +28,6 @@ from banana_space.compare import (
     last_checkpoint,
     pair_rows,
     read_record,
-    start_pair,
 )
 from banana_space.compare_plots import alpha_figure, mscn_figure, pair_figure
 from banana_space.images import load_image
@@ -41,21 +39,18 @@ from banana_space.runs import open_saved
 from banana_space.spec import MAX_STEPS
 from banana_space.view import RunView
 from banana_space.why import WHY_LABEL, read_saved_frame, why_sentence
-from page import guard
+from page import guard, runner
 from page.access import (
     REFUSALS,
     brought_back,
-    claim,
     received,
     refusal,
-    release,
-    tab_of,
     visitor_metric_names,
     whole_number,
 )
 from page.handlers import stop_run
 from page.outputs import plot_data, strip_html
-from page.pair import compare_chains, owned_pair, pair_admitted, side_of
+from page.pair import compare_chains, side_of
 from page.settings import SETTINGS
 from page.style import SHARE_CSS, SHARE_HTML, SHARE_JS, STRIP_CSS, STRIP_JS
 
@@ -183,28 +178,23 @@ def run_compare(upload: str | None, steps: float, metrics: list[str], lesson: st
     side_a = side_of(a_generator, a_profile, a_smoothed, a_prompt, a_seed, "A")
     side_b = side_of(b_generator, b_profile, b_smoothed, b_prompt, b_seed, "B")
     steps, chosen = whole_number(steps, "Steps"), visitor_metric_names(metrics)
-    tab = tab_of(request)
-    stop = claim(tab)  # one flag for both: Stop stops both
-    with contextlib.ExitStack() as held:
-        held.callback(release, tab, stop)
-        try:
-            loaded = load_image(received(upload))
-            held.enter_context(pair_admitted(request, guard.chain_cost(loaded.image, steps)))
-            events = start_pair(loaded, steps, side_a, side_b, chosen, SETTINGS.runs_root,
-                                stop=stop, lesson=lesson or None)
-        except REFUSALS as error:
-            raise refusal(error) from None
-        record = {"sides": {"A": side_a.public(), "B": side_b.public()}, "failed": {},
-                  "lesson": lesson or None}
-        views = {"A": RunView(), "B": RunView()}
-        for event in owned_pair(events, request):
+    try:
+        loaded = load_image(received(upload))
+    except REFUSALS as error:
+        raise refusal(error) from None
+    record = {"sides": {"A": side_a.public(), "B": side_b.public()}, "failed": {},
+              "lesson": lesson or None}
+    views = {"A": RunView(), "B": RunView()}
+    with runner.start_pair(request, loaded, steps, side_a, side_b, chosen,
+                           lesson=lesson or None) as chain:
+        for event in chain.events:
             if isinstance(event, SideFailed):
                 record["failed"][event.side] = event.reason
                 views.pop(event.side, None)
                 continue
             views[event.side].apply(event.event)
-            yield screen(views, None, record, stop.is_set(), with_why=False)
-        yield screen(views, None, record)
+            yield screen(views, None, record, chain.stop.is_set(), with_why=False)
+    yield screen(views, None, record)
 
 
 def reopen(run_id: str, step: float | None = None) -> CompareOutputs:

@@ -19,9 +19,10 @@ from banana_space.backends import OPTIONS
 from banana_space.backends import REGISTRY as BACKENDS
 from banana_space.backends.base import Option
 from banana_space.images import load_image
+from banana_space.judges import REGISTRY as JUDGES
 from banana_space.prompts import DEFAULT_PROMPT
 from banana_space.quota import default_judge_at
-from banana_space.spec import RunSpec
+from banana_space.spec import RunSpec, keyed
 from page.access import visitor_metric_names, whole_number
 
 # The backend options with a control on the page (a replayed `source` is the upload itself).
@@ -66,9 +67,11 @@ class RunForm:
                       for option in FORM_OPTIONS]
 
     @property
-    def api_key(self) -> str:
-        """The visitor's Gemini key for this run only (its generator's and its judges')."""
-        return self.options.get("api_key") or ""
+    def key(self) -> str:
+        """The visitor's key for this run only (its generator's and its judges'): what they
+        typed in a secret control (`Option.secret`)."""
+        return next((str(value) for name, value in self.options.items()
+                     if OPTIONS[name].secret and value), "")
 
 
 def starting_value(option: Option) -> Any:
@@ -160,7 +163,8 @@ def spec_of(form: RunForm, source: str) -> RunSpec:
     chosen = {"seed": seed, "prompt": form.prompt,
               "metrics": visitor_metric_names(form.metrics, blank=()),
               "judges": list(form.judges or []),
-              "judge_options": {"api_key": form.api_key} if form.api_key else {},
+              # The judges share one set of options, each taking those it names.
+              "judge_options": keyed(form.backend, JUDGES, form.key)[1],
               "judge_at": form.judge_at or default_judge_at()}
     if entry is not None and entry.info.plays_recording:
         return RunSpec.replay(source, steps, **chosen)

@@ -1,22 +1,21 @@
-"""The visitor guard: who a request comes from, and how much of what everyone shares one visitor
-may hold (issue 22). The page's, beside `page/handlers.py`; the engine never sees a request.
+"""The visitor guard: how much of what everyone shares one visitor may hold (issues 22, 42).
+The page's, beside `page/handlers.py`; the engine never sees a request.
 
-A visitor, for fairness, is a client address: on a Space the proxy's `X-Forwarded-For` (its
-last entry over every line of the header: the address the proxy itself saw; earlier entries,
-and earlier lines, are whatever the client wrote), elsewhere the socket's peer.
-Browser tabs keep their own session for Stop; API and MCP calls
-have no session slot at all (gradio's MCP server is stateless: every MCP call reaches the app
-through one loopback client and one session hash).
+A visitor is a browser or an account, or an API caller's token (`page.identity`); an address
+is only a ceiling on top, for one machine minting new browsers. Browser tabs keep their own
+session for Stop; API and MCP calls have no session slot at all (gradio's MCP server is
+stateless: every MCP call reaches the app through one loopback client and one session hash).
 
-What one address may hold:
-- at most `chains_per_visitor` chains queued or running, counted from gradio's own queue when a
-  chain joins it, and at most `chains_waiting` chains wait in all. Cheap events (page load,
-  Stop, opening a run, list_options) are never refused: the queue itself has no size limit,
-  only chains do;
+What one visitor may hold, and (the ceiling) all the visitors of one address together:
+- at most `chains_per_visitor` chains queued or running (`chains_per_address` per address),
+  counted from gradio's own queue when a chain joins it, and at most `chains_waiting` chains
+  wait in all. Cheap events (page load, Stop, opening a run, list_options) are never refused:
+  the queue itself has no size limit, only chains do;
 - chains in flight worth at most `cost_per_visitor` megapixel-steps (pixels x steps) together
-  (`admitted`); one chain alone is always admitted, so nothing a single visitor may ask for is
-  refused for its size;
-- uploads of at most `upload_bytes_per_visitor` within `uploads_keep_s` (`UploadGuard`);
+  (`cost_per_address` per address; `admitted`); one chain alone is always admitted, so
+  nothing a single visitor may ask for is refused for its size;
+- uploads of at most `upload_bytes_per_visitor` within `uploads_keep_s`
+  (`upload_bytes_per_address` per address; `UploadGuard`);
 - its share of the runs kept (`started`: `runs_per_visitor`, `run_bytes_per_visitor`);
 - hub files fetched for its replays within `uploads_keep_s` (`count_hub_bytes`);
 - at most `PREVIEWS_PER_VISITOR` previews of its upload queued or running (each decodes the
@@ -38,18 +37,15 @@ client names. A URL given as a file is never fetched by gradio: when the event j
 an https URL to a public address is fetched by `page.url_inputs` into the upload folder,
 counted like an upload and named as one; any other URL is refused (`_fetch_urls`).
 
-This wraps gradio 6.31's queue (`Blocks._queue.push`, its `event_queue_per_concurrency_id` and
-`active_jobs`): gradio has no per-client limit of its own. requirements.txt pins that gradio.
+What this reads of gradio's queue is `page.gradio_patches`'.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
-import hmac
 import math
 import os
-import secrets
 import stat
 import threading
 import time
@@ -59,18 +55,17 @@ from pathlib import Path
 from typing import Any
 
 import gradio as gr
-import gradio_client.utils as client_utils
 from gradio.context import LocalContext
-from gradio.utils import NamedString
 from PIL import Image
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 
 from banana_space.diskspace import frame_bytes
 from banana_space.images import MAX_SIDE
-from banana_space.run import Run, runs_in
+from banana_space.run import Run, SavedRun, runs_in
 from banana_space.runs import clear_orphans, prune_runs
-from page import disk, url_inputs
+from page import disk, gradio_patches, url_inputs
+from page.identity import Visitor, visitor_of
 from page.settings import SETTINGS
 
 CHAIN_GROUP = "runs"  # the concurrency id every chain event shares (app.py)
@@ -82,13 +77,12 @@ PREVIEWS_WAITING = 32
 # removed. A run's start writes run.json once its metrics load (BANANA_METRIC_LOAD_S, 30 s).
 ORPHAN_GRACE_S = 600
 MIN_TOKEN = 16  # an API caller's stop token is a secret: a short one would be guessable
-_SALT = secrets.token_bytes(16)  # owners are unknowable from a run's files, even offline
 
 _demo: gr.Blocks | None = None
 _cost_lock = threading.Lock()
-_costs: dict[str, list[float]] = defaultdict(list)  # address -> costs of its chains in flight
+_costs: dict[str, list[float]] = defaultdict(list)  # share or address -> its chains' costs
 _upload_lock = threading.Lock()
-_uploads: dict[str, deque[tuple[float, int]]] = defaultdict(deque)  # address -> (time, bytes)
+_uploads: dict[str, deque[tuple[float, int]]] = defaultdict(deque)  # who -> (time, bytes)
 _hub_bytes: dict[str, deque[tuple[float, int]]] = defaultdict(deque)  # the same, for replays
 
 
@@ -96,91 +90,47 @@ class Refused(Exception):
     """A request one visitor may not make now; the message is safe to show."""
 
 
-def client_address(request: Any) -> str:
-    """The client address of a starlette request or a `gr.Request` (see the module's docstring
-    for when X-Forwarded-For is trusted)."""
-    headers = request.headers
-    # Every line of the header, in order: a proxy may add its own line after the client's.
-    lines = (headers.getlist("x-forwarded-for") if hasattr(headers, "getlist") else
-             [headers.get("x-forwarded-for", "")]) if SETTINGS.trust_proxy else []
-    hops = [hop.strip() for line in lines for hop in line.split(",") if hop.strip()]
-    if hops:
-        return hops[-1]
-    client = getattr(request, "client", None)
-    return getattr(client, "host", None) or "unknown"
+def owns(visitor: Visitor, run: Run) -> bool:
+    """Whether `visitor` made `run` (under any credential it holds now: its account, its
+    browser, the token it gave)."""
+    made_by = run.made_by
+    return made_by is not None and made_by in visitor.keys()
 
 
-def owner_key(request: Any) -> str:
-    """A run's owner as stored beside it: the address, keyed with this process's secret."""
-    return hmac.new(_SALT, client_address(request).encode(), hashlib.sha256).hexdigest()[:24]
-
-
-def owns(request: Any, run: Run) -> bool:
-    """Whether `request` comes from the visitor who made `run` (in this process's life:
-    the key's secret is new at every start, so after a restart nobody owns an old run)."""
-    return run.made_by == owner_key(request)
-
-
-def own_runs(request: Any) -> list[str]:
-    """The ids of the runs `request`'s visitor made, newest first."""
-    mine = owner_key(request)
-    return sorted((run.id for run in runs_in(SETTINGS.runs_root) if run.made_by == mine),
-                  reverse=True)
+def own_runs(visitor: Visitor) -> list[str]:
+    """The ids of the runs `visitor` made, newest first."""
+    mine = visitor.keys()
+    return sorted((run.id for run in runs_in(SETTINGS.runs_root) if run.made_by in mine),
+                  reverse=True) if mine else []
 
 
 # --- the queue ----------------------------------------------------------------------------------
 
 def install(demo: gr.Blocks) -> None:
-    """Check every chain that joins `demo`'s queue (after `demo.queue()`)."""
+    """Check every chain that joins `demo`'s queue (after `demo.queue()`), once gradio is the
+    one `page.gradio_patches` was written for."""
     global _demo
+    gradio_patches.check()
     _demo = demo
-    queue = demo._queue
-    join = queue.push
-
-    async def push(body: Any, request: Any, username: str | None) -> Any:
-        fn = demo.fns.get(body.fn_index) if body.fn_index is not None else None
-        try:
-            if fn is not None:
-                _check_numbers(fn.inputs, body.data)
-                await _fetch_urls(body.data, request)
-            if fn is not None and fn.concurrency_id == CHAIN_GROUP:
-                _check_chain_room(queue, client_address(request))
-            if fn is not None and fn.concurrency_id == PREVIEW_GROUP:
-                _check_preview_room(queue, client_address(request))
-        except Refused as refusal:
-            return False, str(refusal), "error"
-        return await join(body, request, username)
-
-    queue.push = push
-    gr.File._process_single_file = _filepath_without_litter
-    _quiet_refusals()
+    gradio_patches.wrap_join(demo._queue, lambda body, request: _join_refusal(demo, body,
+                                                                             request))
+    gradio_patches.file_without_litter()
 
 
-def _quiet_refusals() -> None:
-    """A `gr.Error` is this app's answer to a visitor (bad input, a cap reached), never a
-    fault, yet gradio 6.31 prints each one's traceback (~40 lines) unless it is made with
-    `print_exception=False`: one visitor's refusals would flood the log. This makes that the
-    default for every `gr.Error`; a fault (any other exception) is still printed in full."""
-    init = gr.Error.__init__
-    names = init.__code__.co_varnames[1:init.__code__.co_argcount]
-    defaults = dict(zip(names[-len(init.__defaults__):], init.__defaults__, strict=True))
-    defaults["print_exception"] = False
-    init.__defaults__ = tuple(defaults.values())
-
-
-def _filepath_without_litter(self: gr.File, payload: Any) -> Any:
-    """gradio 6.31's `gr.File(type="filepath")` makes an empty temporary file in the upload
-    folder for every file it is given, and forgets it: one more per call, forever. This is its
-    preprocessing without that file (the type check as gradio's own)."""
-    if self.type != "filepath":
-        return _file_preprocess(self, payload)
-    if self.file_types and not client_utils.is_valid_file(payload.path, self.file_types):
-        raise gr.Error("Invalid file type. Please upload a file that is one of these formats: "
-                       f"{self.file_types}")
-    return NamedString(payload.path)
-
-
-_file_preprocess = gr.File._process_single_file
+async def _join_refusal(demo: gr.Blocks, body: Any, request: Any) -> str | None:
+    """Why an event may not join the queue now, or None (its URL files fetched first)."""
+    fn = demo.fns.get(body.fn_index) if body.fn_index is not None else None
+    try:
+        if fn is not None:
+            _check_numbers(fn.inputs, body.data)
+            await _fetch_urls(body.data, request)
+        if fn is not None and fn.concurrency_id == CHAIN_GROUP:
+            _check_chain_room(demo, visitor_of(request))
+        if fn is not None and fn.concurrency_id == PREVIEW_GROUP:
+            _check_preview_room(demo, visitor_of(request))
+    except Refused as refusal:
+        return str(refusal)
+    return None
 
 
 def _check_numbers(inputs: list[Any], data: Any) -> None:
@@ -231,47 +181,42 @@ def _url_file_data(data: Any) -> Iterator[dict]:
             yield from _url_file_data(value)
 
 
-def _group_events(queue: Any, group_id: str) -> tuple[list[Any], list[Any]]:
-    """(waiting, running) events of one concurrency group in gradio's queue."""
-    group = queue.event_queue_per_concurrency_id.get(group_id)
-    waiting = list(group.queue) if group is not None else []
-    running = [event for job in list(queue.active_jobs) if job for event in job
-               if event.concurrency_id == group_id]
-    return waiting, running
-
-
-def _check_preview_room(queue: Any, who: str) -> None:
+def _check_preview_room(demo: gr.Blocks, visitor: Visitor) -> None:
     """A preview decodes a whole upload (a flat 8000² PNG of 200 KB is 1 GB decoded): each
     visitor has at most `PREVIEWS_PER_VISITOR` queued or running, and `PREVIEWS_WAITING`
     wait in all (issue 41: thirty previews of one such PNG once peaked at 9 GB)."""
-    waiting, running = _group_events(queue, PREVIEW_GROUP)
-    if sum(client_address(event.request) == who for event in waiting + running) >= \
+    waiting, running = gradio_patches.events_in_flight(demo._queue, PREVIEW_GROUP)
+    if sum(visitor_of(event.request).share == visitor.share for event in waiting + running) >= \
             PREVIEWS_PER_VISITOR:
         raise Refused(f"You have {PREVIEWS_PER_VISITOR} previews being made; wait for them.")
     if len(waiting) >= PREVIEWS_WAITING:
         raise Refused("Many previews are being made; try again in a moment.")
 
 
-def _check_chain_room(queue: Any, who: str) -> None:
-    waiting, running = _group_events(queue, CHAIN_GROUP)
-    mine = sum(client_address(event.request) == who for event in waiting + running)
+def _check_chain_room(demo: gr.Blocks, visitor: Visitor) -> None:
+    waiting, running = gradio_patches.events_in_flight(demo._queue, CHAIN_GROUP)
+    others = [visitor_of(event.request) for event in waiting + running]
+    mine = sum(other.share == visitor.share for other in others)
     if mine >= SETTINGS.chains_per_visitor:
         raise Refused(f"You have {mine} chains queued or running; at most "
                       f"{SETTINGS.chains_per_visitor} per visitor. Wait for one to end, or "
                       "stop one.")
+    here = sum(other.address == visitor.address for other in others)
+    if here >= SETTINGS.chains_per_address:
+        raise Refused(f"{here} chains are queued or running from your network already; at most "
+                      f"{SETTINGS.chains_per_address} per address. Try again in a few minutes.")
     if len(waiting) >= SETTINGS.chains_waiting:
         raise Refused(f"{len(waiting)} chains are waiting already; try again in a few minutes.")
 
 
-def room_for_more_chains(request: gr.Request, more: int) -> None:
+def room_for_more_chains(visitor: Visitor, more: int) -> None:
     """`Refused` where `more` chains beyond the one this event is would pass the visitor's
     cap (`SETTINGS.chains_per_visitor`): a comparison runs two chains in one queued event, and
     counts as two."""
-    if _demo is None or request is None:
+    if _demo is None:
         return
-    waiting, running = _group_events(_demo._queue, CHAIN_GROUP)
-    who = client_address(request)
-    mine = sum(client_address(event.request) == who for event in waiting + running)
+    waiting, running = gradio_patches.events_in_flight(_demo._queue, CHAIN_GROUP)
+    mine = sum(visitor_of(event.request).share == visitor.share for event in waiting + running)
     if mine + more > SETTINGS.chains_per_visitor:
         raise Refused(f"A comparison runs {more + 1} chains, and you have {mine} queued or "
                       f"running counting it as one; at most {SETTINGS.chains_per_visitor} per "
@@ -279,15 +224,10 @@ def room_for_more_chains(request: gr.Request, more: int) -> None:
 
 
 def alive(request: gr.Request) -> bool:
-    """False once the client that asked for this event has gone (gradio marks its queue event
-    dead when the event stream disconnects); True outside the queue."""
+    """False once the client that asked for this event has gone; True outside the queue."""
     if _demo is None or request is None:
         return True
-    for job in list(_demo._queue.active_jobs):
-        for event in job or ():
-            if event.request is request.request:
-                return event.alive
-    return True
+    return not gradio_patches.is_dead(_demo._queue, request.request)
 
 
 # --- stop flags: a chain in flight is stopped by whoever may stop it ----------------------------
@@ -362,10 +302,9 @@ def chain_cost(image: Image.Image | None, steps: int) -> float:
     return float(width * height * steps)
 
 
-def resume_cost(run: Run) -> float:
+def resume_cost(saved: SavedRun) -> float:
     """A resume's cost for admission: frame 0's pixels x the steps it has still to make."""
-    saved = run.load()
-    with Image.open(run.frame_path(0)) as first:  # the header only
+    with Image.open(saved.run.frame_path(0)) as first:  # the header only
         return float(first.width * first.height
                      * max(int(saved.meta.get("steps", 0)) - saved.last_step, 0))
 
@@ -376,12 +315,14 @@ def restored(run_dir: Path) -> None:
     prune_runs(SETTINGS.runs_root, SETTINGS.keep_runs, active=[run_dir], **_shares())
 
 
-def started(run_dir: Path, request: gr.Request) -> None:
+def started(run_dir: Path, visitor: Visitor) -> None:
     """Once a new run's first event is on disk: its owner is recorded and old runs are pruned,
-    the owner's own beyond its share first (the new run counts toward both)."""
-    owner = owner_key(request)
+    the owner's own beyond its share first (the new run counts toward both). A caller with no
+    credential (no browser, account or token) owns nothing: its run is anyone's to open by its
+    link, and no one's to resume."""
+    owner = visitor.owner
     run = Run(run_dir)
-    if run.made_by is None:  # a resumed run keeps its owner
+    if owner is not None and run.made_by is None:  # a resumed run keeps its owner
         run.mark_owner(owner)
     prune_runs(SETTINGS.runs_root, SETTINGS.keep_runs, owner=owner, **_shares())
     clear_orphans(SETTINGS.runs_root, ORPHAN_GRACE_S)
@@ -397,24 +338,32 @@ def _shares() -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def admitted(request: gr.Request, cost: float) -> Iterator[None]:
-    """Hold `cost` (pixels x steps) of this visitor's share while a chain runs, or `Refused`."""
-    who = client_address(request)
+def admitted(visitor: Visitor, cost: float) -> Iterator[None]:
+    """Hold `cost` (pixels x steps) of the visitor's share, and of its address's ceiling, while
+    a chain runs, or `Refused`."""
+    address = "address " + visitor.address
     with _cost_lock:
-        held = _costs[who]
-        if held and sum(held) + cost > SETTINGS.cost_per_visitor:
-            raise Refused(f"Your chains in flight come to {sum(held) / 1e6:,.0f} megapixel-"
+        mine, here = _costs[visitor.share], _costs[address]
+        if mine and sum(mine) + cost > SETTINGS.cost_per_visitor:
+            raise Refused(f"Your chains in flight come to {sum(mine) / 1e6:,.0f} megapixel-"
                           f"steps and this one to {cost / 1e6:,.0f}; at most "
                           f"{SETTINGS.cost_per_visitor / 1e6:,.0f} per visitor at once. Wait "
                           "for one to end, or use fewer steps or a smaller picture.")
-        held.append(cost)
+        if here and sum(here) + cost > SETTINGS.cost_per_address:
+            raise Refused(f"The chains in flight from your network come to "
+                          f"{sum(here) / 1e6:,.0f} megapixel-steps and this one to "
+                          f"{cost / 1e6:,.0f}; at most {SETTINGS.cost_per_address / 1e6:,.0f} "
+                          "per address at once. Try again in a few minutes.")
+        mine.append(cost)
+        here.append(cost)
     try:
         yield
     finally:
         with _cost_lock:
-            _costs[who].remove(cost)
-            if not _costs[who]:
-                del _costs[who]
+            for who in (visitor.share, address):
+                _costs[who].remove(cost)
+                if not _costs[who]:
+                    del _costs[who]
 
 
 # --- files --------------------------------------------------------------------------------------
@@ -470,35 +419,38 @@ def _admit_bytes(request: Any, size: int) -> None:
     # Behind the proxy, only the app's own MCP client uploads without the proxy's header: MCP
     # callers' files are bounded by the upload folder's share alone.
     if not (SETTINGS.trust_proxy and "x-forwarded-for" not in request.headers):
-        _count_upload(client_address(request), size)
+        visitor = visitor_of(request)
+        _count(_uploads, [(visitor.share, SETTINGS.upload_bytes_per_visitor, "visitor"),
+                          ("address " + visitor.address, SETTINGS.upload_bytes_per_address,
+                           "address")], size, "uploads")
     disk.make_room(Path(disk.UPLOADS), size, SETTINGS.uploads_bytes)
 
 
-def _count_upload(who: str, size: int) -> None:
-    """Add `size` to what `who` uploaded within the window, or `Refused` past the cap."""
-    _count(_uploads, who, size, SETTINGS.upload_bytes_per_visitor, "uploads")
-
-
-def count_hub_bytes(request: Any, size: int) -> None:
+def count_hub_bytes(visitor: Visitor, size: int) -> None:
     """Add `size` (what a replay fetches from the hub) to the visitor's share within the
     upload window, or `Refused` past it (`SETTINGS.hub_bytes_per_visitor`)."""
-    _count(_hub_bytes, client_address(request), size, SETTINGS.hub_bytes_per_visitor,
+    _count(_hub_bytes, [(visitor.share, SETTINGS.hub_bytes_per_visitor, "visitor")], size,
            "replays from the hub")
 
 
-def _count(ledger: dict[str, deque[tuple[float, int]]], who: str, size: int, cap: int,
-           what: str) -> None:
+def _count(ledger: dict[str, deque[tuple[float, int]]], shares: list[tuple[str, int, str]],
+           size: int, what: str) -> None:
+    """Add `size` to each (who, cap, per what) of `shares` within the window, or `Refused`
+    (adding to none) where one would pass its cap."""
     now = time.monotonic()
     with _upload_lock:
-        recent = ledger[who]
-        while recent and now - recent[0][0] > SETTINGS.uploads_keep_s:
-            recent.popleft()
-        sent = sum(nbytes for _, nbytes in recent)
-        if sent + size > cap:
-            raise Refused(f"Your {what} came to {_mb(sent)} recently and this needs "
-                          f"{_mb(size)} more; at most {_mb(cap)} per visitor within "
-                          f"{SETTINGS.uploads_keep_s / 3600:g} h.")
-        recent.append((now, size))
+        for who, cap, per in shares:
+            recent = ledger[who]
+            while recent and now - recent[0][0] > SETTINGS.uploads_keep_s:
+                recent.popleft()
+            sent = sum(nbytes for _, nbytes in recent)
+            if sent + size > cap:
+                whose = "Your" if per == "visitor" else "Your network's"
+                raise Refused(f"{whose} {what} came to {_mb(sent)} recently and this needs "
+                              f"{_mb(size)} more; at most {_mb(cap)} per {per} within "
+                              f"{SETTINGS.uploads_keep_s / 3600:g} h.")
+        for who, _, _ in shares:
+            ledger[who].append((now, size))
 
 
 def _mb(nbytes: float) -> str:

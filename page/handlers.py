@@ -15,12 +15,14 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import gradio as gr
 from PIL import Image
 
+from banana_space.catalog import to_tensor
 from banana_space.common import png_bytes, write_atomic
-from banana_space.events import Event
+from banana_space.conditions import start_note
 from banana_space.images import BadImage, load_image
 from banana_space.markup import escape_markdown
 from banana_space.plots import delta_figure, raw_figure
@@ -29,28 +31,26 @@ from banana_space.real_chains import PLAN, dataset_starts, examples, plan_from_e
 from banana_space.remake import remake_all, remake_frame
 from banana_space.run import Run
 from banana_space.runids import copy_in
-from banana_space.runs import completed_steps, open_saved, resume_run, start_run
+from banana_space.runs import open_saved
 from banana_space.view import RunView
-from page import guard
+from page import guard, runner
 from page.access import (
     REFUSALS,
+    Refusal,
     brought_back,
-    claim,
     confined,
-    mine,
-    owned,
     public_text,
     received,
     refusal,
-    release,
     running_for,
     tab_of,
     whole_number,
 )
 from page.disk import PREVIEWS, make_room
 from page.form import RunForm, chosen_options, form_event, spec_of
+from page.identity import visitor_of
 from page.outputs import STOPPING, PageOutputs, compared, magnify, plot_data, share_link, shown
-from page.settings import RECORDED, SETTINGS
+from page.settings import RECORDED, REPO, SETTINGS
 
 # Buttons for real chains, shown once they are prepared (banana_space/real_chains.py).
 REAL_SLOTS = max(PLAN.count, len(plan_from_env().chains))
@@ -60,23 +60,22 @@ PREVIEW_LIFETIME_S = 3600
 FRAME_QUERY = re.compile(r"[0-9]{1,4}")  # `?frame=`: a step, 0-100 (a few digits to spare)
 
 
-def stream(view: RunView, events: Iterator[Event], stop: threading.Event,
-           request: gr.Request) -> Iterator[PageOutputs]:
-    """Fold engine events into the view and send each screen as it changes. When the visitor
-    disconnects, gradio closes this generator: the run is recorded as interrupted
+def stream(view: RunView, chain: runner.Chain) -> Iterator[PageOutputs]:
+    """Fold a chain's events into the view and send each screen as it changes. When the
+    visitor disconnects, gradio closes this generator: the run is recorded as interrupted
     (`banana_space.runs`) and its chain stops. The zip is made after the end is shown: one
     more screen offers it, with the magnifier (which a stopped run's first screen leaves out,
     to say "Stopped" at once)."""
-    for event in owned(events, request):
-        yield shown(view.apply(event), stop.is_set(), magnified=False)
-    yield shown(view.screen(), stop.is_set())
+    for event in chain.events:
+        yield shown(view.apply(event), chain.stop.is_set(), magnified=False)
+    yield shown(view.screen(), chain.stop.is_set())
 
 
 def _run(form: RunForm, request: gr.Request) -> Iterator[PageOutputs]:
     """Run a replication chain and stream the page's view of it, frame by frame: a new set of
     outputs after each frame and each score (the fields are `page.form.RunForm`'s)."""
     if not form.upload:
-        raise gr.Error("Upload an image first (or click an example).")
+        raise Refusal("Upload an image first (or click an example).")
     yield from _chain(form, received(form.upload), request)
 
 
@@ -85,18 +84,12 @@ run = form_event(_run)
 
 def _chain(form: RunForm, source: str, request: gr.Request) -> Iterator[PageOutputs]:
     """The form's run from a checked `source`: an upload gradio received, or an hf:// path."""
-    tab = tab_of(request)
-    stop = claim(tab)  # first: Stop works while the metrics and the generator load
-    with contextlib.ExitStack() as held:
-        held.callback(release, tab, stop)
-        try:
-            spec = spec_of(form, source)
-            held.enter_context(guard.admitted(request, guard.chain_cost(spec.image,
-                                                                        spec.steps)))
-            events = start_run(spec, SETTINGS.runs_root, stop=stop)
-        except REFUSALS as error:
-            raise refusal(error) from None
-        yield from stream(RunView(raw=form.raw), events, stop, request)
+    try:
+        spec = spec_of(form, source)
+    except REFUSALS as error:
+        raise refusal(error) from None
+    with runner.start(request, spec) as chain:
+        yield from stream(RunView(raw=form.raw), chain)
 
 
 def _options_so_far(form: RunForm) -> dict[str, Any]:
@@ -166,28 +159,16 @@ def resume(run_id: str | None, api_key: str, raw: bool, request: gr.Request
         The same streamed outputs as /run.
     """
     if not run_id:
-        raise gr.Error("Open or start a run first.")
-    run = brought_back(run_id)  # a run opened by its id: fetched again if a restart wiped it
-    made = completed_steps(run.path)
-    if made is not None:
-        gr.Info(f"This run is complete: all {made} steps are made. Resume goes on with a "
-                "stopped or interrupted run; press Run for a longer chain.")
+        raise Refusal("Open or start a run first.")
+    try:
+        with runner.resume(request, run_id, key=api_key) as chain:
+            view = RunView.from_saved(chain.saved)
+            # Running again: no old ending, no old zip offered; its metrics load first.
+            view.raw, view.ended, view.started = raw, None, False
+            yield from stream(view, chain)
+    except runner.Complete as complete:
+        gr.Info(str(complete))
         yield PageOutputs.unchanged()  # the run stays on screen as it is
-        return
-    mine(run, request)  # only its maker rewrites a run; anyone opens it by its link
-    tab = tab_of(request)
-    stop = claim(tab)
-    with contextlib.ExitStack() as held:
-        held.callback(release, tab, stop)
-        try:
-            held.enter_context(guard.admitted(request, guard.resume_cost(run)))
-            events = resume_run(run.path, stop=stop, api_key=api_key or None)
-            view = RunView.from_saved(run.load())  # read under our writer's lock
-        except REFUSALS as error:
-            raise refusal(error) from None
-        # Running again: no old ending, no old zip offered; its metrics load first.
-        view.raw, view.ended, view.started = raw, None, False
-        yield from stream(view, events, stop, request)
 
 
 def replay_hub(source: str, steps: float, prompt: str, metrics: list[str], judges: list[str],
@@ -196,7 +177,7 @@ def replay_hub(source: str, steps: float, prompt: str, metrics: list[str], judge
     never a path on this server."""
     source = (source or "").strip()
     if not source.startswith("hf://datasets/"):
-        raise gr.Error("Write a chain on the hub as hf://datasets/OWNER/NAME/PATH.")
+        raise Refusal("Write a chain on the hub as hf://datasets/OWNER/NAME/PATH.")
     room_for_replay(source, request)
     form = RunForm(steps=steps, prompt=prompt, backend="replay", metrics=metrics,
                    judges=judges, seed=seed, raw=raw)
@@ -214,7 +195,7 @@ def room_for_replay(source: str, request: gr.Request) -> None:
         if needed > SETTINGS.hub_bytes:
             raise guard.Refused(f"This replay fetches {needed / 1e6:,.0f} MB; this server keeps "
                                 f"at most {SETTINGS.hub_bytes / 1e6:,.0f} MB of hub files.")
-        guard.count_hub_bytes(request, needed)
+        guard.count_hub_bytes(visitor_of(request), needed)
     except REFUSALS as error:
         raise refusal(error) from None
     make_room(chains_cache(), needed, SETTINGS.hub_bytes)
@@ -236,7 +217,7 @@ def show_saved(run: Run, raw: bool) -> PageOutputs:
     try:
         saved, live = open_saved(run.path)
     except FileNotFoundError:
-        raise gr.Error("That run was deleted (old runs are removed to make room).") from None
+        raise Refusal("That run was deleted (old runs are removed to make room).") from None
     except REFUSALS as error:  # a damaged run: one line, never a traceback
         raise refusal(error) from None
     view = RunView.from_saved(saved)
@@ -258,7 +239,7 @@ def reopen(run_id: str | None, raw: bool) -> PageOutputs:
         The same outputs as /run, once.
     """
     if not run_id:
-        raise gr.Error("Pick a run.")
+        raise Refusal("Pick a run.")
     return show_saved(brought_back(run_id), raw)  # fetched again if a restart wiped it
 
 
@@ -266,7 +247,7 @@ def open_recorded(name: str, raw: bool) -> PageOutputs:
     """Copy a bundled recorded run into the runs folder (once), then show it; the full frames
     it dropped are re-made in the background (and at once for a frame being compared)."""
     if name not in {p.name for p in RECORDED.iterdir() if p.is_dir()}:
-        raise gr.Error("Pick one of the recorded chains.")  # never a path of the visitor's
+        raise Refusal("Pick one of the recorded chains.")  # never a path of the visitor's
     run = copy_in(RECORDED / name, SETTINGS.runs_root)
     threading.Thread(target=remake_all, args=(run.path,), name="remake", daemon=True).start()
     return show_saved(run, raw)
@@ -307,7 +288,7 @@ def picked_example(caption: str | None, index: int, bundled: dict[str, str]) -> 
     if caption is None and 0 <= index < len(offered):
         caption = list(offered)[index]
     if caption not in offered:
-        raise gr.Error("Pick one of the example pictures.")
+        raise Refusal("Pick one of the example pictures.")
     return offered[caption]
 
 
@@ -323,7 +304,7 @@ def open_real_chain(index: int, raw: bool) -> PageOutputs:
     """Copy the `index`-th prepared real chain into the runs folder (once), then show it."""
     real = [e for e in examples(SETTINGS.runs_root, RECORDED) if e.real]
     if index >= len(real):
-        raise gr.Error("That real chain is not ready (the hub is not reachable from here).")
+        raise Refusal("That real chain is not ready (the hub is not reachable from here).")
     return show_saved(copy_in(real[index].path, SETTINGS.runs_root), raw)
 
 
@@ -333,7 +314,7 @@ def redraw(run_id: str | None, raw: bool) -> Any:
 
 def past_runs(request: gr.Request) -> Any:
     """The picker of past runs: the visitor's own (any other opens by its link)."""
-    runs = guard.own_runs(request)
+    runs = guard.own_runs(visitor_of(request))
     return gr.update(choices=runs, value=runs[0] if runs else None)
 
 
@@ -367,6 +348,30 @@ def preview(upload: str | None) -> tuple[Any, str]:
     small.thumbnail((PREVIEW_SIDE, PREVIEW_SIDE))
     return (gr.update(value=write_preview(small), visible=True),
             f"{w} × {h}" + "".join(f" · {escape_markdown(n)}" for n in loaded.notes))
+
+
+SMOOTHNESS_TABLE = REPO / "docs" / "start_smoothness.md"  # scripts/start_smoothness.py's table
+gr.set_static_paths([SMOOTHNESS_TABLE])  # linked from the note beside the input
+CONDITION_SIDE = 2048  # px: the paper's starts are 2K; a larger upload is measured at that
+
+
+def start_condition(upload: str | None) -> str:
+    """Beside the input: its BRISQUE against the paper's example start, and why that matters
+    (`conditions.start_note`); nothing for a zip, or where the preview already says why not."""
+    from banana_space.pool import POOL, MetricUnavailable
+
+    if not upload or Path(upload).suffix.lower() == ".zip":
+        return ""
+    try:
+        image = load_image(guard.received_file(upload)).image
+    except (BadImage, guard.Refused):
+        return ""
+    image.thumbnail((CONDITION_SIDE, CONDITION_SIDE), Image.Resampling.LANCZOS)
+    try:
+        brisque = POOL.score("brisque", to_tensor(image))
+    except MetricUnavailable:
+        return ""
+    return start_note(brisque, f"/gradio_api/file={quote(str(SMOOTHNESS_TABLE))}")
 
 
 def write_preview(image: Image.Image) -> str:

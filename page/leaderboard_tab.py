@@ -16,6 +16,7 @@ from urllib.parse import quote
 
 import gradio as gr
 
+from banana_space.backends.simulate import PROFILES
 from banana_space.leaderboard.report import card_name
 from page.settings import REPO
 
@@ -24,7 +25,8 @@ CARDS = RESULTS / "chains"
 FAMILIES = ["pyiqa", "ours", "judge", "plug-in"]
 ALL = "all damage"
 HEADERS = ["metric", "family", "detects (paper)", "detects (robust)", "false alarms",
-           "ρ vs PSNR", "s / 1024² frame", "fooled on", "detects on", "unavailable"]
+           "ρ vs PSNR", "s / 1024² frame", "fooled on", "detects on", "95 % intervals",
+           "calibrated on", "unavailable"]
 gr.set_static_paths([CARDS])  # the chains' pictures, linked from the table's rows
 
 
@@ -51,9 +53,17 @@ def chain_link(chain: str) -> str:
     return f"[{label}](/gradio_api/file={quote(str(CARDS / card_name(chain)))})"
 
 
+def intervals(row: dict[str, str], rates: tuple[str, ...]) -> str:
+    """The rates' 95 % Wilson intervals in %, in the table's order: "38–71 · 20–55 · 0–9"."""
+    return " · ".join("–" if row.get(f"{rate}_low", "") == "" else
+                      f"{_number(row[f'{rate}_low'], True)}–{_number(row[f'{rate}_high'], True)}"
+                      for rate in rates)
+
+
 def rows(family: str, artifact: str, show_unavailable: bool) -> list[list[object]]:
     """The board's rows for the filters: over all damage chains, or one artifact's chains
-    (then "false alarms" is blank: it is measured on the nuisance chains)."""
+    (then "false alarms" is blank: it is measured on the nuisance chains). A score used to
+    calibrate the artifact's profile says so in "calibrated on"."""
     board = read_csv("leaderboard.csv")
     by_artifact = {row["metric"]: row for row in read_csv("artifacts.csv")
                    if row["artifact"] == artifact}
@@ -63,34 +73,76 @@ def rows(family: str, artifact: str, show_unavailable: bool) -> list[list[object
             continue
         if row["unavailable"] and not show_unavailable:
             continue
-        rates = (row["detect_rate"], row["detect_rate_robust"], row["false_alarm_rate"])
+        names: tuple[str, ...] = ("detect_rate", "detect_rate_robust", "false_alarm_rate")
+        picked, calibrated = row, row.get("calibrated_on", "")
         if artifact != ALL:
             if row["metric"] not in by_artifact:
                 continue
-            picked = by_artifact[row["metric"]]
-            rates = (picked["detect_rate"], picked["detect_rate_robust"], "")
+            picked, names = by_artifact[row["metric"]], names[:2]
+            calibrated = artifact if picked.get("calibrated") else ""
+        rates = [picked[name] for name in names] + [""] * (3 - len(names))
         shown.append([row["metric"], row["family"], *(_number(r, True) for r in rates),
                       _number(row["rho_mean"]), _number(row["seconds_per_frame"]),
                       chain_link(row["fooled_on"]), chain_link(row["detects_on"]),
-                      row["unavailable"]])
+                      intervals(picked, names), calibrated, row["unavailable"]])
     return shown
 
 
+def _by_kind(kinds: dict[str, str], kind: str) -> str:
+    return ", ".join(name for name, found in kinds.items() if found == kind) or "none"
+
+
+def nuisance_check() -> str:
+    """The smallest |PSNR Δ5 from step 1| over the nuisance chains (nuisances.csv): above 0,
+    their copies really vary, so a false alarm could happen."""
+    moves = [abs(float(row["psnr_delta_5"])) for row in read_csv("nuisances.csv")
+             if row["psnr_delta_5"] not in ("", "nan")]
+    if not moves:
+        return ""
+    return (f" On every one of the {len(moves)} nuisance chains the copies really vary: "
+            f"PSNR's Δ5 from step 1 is {min(moves):.3g}–{max(moves):.3g} dB in size, never 0.")
+
+
+def scored(suite: dict) -> str:
+    steps = suite.get("scored_steps")
+    return ("every frame scored" if steps is None else
+            f"scored at steps {', '.join(map(str, steps))}")
+
+
+def scored_entries() -> list[str]:
+    """The scores that ran and were timed here (a judge's cost is its own benchmark's)."""
+    return [row["metric"] for row in read_csv("leaderboard.csv") if not row["unavailable"]
+            and row["seconds_per_frame"]]
+
+
+def calibrations() -> str:
+    return ", ".join(f"{metric} for {name}" for name, profile in PROFILES.items()
+                     for metric in profile.calibrated_with) or "none"
+
+
 def about() -> str:
+    """What ran, read from suite.json and the checks the command wrote beside it."""
     path = RESULTS / "suite.json"
     if not path.is_file():
         return "No leaderboard yet: run `banana-space leaderboard`."
     info = json.loads(path.read_text())
-    suite = info["suite"]
+    suite, kinds = info["suite"], info["suite"]["kinds"]
     return (f"**Which quality scores notice replication decay?** Suite v{suite['version']}: "
-            f"{info['chains']} simulated chains (every profile on {len(suite['starts'])} clean "
-            f"starts at {suite['size']} px, {suite['steps']} steps). Rates in %: *detects* = "
-            "worse than step 1 at steps 5, 10 and 20 on damage chains (Banana100's rule; "
-            "*robust*, ours: by more "
-            "than the score's noise floor); *false alarms* = the same on nuisance chains "
-            "(copies with no damage a person would name). Made on "
-            f"{info['machine']} in {info['minutes']} min. The full report: "
-            "`docs/leaderboard/leaderboard.html`.")
+            f"{info['chains']} simulated chains: the damage profiles "
+            f"({_by_kind(kinds, 'damage')}), the controls ({_by_kind(kinds, 'control')}) and "
+            f"the nuisances ({_by_kind(kinds, 'nuisance')}), each on the "
+            f"{len(suite['starts'])} starts {', '.join(suite['starts'])}, at {suite['size']} px "
+            f"on the long side, {suite['steps']} steps, seed {suite['seed']}, {scored(suite)}, "
+            f"by {', '.join(scored_entries())}. Rates in %, each "
+            "with its 95 % Wilson interval over chains: *detects* = worse than step 1 at steps "
+            "5, 10 and 20 on damage chains (Banana100's rule; *robust*, ours: by more than the "
+            "score's noise floor); *false alarms* = the same on nuisance chains (copies that "
+            "differ at every step, with nothing a person would call damage)."
+            + nuisance_check() + " *Calibrated on*: the score was used to fit that profile's "
+            f"strength ({calibrations()}), so its rate there is not independent evidence. The "
+            "controls count in no rate. "
+            f"Made on {info['machine']} in {info['minutes']} min. The full report: "
+            "`docs/leaderboard/leaderboard.html`; the method: docs/leaderboard.md.")
 
 
 def build() -> None:
@@ -104,7 +156,7 @@ def build() -> None:
             unavailable = gr.Checkbox(False, label="Show scores that cannot run here")
         table = gr.Dataframe(rows("all", ALL, False), headers=HEADERS, interactive=False,
                              datatype=["str", "str", "number", "number", "number", "number",
-                                       "number", "markdown", "markdown", "str"],
+                                       "number", "markdown", "markdown", "str", "str", "str"],
                              wrap=True, elem_id="leaderboard")
         for control in (family, artifact, unavailable):
             control.change(rows, [family, artifact, unavailable], table,

@@ -19,6 +19,7 @@ from PIL import Image
 from banana_space.magnifier import ZOOM, box_around, largest_difference_box, side_by_side
 from banana_space.run import THUMB_SIDE, Run, is_thumbnail
 from banana_space.view import Screen
+from page.settings import SETTINGS
 
 STOPPING = "⏹ **Stopping…** (the frames made so far are kept)"
 
@@ -104,9 +105,16 @@ def compared(pair: tuple[str, str] | None, step: int) -> Any:
     return gr.update(value=pair, label=f"{side} (drag the handle){note}")
 
 
+def hub_page() -> str:
+    """On a Space, its page on the Hub, whose query string reaches the app (hub-docs
+    `spaces-handle-url-parameters.md`): the address a visitor can share, where the app's own
+    (*.hf.space) is a frame inside it. Elsewhere "", the app's own address."""
+    return f"https://huggingface.co/spaces/{SETTINGS.space_id}" if SETTINGS.space_id else ""
+
+
 def share_link(run: Run | None, step: int) -> str:
     """The link that reopens this view: the run and the frame being compared."""
-    return f"?run={run.id}&frame={max(step, 0)}" if run else ""
+    return f"{hub_page()}?run={run.id}&frame={max(step, 0)}" if run else ""
 
 
 def magnify(run: Run | None, step: int, point: tuple[float, float] | None = None) -> Any:

@@ -1,26 +1,24 @@
-"""Running a comparison for the page and the API alike: the two sides' settings from what a
-visitor sends (form values or the API's JSON), two chains' share of the visitor's caps
-(`guard.room_for_more_chains`, two `guard.admitted`), each side's run recorded as the
-visitor's, and the `compare_chains` tool (`banana_space.compare` runs the pair).
+"""A comparison for the page and the API alike: the two sides' settings from what a visitor
+sends (form values or the API's JSON), and the `compare_chains` tool. The pair is started by
+the one runner (`page.runner.start_pair`: one stop flag, two chains' share of the caps, each
+side's run owned by who asked); `banana_space.compare` runs it.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import gradio as gr
 
 from banana_space.backends import REGISTRY as BACKENDS
-from banana_space.compare import Side, SideEvent, SideFailed, read_record, start_pair
+from banana_space.compare import Side, SideEvent, SideFailed, read_record
 from banana_space.events import Started
 from banana_space.images import load_image
 from banana_space.prompts import DEFAULT_PROMPT
 from banana_space.run import Run
-from page import guard
+from page import guard, runner
 from page.access import (
     REFUSALS,
     confined,
@@ -30,7 +28,6 @@ from page.access import (
     whole_number,
 )
 from page.api import compact, link, summary
-from page.settings import SETTINGS
 
 SIDE_FIELDS = ("generator", "profile", "smoothed", "prompt", "seed")
 
@@ -77,30 +74,6 @@ def side_from_json(text: str, name: str) -> Side:
 
 # ---- running a pair, for the page and the API alike ------------------------------------------
 
-@contextlib.contextmanager
-def pair_admitted(request: gr.Request, cost: float) -> Iterator[None]:
-    """Two chains' share of the visitor's caps: their number and their cost, each side's."""
-    try:
-        guard.room_for_more_chains(request, 1)
-        with guard.admitted(request, cost), guard.admitted(request, cost):
-            yield
-    except guard.Refused as error:
-        raise refusal(error) from None
-
-
-def owned_pair(events: Iterator[SideEvent | SideFailed], request: gr.Request
-               ) -> Iterator[SideEvent | SideFailed]:
-    """A pair's events, each side's run recorded as the visitor's once it is on disk (as
-    `access.owned` does for one run); closing this closes both chains."""
-    try:
-        for event in events:
-            if isinstance(event, SideEvent) and isinstance(event.event, Started):
-                guard.started(Path(event.event.run_dir), request)
-            yield event
-    finally:
-        events.close()
-
-
 def compare_link(request: gr.Request, run_a: str) -> str:
     """The page that shows both sides: `?compare=` and run A's id."""
     return link(request, run_a).rsplit("?", 1)[0] + f"?compare={run_a}"
@@ -133,19 +106,11 @@ def compare_chains(image: str | None, steps: float, a: str, b: str, metrics: str
     chosen = visitor_metric_names(metrics)
     try:
         loaded = load_image(received(image))
-        stop = guard.claim_token(token)
     except REFUSALS as error:
         raise refusal(error) from None
-    try:
-        with pair_admitted(request, guard.chain_cost(loaded.image, steps)):
-            try:
-                events = start_pair(loaded, steps, side_a, side_b, chosen, SETTINGS.runs_root,
-                                    stop=stop)
-            except REFUSALS as error:
-                raise refusal(error) from None
-            run_a = _until_end(owned_pair(events, request), request)
-    finally:
-        guard.release_token(token, stop)
+    with runner.start_pair(request, loaded, steps, side_a, side_b, chosen,
+                           token=token) as chain:
+        run_a = _until_end(chain.events, request)
     record = read_record(run_a) or {"b": None, "failed": {}}
     runs = {"A": summary(run_a, request),
             "B": summary(confined(record["b"]), request) if record["b"] else None}

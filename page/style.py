@@ -15,7 +15,8 @@ from banana_space.run import FRAME_STEP_JS
 
 # ---- Sharing: one control that copies the link to this view (run + compared frame) ----
 SHARE_HTML = """<div class="share">${value ? `<button type="button">🔗 Copy a link to this view
-</button> <a href="${value}" rel="noopener">${value}</a> <span role="status"></span>` :
+</button> <a href="${value}" target="_top" rel="noopener">${value}</a>
+<span role="status"></span>` :
 '<span class="none">A link to share appears here once a run has frames.</span>'}</div>"""
 SHARE_CSS = """.share {display: flex; flex-wrap: wrap; gap: 8px; align-items: center}
 .share button {padding: 6px 12px; border-radius: 6px; border: 1px solid var(--border-color-primary);

@@ -99,9 +99,10 @@ def write_verdicts(made: dict, target: Path) -> None:
                               *(f"{v:.6g}" if isinstance(v, float) else v for v in r.record())])
 
 
-def into_page(page: Path, key: str, text: str) -> None:
-    """Replace the docs page's block for `key` with `text` (the markers stay)."""
-    begin, end = (f"<!-- {word} detection_table.py {key} -->" for word in ("BEGIN", "END"))
+def into_page(page: Path, key: str, text: str, script: str = "detection_table.py") -> None:
+    """Replace the docs page's block for `key` with `text` (the markers, which name the
+    `script` that writes the block, stay)."""
+    begin, end = (f"<!-- {word} {script} {key} -->" for word in ("BEGIN", "END"))
     pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end), re.S)
     source = page.read_text()
     if not pattern.search(source):

@@ -13,7 +13,8 @@ whose frames repeat, nearly free. Each run's run.json (settings, columns) and sc
 (step,metric,score,delta, as a run directory's) go to `RUNS/<profile>--<start>/`; a run
 already there is not made again (delete its folder to re-make it: the folder's name does not
 hold the size). At most `workers` processes (spawned: torch's thread pools
-do not survive a fork), the cores shared between them.
+do not survive a fork), the cores shared between them. A job may smooth its start first
+(`SMOOTHINGS`, after the resize to `side`): scripts/start_smoothness.py's variable.
 """
 
 from __future__ import annotations
@@ -48,6 +49,28 @@ LOAD_SECONDS = 1800
 MEASURED = ("nano-banana-pro", "lattice-ripple", "granular")
 
 
+def _gaussian(sigma: float):
+    def smooth(pixels):
+        from scipy import ndimage
+
+        return ndimage.gaussian_filter(pixels, (sigma, sigma, 0))
+    return smooth
+
+
+def _total_variation(pixels):
+    """scikit-image's TV denoising (Chambolle 2004) at its own default weight (0.1 on 0..1
+    values): flat regions flattened, edges kept, as in the clean look of generated images."""
+    from skimage.restoration import denoise_tv_chambolle
+
+    return denoise_tv_chambolle(pixels / 255, weight=0.1, channel_axis=-1) * 255
+
+
+# A start's smoothing, by name (float pixels 0..255 -> float pixels, rounded to 8 bits after):
+# how smooth the start is, as a measured variable (issue 43).
+SMOOTHINGS = {"gauss-1.0": _gaussian(1.0), "gauss-1.5": _gaussian(1.5),
+              "tv": _total_variation}
+
+
 @dataclass(frozen=True)
 class Job:
     profile: str
@@ -55,10 +78,25 @@ class Job:
     steps: int
     side: int  # longest side, px
     metrics: tuple[str, ...]
+    smoothing: str = ""  # a key of SMOOTHINGS, applied to the start; "": as it is
 
     @property
     def name(self) -> str:
-        return f"{self.profile}--{self.start}"
+        return f"{self.profile}--{self.start}" + (f"~{self.smoothing}" if self.smoothing else "")
+
+
+def start_image(job: Job):
+    """The job's start: the file at `side` px on its long side, smoothed as the job says."""
+    import numpy as np
+    from PIL import Image
+
+    with Image.open(start_path(job.start)) as opened:
+        image = opened.convert("RGB")
+    image.thumbnail((job.side, job.side), Image.Resampling.LANCZOS)
+    if not job.smoothing:
+        return image
+    smoothed = SMOOTHINGS[job.smoothing](np.asarray(image, dtype=np.float32))
+    return Image.fromarray(np.clip(np.rint(smoothed), 0, 255).astype(np.uint8), "RGB")
 
 
 def start_path(stem: str) -> Path:
@@ -78,17 +116,13 @@ def _run(job: Job, runs: Path) -> tuple[str, float]:
     import hashlib
     from dataclasses import asdict
 
-    from PIL import Image
-
     from banana_space.analysis import History
     from banana_space.backends.simulate import SimulateBackend
     from banana_space.catalog import expand_metric_names
     from banana_space.scoring import Scorer
 
     began = time.monotonic()
-    with Image.open(start_path(job.start)) as opened:
-        image = opened.convert("RGB")
-    image.thumbnail((job.side, job.side), Image.Resampling.LANCZOS)
+    image = start_image(job)
     scorer = Scorer(expand_metric_names(",".join(job.metrics)), pool=_pool())
     for _ in scorer.load():
         pass
@@ -114,6 +148,7 @@ def _run(job: Job, runs: Path) -> tuple[str, float]:
         csv.writer(handle).writerows([["step", "metric", "score", "delta"], *rows])
     meta = {"status": "completed", "settings": {
         "backend": "simulate", "backend_settings": backend.settings(), "start": job.start,
+        "smoothing": job.smoothing,
         "input_size": list(image.size), "steps": job.steps, "seed": 0,
         "scored_steps": sorted({s for s in SCORED_STEPS if s <= job.steps} | {job.steps}),
         "frames_scored": len(scored)}, "unavailable": scorer.unavailable,
@@ -163,8 +198,8 @@ def read(runs: Path, job: Job):
 
 
 def jobs_for(profiles: Sequence[str], starts: Sequence[str], steps: int, side: int,
-             metrics: Sequence[str] = SUITE_METRICS) -> list[Job]:
-    return [Job(p, s, steps, side, tuple(metrics)) for p in profiles for s in starts]
+             metrics: Sequence[str] = SUITE_METRICS, smoothing: str = "") -> list[Job]:
+    return [Job(p, s, steps, side, tuple(metrics), smoothing) for p in profiles for s in starts]
 
 
 def main() -> None:

@@ -27,14 +27,15 @@ def dependencies(url: str) -> dict[str, int]:
 
 
 def call(url: str, fn_index: int, data: list[Any], *, session: str | None = None,
-         query: str = "", timeout: float = 120, headers: dict[str, str] | None = None
-         ) -> Answer:
+         query: str = "", timeout: float = 120, headers: dict[str, str] | None = None,
+         transport: httpx.HTTPTransport | None = None) -> Answer:
     """Join the queue for event `fn_index` with `data` and read its stream to the end
-    (`headers` on both requests: X-Forwarded-For, to be a visitor)."""
+    (`headers` on both requests: X-Forwarded-For, to be a visitor; `transport`: to connect
+    from another local address)."""
     session = session or secrets.token_hex(6)
     body = {"data": data, "fn_index": fn_index, "session_hash": session, "event_data": None,
             "trigger_id": None}
-    with httpx.Client(timeout=timeout, headers=headers) as http:
+    with httpx.Client(timeout=timeout, headers=headers, transport=transport) as http:
         # json.dumps writes NaN as a browser's JSON.stringify never would: a hostile client may.
         joined = http.post(f"{url}gradio_api/queue/join{query}", content=json.dumps(body),
                            headers={"content-type": "application/json"})

@@ -1,11 +1,13 @@
 """The control and nuisance chains do exactly what their docstrings say (backends/controls.py):
 the blur is the input's exact accumulated blur, never stalls and survives a resume; the
-nuisances stay put; the JPEG chain compounds."""
+nuisances stay put; the nuisances that can raise a false alarm differ at every step, stay near
+the input and move PSNR between steps 1 and 5; the JPEG chain compounds."""
 
 from __future__ import annotations
 
 import csv
 import io
+import math
 
 import numpy as np
 import pytest
@@ -14,7 +16,7 @@ from PIL import Image
 from scipy import ndimage
 
 from banana_space.backends import controls
-from banana_space.backends.simulate import SimulateBackend
+from banana_space.backends.simulate import PROFILES, SimulateBackend, varying_nuisances
 
 
 def chain(image: Image.Image, profile: str, steps: int, strength: float = 1.0,
@@ -75,6 +77,57 @@ def test_the_shift_alternates_and_does_not_walk_away(small_photo) -> None:
     assert np.abs(frames[1] - frames[0]).mean() < np.abs(one_px - frames[0]).mean()
 
 
+def psnr_db(image: Image.Image, reference: Image.Image) -> float:
+    mse = np.mean((pixels(image) - pixels(reference)) ** 2)
+    return math.inf if mse == 0 else float(10 * np.log10(255**2 / mse))
+
+
+def test_the_varying_nuisances_are_the_four_that_draw_afresh() -> None:
+    assert varying_nuisances() == ["random-shift", "random-jpeg", "random-resample",
+                                   "random-exposure"]
+    assert all(PROFILES[name].repeats_a_frame for name in
+               ("identical", "subpixel-shift", "resave", "mild-jpeg"))
+
+
+@pytest.mark.parametrize("profile", ["random-shift", "random-jpeg", "random-resample",
+                                     "random-exposure"])
+def test_a_varying_nuisance_can_raise_a_false_alarm(profile, photo) -> None:
+    """Its copies are not one frame repeated: PSNR's Δ5 from step 1 (the paper's test, on the
+    fidelity the damage is measured by) is not 0, at the leaderboard's size and seed. Each copy
+    stays near the input (no damage a person would name) and does not walk away from it."""
+    start = photo.copy()
+    start.thumbnail((1024, 1024), Image.Resampling.LANCZOS)
+    frames = chain(start, profile, 5)
+    fidelity = [psnr_db(frame, start) for frame in frames]
+    assert math.isfinite(fidelity[1]) and fidelity[5] - fidelity[1] != 0
+    assert min(fidelity[1:]) > 28  # dB: white noise's at step 10 is 30.5
+    assert frames[1].tobytes() != frames[2].tobytes()
+
+
+@pytest.mark.parametrize("profile", ["random-shift", "random-resample", "random-exposure"])
+def test_a_continuous_nuisance_gives_a_new_copy_at_every_step_and_the_same_for_a_seed(
+        profile, photo) -> None:
+    start = photo.resize((512, 340))  # a resampled size rounds to 1 px: two scales may share it
+    frames = chain(start, profile, 8)
+    assert len({frame.tobytes() for frame in frames}) == 9
+    assert [f.tobytes() for f in frames] == [f.tobytes() for f in chain(start, profile, 8)]
+
+
+def test_the_random_jpeg_is_one_pass_over_the_input_at_a_quality_of_90_to_98(small_photo) -> None:
+    qualities = {quality: jpeg_of(small_photo, quality, "4:2:0").tobytes()
+                 for quality in range(90, 99)}
+    drawn = [frame.tobytes() for frame in chain(small_photo, "random-jpeg", 12)[1:]]
+    assert set(drawn) <= set(qualities.values()) and len(set(drawn)) > 1
+
+
+def test_the_exposure_nuisance_is_a_gain_of_a_quarter_to_one_percent(small_photo) -> None:
+    start = pixels(small_photo)
+    bright = start > 100  # away from 0, where a gain moves nothing
+    for frame in chain(small_photo, "random-exposure", 8)[1:]:
+        gain = pixels(frame)[bright].sum() / start[bright].sum()
+        assert 0.0025 - 0.001 < abs(gain - 1) < 0.01 + 0.001  # 8-bit rounding
+
+
 def test_mild_jpeg_is_one_mild_pass_over_the_input(small_photo) -> None:
     frames = [pixels(f) for f in chain(small_photo, "mild-jpeg", 4)]
     assert all(np.array_equal(frames[1], later) for later in frames[2:])  # not compounded
@@ -82,9 +135,9 @@ def test_mild_jpeg_is_one_mild_pass_over_the_input(small_photo) -> None:
     assert 0 < mse and 10 * np.log10(255**2 / mse) > 38  # dB: a mild re-encode
 
 
-def jpeg_of(image: Image.Image, quality: int) -> Image.Image:
+def jpeg_of(image: Image.Image, quality: int, subsampling: str = "4:2:0") -> Image.Image:
     buffer = io.BytesIO()
-    image.save(buffer, format="JPEG", quality=quality, subsampling="4:2:0")
+    image.save(buffer, format="JPEG", quality=quality, subsampling=subsampling)
     return Image.open(io.BytesIO(buffer.getvalue())).convert("RGB")
 
 

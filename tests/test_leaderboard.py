@@ -11,15 +11,19 @@ from pathlib import Path
 import pytest
 
 from banana_space.analysis import VerdictRow
-from banana_space.backends.simulate import PROFILES
+from banana_space.backends.simulate import PROFILES, profiles_of_kind, varying_nuisances
 from banana_space.common import csv_bytes
 from banana_space.leaderboard import chain_kinds
 from banana_space.leaderboard.rank import (
     ARTIFACT_HEADER,
     LEADERBOARD_HEADER,
+    NUISANCE_HEADER,
     Entry,
     artifact_rows,
+    colour_floor_rows,
     leaderboard_rows,
+    nuisance_rows,
+    wilson_interval,
 )
 from banana_space.leaderboard.suite import Suite
 
@@ -74,9 +78,13 @@ def test_rates_count_damage_and_real_chains_and_false_alarms_on_nuisance(verdict
 def test_the_suite_is_every_profile_by_kind_and_refuses_unknown_names() -> None:
     suite = Suite()
     kinds = suite.as_record()["kinds"]
-    assert set(kinds) == set(PROFILES)
+    # every profile but the nuisances that repeat one frame (Δ 0 by construction)
+    assert set(kinds) == {name for name, p in PROFILES.items() if not p.repeats_a_frame}
     assert {"damage", "control", "nuisance"} <= set(kinds.values())
-    assert len(suite.chains()) == len(PROFILES) * len(suite.starts)
+    assert set(profiles_of_kind("damage")) | {"white-noise", "blur"} <= set(kinds)
+    assert len(varying_nuisances()) >= 3 and set(varying_nuisances()) <= set(kinds)
+    assert len(suite.chains()) == len(kinds) * len(suite.starts)
+    assert len(suite.starts) >= 4 and suite.size >= 1024
     with pytest.raises(ValueError, match="unknown profile"):
         Suite(profiles=("nano-banana-pro", "sepia"))
     with pytest.raises(ValueError, match="unknown start"):
@@ -101,8 +109,120 @@ def test_the_tab_filters_by_family_and_artifact(verdicts, tmp_path: Path, monkey
     assert everything[0][2:5] == [100, 50, 100]  # percent: detects, robust, false alarms
     assert everything[0][8].startswith("[dots · a](/gradio_api/file=")
     assert everything[0][8].endswith("suite--dots--a.png)")
+    # Wilson's 95 % intervals: 4/4 -> 51-100, 2/4 -> 15-85, 1/1 -> 21-100
+    assert everything[0][9] == "51–100 · 15–85 · 21–100"
     assert [row[0] for row in leaderboard_tab.rows("pyiqa", leaderboard_tab.ALL, False)] == [
         "dull"]
     static = leaderboard_tab.rows("all", "static", False)
     assert [(row[0], row[2]) for row in static] == [("sharp", 100), ("dull", 100)]
     assert static[0][4] is None  # false alarms are measured on nuisance chains, not here
+
+
+def test_wilsons_interval_matches_its_textbook_values() -> None:
+    """Brown, Cai & DasGupta (2001), Wilson's interval at 95 %: 0/10 -> 0-0.278, 5/10 ->
+    0.237-0.763, 10/10 -> 0.722-1; never outside 0..1, never empty."""
+    assert wilson_interval(0, 10) == (0.0, pytest.approx(0.2775, abs=1e-4))
+    assert wilson_interval(5, 10) == (pytest.approx(0.2366, abs=1e-4),
+                                      pytest.approx(0.7634, abs=1e-4))
+    assert wilson_interval(10, 10) == (pytest.approx(0.7225, abs=1e-4), 1.0)
+    with pytest.raises(ValueError, match="successes"):
+        wilson_interval(3, 2)
+
+
+def test_every_rate_has_its_interval_on_the_board(verdicts) -> None:
+    chains = chain_kinds(CHAINS, "suite", KINDS)
+    board = leaderboard_rows([Entry("dull", "pyiqa", "dull")], verdicts, chains, {})
+    dull = dict(zip(LEADERBOARD_HEADER, board[0], strict=True))
+    assert (dull["detect_rate_low"], dull["detect_rate_high"]) == wilson_interval(1, 4)
+    assert (dull["false_alarm_rate_low"], dull["false_alarm_rate_high"]) == wilson_interval(0, 1)
+    assert dull["detect_rate_robust_low"] is None  # no floor, no robust rate, no interval
+    assert (dull["damage_chains"], dull["nuisance_chains"]) == (4, 1)
+
+
+def test_a_score_that_calibrated_a_profile_is_marked_on_its_rows(verdicts) -> None:
+    """The granular profile's gain was fitted with scale_index: wherever scale_index is ranked
+    on granular chains, the board says so, and why."""
+    assert PROFILES["granular"].calibrated_with == ("scale_index",)
+    names = ["suite/granular/a", "suite/dots/a", "suite/shift/a"]
+    chains = chain_kinds(names, "suite", {"granular": "damage", "dots": "damage",
+                                          "shift": "nuisance"})
+    rows = {name: [verdict("scale_index", True, True, 0.5), verdict("sharp", True, True, 0.5)]
+            for name in names}
+    entries = [Entry("scale_index", "ours", "scale index"), Entry("sharp", "ours", "sharp")]
+    board = {row[0]: dict(zip(LEADERBOARD_HEADER, row, strict=True))
+             for row in leaderboard_rows(entries, rows, chains, {})}
+    assert board["scale_index"]["calibrated_on"] == "granular"
+    assert board["sharp"]["calibrated_on"] == ""
+    marked = {(row[0], row[2]): dict(zip(ARTIFACT_HEADER, row, strict=True))["calibrated"]
+              for row in artifact_rows(entries, rows, chains)}
+    assert "calibrated with scale_index" in marked[("granular", "scale_index")]
+    assert marked[("dots", "scale_index")] == "" and marked[("granular", "sharp")] == ""
+
+
+def test_the_suites_own_checks_read_psnr_on_nuisances_and_colour_on_luma_only_damage() -> None:
+    names = ["suite/granular/a", "suite/random-jpeg/a", "suite/blur/a"]
+    chains = chain_kinds(names, "suite", {"granular": "damage", "random-jpeg": "nuisance",
+                                          "blur": "control"})
+    assert chains["suite/granular/a"].luma_only and not chains["suite/blur/a"].luma_only
+    rows = {name: [VerdictRow("psnr", "fidelity", (-0.5, 0.25, -1.0), True, math.nan),
+                   VerdictRow("green_tint", "metric", (-0.004, -0.002, -0.003), True, 0.1,
+                              False)]
+            for name in names}
+    assert nuisance_rows(rows, chains) == [["suite/random-jpeg/a", "random-jpeg", -0.5, 0.25,
+                                            -1.0]]
+    assert colour_floor_rows(rows, chains, ["green_tint"], {"green_tint": 0.0101}) == [
+        ["granular", "green_tint", 1, 1, 0, 0.004, 0.0101]]
+
+
+def test_the_report_shows_intervals_marks_and_the_suites_checks(verdicts) -> None:
+    from banana_space.leaderboard.report import report_html
+
+    chains = chain_kinds(CHAINS, "suite", KINDS)
+    entries = [Entry("sharp", "ours", "sharp")]
+    about = {"suite": {"version": "3", "starts": ["a", "b"], "size": 1024, "steps": 20,
+                       "seed": 0}, "machine": "here", "minutes": 1.0}
+    page = report_html(leaderboard_rows(entries, verdicts, chains, {}),
+                       artifact_rows(entries, verdicts, chains), chains, {}, about,
+                       [["suite/shift/a", "shift", -0.5, 0.25, -1.0]],
+                       [["granular", "green_tint", 4, 3, 0, 0.004, 0.0101]])
+    assert "1.00 (0.51–1.00)" in page  # 4/4 detected, Wilson's 95 % interval
+    assert "<td>suite/shift/a</td><td>shift</td><td>-0.50</td>" in page
+    assert "<td>granular</td><td>green_tint</td><td>4</td><td>3</td><td>0</td>" in page
+
+
+def test_a_rerun_of_the_same_suite_adds_its_minutes_to_the_earlier_ones(tmp_path) -> None:
+    import json
+
+    from banana_space.leaderboard import earlier_minutes
+
+    suite = Suite(starts=("photo-moss",), size=64, steps=5)
+    assert earlier_minutes(tmp_path, suite) == 0.0
+    (tmp_path / "suite.json").write_text(json.dumps({"suite": suite.as_record(), "minutes": 41.5}))
+    assert earlier_minutes(tmp_path, suite) == 41.5
+    assert earlier_minutes(tmp_path, Suite(starts=("photo-moss",), size=128, steps=5)) == 0.0
+
+
+def test_the_tab_says_what_ran(verdicts, tmp_path: Path, monkeypatch) -> None:
+    import json
+
+    from page import leaderboard_tab
+
+    suite = Suite(starts=("photo-moss", "photo-nuthatch", "photo-flower", "photo-facade"))
+    (tmp_path / "suite.json").write_text(json.dumps({
+        "suite": suite.as_record(), "chains": 52, "machine": "a test", "minutes": 3.0}))
+    chains = chain_kinds(CHAINS, "suite", KINDS)
+    entries = [Entry("sharp", "ours", "sharp"), Entry("deep", "pyiqa", "deep", "no weights")]
+    (tmp_path / "leaderboard.csv").write_bytes(csv_bytes(
+        LEADERBOARD_HEADER, leaderboard_rows(entries, verdicts, chains, {"sharp": 0.1})))
+    (tmp_path / "nuisances.csv").write_bytes(csv_bytes(NUISANCE_HEADER, [
+        ["suite/random-jpeg/a", "random-jpeg", -0.31, 0.2, 0.1],
+        ["suite/random-shift/a", "random-shift", 2.5, 1.0, -1.0]]))
+    monkeypatch.setattr(leaderboard_tab, "RESULTS", tmp_path)
+    text = leaderboard_tab.about()
+    assert "Suite v3: 52 simulated chains" in text
+    assert "the controls (white-noise, blur)" in text
+    assert "nuisances (random-shift, random-jpeg, random-resample, random-exposure)" in text
+    assert "4 starts photo-moss, photo-nuthatch, photo-flower, photo-facade, at 1024 px" in text
+    assert "scored at steps 0, 1, 5, 10, 20, by sharp." in text
+    assert "Wilson interval" in text and "scale_index for granular" in text
+    assert "PSNR's Δ5 from step 1 is 0.31–2.5 dB in size, never 0" in text

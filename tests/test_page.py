@@ -82,7 +82,7 @@ def test_the_form_event_hands_the_handler_one_form_and_the_request() -> None:
     form, request = seen[0]
     assert request == "the request" and form.upload == "value of upload"
     assert form.options["strength"] == "value of strength"
-    assert form.api_key == "value of api_key"
+    assert form.key == "value of api_key"
 
 
 def test_a_form_by_name_gives_run_its_inputs_and_reads_back_the_same() -> None:
@@ -140,10 +140,25 @@ def test_a_spec_goes_to_run_json_and_back_without_its_secret(tmp_path: Path) -> 
     settings = to_settings(spec, steps=4, backend_settings={"model": "x"},
                            input_size=(64, 48), input_notes=[])
     assert "secret-key" not in repr(settings)
-    back = from_settings(settings, api_key="another-key-0123456789")
+    back = from_settings(settings, key="another-key-0123456789")
     assert back.backend_options == {"temperature": 0.5, "api_key": "another-key-0123456789"}
     assert back.judge_options == {"api_key": "another-key-0123456789"}
     assert (back.steps, back.seed, list(back.metrics), list(back.judges), back.judge_at) == (
         4, 9, ["piqe"], ["judge_gemini"], "checkpoints")
     without = from_settings(settings)
     assert "api_key" not in without.backend_options and without.judge_options == {}
+
+
+def test_a_link_goes_through_the_spaces_hub_page_on_a_space(tmp_path: Path, monkeypatch) -> None:
+    """On a Space the app is a frame of its Hub page, whose query string reaches the app: the
+    link to share is the Hub page's; elsewhere it is the app's own address."""
+    from banana_space.run import Run
+    from page import api, outputs
+
+    run = Run(tmp_path / "20260101-000000-abcdef")
+    assert outputs.share_link(run, 3) == "?run=20260101-000000-abcdef&frame=3"
+    monkeypatch.setattr(outputs, "SETTINGS", Settings.from_env({"SPACE_ID": "me/space"}))
+    assert outputs.share_link(run, 3) == (
+        "https://huggingface.co/spaces/me/space?run=20260101-000000-abcdef&frame=3")
+    assert api.link(None, run.id) == (
+        "https://huggingface.co/spaces/me/space?run=20260101-000000-abcdef")

@@ -28,13 +28,13 @@ import pytest
 import torch
 from app_server import run_inputs, running_app
 from conftest import REPO
-from gradio_client import Client, handle_file
+from gradio_client import handle_file
 from hostile_files import many_page_tiff
 from PIL import Image
 from raw_api import call, dependencies
 from test_mcp import data_url, session_call
 from test_visitor_reach import _in_flight
-from visitors import file_data, join, noise, upload, wait_for
+from visitors import client, file_data, join, noise, upload, wait_for
 
 from banana_space import frames as frames_module
 from banana_space import gate
@@ -54,10 +54,6 @@ def app(tmp_path_factory) -> dict:
         port = url.rstrip("/").rsplit(":", 1)[1]
         yield {"url": url, "runs": runs, "log": runs.parent / f"app-{port}.log",
                "index": dependencies(url)}
-
-
-def client(app: dict, who: str) -> Client:
-    return Client(app["url"], verbose=False, headers={"X-Forwarded-For": who})
 
 
 def flat(side: int) -> Image.Image:
@@ -91,7 +87,9 @@ def test_the_gate_waits_in_a_chains_queue_and_counts_toward_its_callers_chains(a
     wait_for(lambda: _in_flight({"runs": app["runs"]}), what="the chain's first frame")
     original = noise(tmp_path / "original.png", 64, 48)
     sent = upload(app, original, who).json()[0]
-    refused = join(app, "check_degradation", [file_data(sent), file_data(sent)], who)
+    # The same visitor (its browser) asks for the gate while its chain runs.
+    refused = join(app, "check_degradation", [file_data(sent), file_data(sent)], who,
+                   browser=client(app, who))
     assert "chains queued or running" in refused.text, refused.text
     client(app, who).predict(TOKEN, api_name="/stop")
     chain.join(60)

@@ -46,11 +46,14 @@ def small_photo(photo) -> Image.Image:
 DAMAGING = [name for name, p in PROFILES.items() if p.kind != "nuisance"]
 # Profiles whose frames depend on the seed; the others are deterministic by what they model.
 SEEDED = ["nano-banana-pro", "contour-wrinkles", "scattered-dots", "simplification",
-          "granular", "white-noise"]
+          "granular", "white-noise", "random-shift", "random-jpeg", "random-resample",
+          "random-exposure"]
 
 
 def test_the_kinds_name_the_suites() -> None:
-    assert profiles_of_kind("nuisance") == ["identical", "subpixel-shift", "resave", "mild-jpeg"]
+    assert profiles_of_kind("nuisance") == ["identical", "subpixel-shift", "resave", "mild-jpeg",
+                                            "random-shift", "random-jpeg", "random-resample",
+                                            "random-exposure"]
     assert profiles_of_kind("control") == ["white-noise", "blur"]
     assert {"jpeg", DEFAULT_PROFILE} <= set(profiles_of_kind("damage"))
     assert "soft-copy" not in PROFILES

@@ -143,3 +143,23 @@ def test_ctrl_c_stops_cleanly_and_a_rerun_scores_only_what_is_left(dataset, tabl
     assert (out / "table.csv").read_text() == (table / "table.csv").read_text()
     assert (out / "scores.csv").read_text() == (table / "scores.csv").read_text()
     assert all(resume_file(out, name).is_file() for name in kinds)
+
+
+def test_scoring_only_the_checkpoints_leaves_the_rest_unscored_and_resumes_by_steps(
+        dataset, tmp_path) -> None:
+    """The leaderboard scores only the steps its verdicts read: those (and the last) carry
+    scores, every other step is NaN; a table asked for other steps scores the chain again."""
+    import math
+
+    from banana_space.table import find_chains, run_table
+    from banana_space.table.store import TableStore
+
+    root, _ = dataset
+    refs = [ref for ref in find_chains([str(root)]) if ref.name.endswith("cat")]
+    out = tmp_path / "out"
+    assert run_table(refs, METRICS, out, workers=1, steps=(0, 1, 3), load_seconds=600)
+    store = TableStore(out, METRICS, (0, 1, 3))
+    assert store.load([refs[0].name]) == [refs[0].name]
+    scores = store.results[refs[0].name].scores["brisque"]
+    assert [math.isfinite(s) for s in scores] == [True, True, False, True, False, False, True]
+    assert TableStore(out, METRICS).load([refs[0].name]) == []  # every frame: not this one

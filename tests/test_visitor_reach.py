@@ -25,11 +25,11 @@ import numpy as np
 import pytest
 from app_server import STATUS, running_app
 from fake_hub_write import FakeHubWrite
-from gradio_client import Client, handle_file
+from gradio_client import handle_file
 from PIL import Image
 from raw_api import call, dependencies
 from test_mcp import answer, session_call
-from visitors import noise, wait_for
+from visitors import browser_cookie, client, noise, wait_for
 
 from banana_space.events import Started
 from banana_space.pool import MetricPool
@@ -93,10 +93,6 @@ def app(tmp_path_factory) -> dict:
                "index": dependencies(url)}
 
 
-def client(app: dict, who: str) -> Client:
-    return Client(app["url"], verbose=False, headers={"X-Forwarded-For": who})
-
-
 def replay(app: dict, source: str, who: str) -> list:
     return client(app, who).predict(source, 3, DEFAULT_PROMPT, ["entropy"], [], 0, False,
                                     api_name="/replay_hub")
@@ -156,9 +152,12 @@ def test_runs_are_listed_and_resumed_only_by_their_maker(app, tmp_path) -> None:
     owner, stranger = "10.31.4.1", "10.31.4.2"
     stopped = _stopped_run(app, photo, owner)
     past = app["index"]["past_runs"]
-    listed = call(app["url"], past, [], headers={"X-Forwarded-For": owner})
+    # Each visitor's page asks with its browser's secret (a visitor is a browser: issue 42).
+    listed = call(app["url"], past, [], headers={"X-Forwarded-For": owner,
+                                                  **browser_cookie(client(app, owner))})
     assert stopped in json.dumps(listed.data), listed
-    strangers = call(app["url"], past, [], headers={"X-Forwarded-For": stranger})
+    strangers = call(app["url"], past, [], headers={"X-Forwarded-For": stranger,
+                                                     **browser_cookie(client(app, stranger))})
     assert stopped not in json.dumps(strangers.data), strangers
     for ask in (lambda: client(app, stranger).predict(stopped, "", "", api_name="/resume_chain"),
                 lambda: client(app, stranger).predict(stopped, "", False, api_name="/resume")):

@@ -63,8 +63,22 @@ def small(photo: Image.Image) -> Image.Image:
     return photo.resize((96, 64))
 
 
+_clients: dict[tuple[str, str], Client] = {}
+
+
 def client(app: dict, who: str) -> Client:
-    return Client(app["url"], verbose=False, headers={"X-Forwarded-For": who})
+    """The browser of the visitor `who` (an address): one gradio_client per address and app,
+    which keeps the browser secret the app gave it (a visitor is a browser, never an
+    address), connecting through a Space's proxy from `who`."""
+    key = (app["url"], who)
+    if key not in _clients:
+        _clients[key] = Client(app["url"], verbose=False, headers={"X-Forwarded-For": who})
+    return _clients[key]
+
+
+def browser_cookie(browser: Client) -> dict[str, str]:
+    """The header that makes a raw HTTP request come from `browser` (its browser secret)."""
+    return {"Cookie": "; ".join(f"{name}={value}" for name, value in browser.cookies.items())}
 
 
 def upload(app: dict, path: Path, who: str) -> httpx.Response:
@@ -78,12 +92,14 @@ def file_data(path: str) -> dict:
 
 
 def join(app: dict, name: str, data: list, who: str, session: str | None = None,
-         query: str = "") -> httpx.Response:
-    """Join the queue for event `name` and leave: what a flood does."""
+         query: str = "", browser: Client | None = None) -> httpx.Response:
+    """Join the queue for event `name` and leave: what a flood does (from `browser`, with its
+    secret, if given; else from no browser at all)."""
     body = {"data": data, "fn_index": app["index"][name], "event_data": None,
             "session_hash": session or secrets.token_hex(6), "trigger_id": None}
     return httpx.post(f"{app['url']}gradio_api/queue/join{query}", json=body, timeout=30,
-                      headers={"X-Forwarded-For": who})
+                      headers={"X-Forwarded-For": who,
+                               **(browser_cookie(browser) if browser else {})})
 
 
 def run_ids(runs: Path) -> set[str]:

@@ -14,15 +14,22 @@ chains with no damage a person would name. So, beside the generator models of `a
   (the "generation loss" of re-saving a JPEG; JPEG compression is also a LIVE distortion).
 - nuisance chains, with no damage a person would name: `identical` (the exact copy),
   `subpixel_shift` (±0.5 px), `png_resave` (a lossless re-save), `mild_jpeg` (one JPEG pass at
-  quality 95). `scripts/measure_floors.py` runs them to measure each score's noise floor.
+  quality 95). `scripts/measure_floors.py` runs them to measure each score's noise floor. Their
+  copies are one frame repeated (two, alternating, for the shift), so Δ from step 1 is exactly 0
+  at every checkpoint: they measure a score's arithmetic, and can never raise a false alarm.
+- nuisance chains that *can* raise one: copies that differ at every step, drawn afresh from the
+  step's own randomness, that a person would still call the same picture: `random_shift` (a
+  fresh sub-pixel shift), `random_jpeg` (one JPEG pass at a random quality of 90-98),
+  `random_resample` (a resampling round trip at a random scale), `random_exposure` (±1 %).
 
 Two kinds of step function. A *feedback* step (pixels, rng, strength) -> pixels works on the
-last frame, as every generator model does. An *anchored* step (anchor, strength, step,
+last frame, as every generator model does. An *anchored* step (anchor, rng, strength, step,
 anchor_step) -> pixels computes frame `step` from one fixed frame, the anchor (frame 0 unless a
 run was resumed, then the frame it resumed from, `anchor_step`), so that its effect is exact:
 no 8-bit rounding is fed back (a blur fed back at 8 bits lags behind the exact one at every
 rounding, and on a smooth start it stalls: issue 23 saw no pixel change after about 15 steps),
-and a nuisance cannot walk away from the input.
+and a nuisance cannot walk away from the input (`rng` is the step's own, seeded by the run's
+seed and the step, as a feedback step's).
 """
 
 from __future__ import annotations
@@ -54,7 +61,8 @@ def _round_trip(pixels: Pixels, **save: object) -> Pixels:
 BLUR_SIGMA = 0.8  # px: s in sigma_i = s * sqrt(i)
 
 
-def accumulated_blur(anchor: Pixels, strength: float, step: int, anchor_step: int) -> Pixels:
+def accumulated_blur(anchor: Pixels, rng: np.random.Generator, strength: float, step: int,
+                     anchor_step: int) -> Pixels:
     """Frame i is the input blurred by a Gaussian of sigma_i = s * sqrt(i) px, in floating point.
 
     Gaussians compose by adding variances (the semigroup property of scale space: Koenderink,
@@ -133,7 +141,8 @@ def png_resave(pixels: Pixels, rng: np.random.Generator, strength: float) -> Pix
     return _round_trip(pixels, format="PNG")
 
 
-def subpixel_shift(anchor: Pixels, strength: float, step: int, anchor_step: int) -> Pixels:
+def subpixel_shift(anchor: Pixels, rng: np.random.Generator, strength: float, step: int,
+                   anchor_step: int) -> Pixels:
     """The input moved by half a pixel, right and down on odd steps, left and up on even ones.
 
     A replica that lands half a pixel off the original grid, as any resampling editor may
@@ -143,10 +152,79 @@ def subpixel_shift(anchor: Pixels, strength: float, step: int, anchor_step: int)
     return ndimage.shift(anchor, (offset, offset, 0), order=3, mode="nearest")
 
 
-def mild_jpeg(anchor: Pixels, strength: float, step: int, anchor_step: int) -> Pixels:
+def mild_jpeg(anchor: Pixels, rng: np.random.Generator, strength: float, step: int,
+              anchor_step: int) -> Pixels:
     """The input saved once as a JPEG at quality 95 (4:4:4) and decoded, at every step.
 
     The re-encode an upload pipeline or a careful "save as" does. It is not compounded: a
     nuisance must stay a nuisance over 20 steps, and compounding is the `jpeg` damage chain.
     `strength` is unused (only 0, the exact copy, changes it)."""
     return _round_trip(anchor, format="JPEG", quality=MILD_JPEG_QUALITY, subsampling="4:4:4")
+
+
+# --- Nuisance chains that can raise a false alarm: fresh randomness at every step -----------------
+
+RANDOM_SHIFT_PX = 0.5  # the largest shift per axis: uniform in ±0.5 px
+RANDOM_JPEG_QUALITIES = (90, 98)  # inclusive
+RANDOM_SCALES = (1.05, 1.25)  # the round trip's scale: this or its inverse, log-uniform
+EXPOSURE_CHANGES = (0.0025, 0.01)  # the gain's change, either way: 0.25-1 %
+
+
+def random_shift(anchor: Pixels, rng: np.random.Generator, strength: float, step: int,
+                 anchor_step: int) -> Pixels:
+    """The input moved by a fresh sub-pixel offset at every step, uniform in ±0.5 px per axis.
+
+    Any editor that resamples lands its replica off the original grid by an amount of its own.
+    A person sees the same picture; a score that reads the sampling grid (a no-reference
+    score's local statistics, PSNR) does not. Unlike `subpixel_shift`, no two copies share an
+    offset, so Δ from step 1 is not 0 by construction. Resampled from the input (cubic spline,
+    in floating point), so the chain never walks away; `strength` scales the offset."""
+    offset = rng.uniform(-RANDOM_SHIFT_PX, RANDOM_SHIFT_PX, 2) * strength
+    return ndimage.shift(anchor, (offset[0], offset[1], 0), order=3, mode="nearest")
+
+
+def random_jpeg(anchor: Pixels, rng: np.random.Generator, strength: float, step: int,
+                anchor_step: int) -> Pixels:
+    """The input saved once as a JPEG at a fresh quality of 90-98 (4:2:0) and decoded, at every
+    step.
+
+    The re-encode an upload pipeline or a photo site gives a file, at the qualities such
+    services use for full-size views; libjpeg's default 4:2:0 chroma, so colour scores move too.
+    A person calls any of them the same picture. There are nine such copies: two steps that draw
+    the same quality share one. Not compounded: that is the `jpeg` damage. `strength` is unused
+    (only 0, the exact copy, changes it)."""
+    low, high = RANDOM_JPEG_QUALITIES
+    quality = int(rng.integers(low, high + 1))
+    return _round_trip(anchor, format="JPEG", quality=quality, subsampling="4:2:0")
+
+
+def random_resample(anchor: Pixels, rng: np.random.Generator, strength: float, step: int,
+                    anchor_step: int) -> Pixels:
+    """The input resized by a fresh scale and back to its own size with a Lanczos filter, at
+    every step: the scale is 1.05-1.25 (log-uniform) or its inverse, either with even odds.
+
+    What a pipeline that resizes for a preview, or an editor working at its own resolution,
+    does to a copy: below 1 it loses the finest detail a little, above 1 it only interpolates.
+    A person sees the same picture. Scales nearer 1 are left out: the size would round back to
+    the input's, and the copy would be exact. `strength` scales the log of the scale."""
+    low, high = np.log(RANDOM_SCALES)
+    scale = float(np.exp(rng.choice((-1, 1)) * rng.uniform(low, high) * strength))
+    image = _to_image(anchor)
+    size = (max(1, round(image.width * scale)), max(1, round(image.height * scale)))
+    lanczos = Image.Resampling.LANCZOS
+    back = image.resize(size, lanczos).resize(image.size, lanczos)
+    return np.asarray(back, dtype=np.float32)
+
+
+def random_exposure(anchor: Pixels, rng: np.random.Generator, strength: float, step: int,
+                    anchor_step: int) -> Pixels:
+    """The input's pixel values times a fresh gain, 1 ± 0.25-1 % (the change uniform, its sign
+    even odds), at every step.
+
+    A ±1 % change of brightness is below what a person notices side by side (a just noticeable
+    difference in luminance is about 1-2 %, Weber's fraction), the size of an encoder's or a display
+    pipeline's rounding of a tone curve. Changes under 0.25 % are left out: 8-bit rounding would
+    undo them (255 x 0.2 % is half a grey level), and the copy would be exact. `strength` scales the
+    change."""
+    gain = 1 + rng.choice((-1, 1)) * rng.uniform(*EXPOSURE_CHANGES) * strength
+    return anchor * np.float32(gain)

@@ -6,7 +6,10 @@ was calibrated against). The default is *Nano Banana Pro-like*, the generator of
 (arXiv 2604.03400). Each profile has a `kind`, so a suite can be picked by it: "damage" (a
 generator's or a codec's damage), "control" (`white-noise` and `blur`, distortions classic
 metrics were built to catch) or "nuisance" (no damage a person would name; the chains that set
-each score's noise floor, `floors.py`). `strength` scales every profile (0 = a perfect copy,
+each score's noise floor, `floors.py`, and the leaderboard's false alarms). A nuisance either
+repeats one frame (`repeats_a_frame`: Δ from step 1 is 0 by construction, a floor of a score's
+arithmetic) or draws afresh at every step (`varying_nuisances`: one that can raise a false
+alarm). `strength` scales every profile (0 = a perfect copy,
 1 = calibrated). The same seed gives the same frames, bit for bit; no key, no GPU, no network.
 """
 
@@ -25,8 +28,8 @@ from .base import BackendInfo, Edit, Entry, Option
 
 # (last frame, rng, strength) -> next frame: damage fed back, as a generator's round trip.
 StepFunction = Callable[[np.ndarray, np.random.Generator, float], np.ndarray]
-# (anchor frame, strength, step, anchor's step) -> frame `step`, computed from the anchor.
-AnchoredStep = Callable[[np.ndarray, float, int, int], np.ndarray]
+# (anchor frame, rng, strength, step, anchor's step) -> frame `step`, computed from the anchor.
+AnchoredStep = Callable[[np.ndarray, np.random.Generator, float, int, int], np.ndarray]
 Kind = Literal["damage", "control", "nuisance"]
 
 
@@ -37,6 +40,12 @@ class Profile:
     step: StepFunction | AnchoredStep
     kind: Kind = "damage"
     anchored: bool = False  # True: `step` is an AnchoredStep (see `controls`)
+    # True: the copies are one frame repeated (or two, alternating), so Δ from step 1 is 0 at
+    # every checkpoint by construction: a floor of a score's arithmetic, never a false alarm
+    repeats_a_frame: bool = False
+    # our rulers its parameters were fitted with: marked wherever they are ranked on it
+    calibrated_with: tuple[str, ...] = ()
+    luma_only: bool = False  # it adds the same change to R, G and B: no colour of its own
 
 
 PROFILES: dict[str, Profile] = {
@@ -54,10 +63,11 @@ PROFILES: dict[str, Profile] = {
         "(Qwen Image Edit)", artifacts.simplification),
     "lattice-ripple": Profile(
         "Lattice ripple", "a faint 5 px lattice redrawn every step, as Mi-Ripple measured in "
-        "Grok Imagine's chains (Table 5)", mi_ripple.measured_lattice),
+        "Grok Imagine's chains (Table 5)", mi_ripple.measured_lattice, luma_only=True),
     "granular": Profile(
         "Granular texture", "3-8 px blobs growing with the scene's texture, as Mi-Ripple "
-        "measured (moss: 0.9 -> 23.7 % of tiles)", mi_ripple.granular_texture),
+        "measured (moss: 0.9 -> 23.7 % of tiles)", mi_ripple.granular_texture,
+        calibrated_with=("scale_index",), luma_only=True),
     "jpeg": Profile(
         "JPEG re-save", "each copy re-encoded as JPEG at quality 75, compounding (generation "
         "loss)", controls.jpeg_recompress),
@@ -71,16 +81,29 @@ PROFILES: dict[str, Profile] = {
         anchored=True),
     "identical": Profile(
         "Identical copy (nuisance)", "every copy is the input, pixel for pixel",
-        controls.identical, "nuisance"),
+        controls.identical, "nuisance", repeats_a_frame=True),
     "subpixel-shift": Profile(
         "Half-pixel shift (nuisance)", "the input moved ±0.5 px, alternating",
-        controls.subpixel_shift, "nuisance", anchored=True),
+        controls.subpixel_shift, "nuisance", anchored=True, repeats_a_frame=True),
     "resave": Profile(
         "Lossless re-save (nuisance)", "each copy re-saved as PNG", controls.png_resave,
-        "nuisance"),
+        "nuisance", repeats_a_frame=True),
     "mild-jpeg": Profile(
         "Mild JPEG (nuisance)", "the input re-encoded once as JPEG at quality 95",
-        controls.mild_jpeg, "nuisance", anchored=True),
+        controls.mild_jpeg, "nuisance", anchored=True, repeats_a_frame=True),
+    "random-shift": Profile(
+        "Random sub-pixel shift (nuisance)", "the input moved by a fresh offset of up to "
+        "±0.5 px per axis at every step", controls.random_shift, "nuisance", anchored=True),
+    "random-jpeg": Profile(
+        "JPEG at a random quality (nuisance)", "the input re-encoded once as JPEG at a fresh "
+        "quality of 90-98 at every step", controls.random_jpeg, "nuisance", anchored=True),
+    "random-resample": Profile(
+        "Resampling round trip (nuisance)", "the input resized by a fresh scale (1.05-1.25 "
+        "or its inverse) and back at every step", controls.random_resample, "nuisance",
+        anchored=True),
+    "random-exposure": Profile(
+        "Exposure ±1 % (nuisance)", "the input's brightness times a fresh gain of 1 ± "
+        "0.25-1 % at every step", controls.random_exposure, "nuisance", anchored=True),
 }
 DEFAULT_PROFILE = "nano-banana-pro"
 
@@ -88,6 +111,13 @@ DEFAULT_PROFILE = "nano-banana-pro"
 def profiles_of_kind(kind: Kind) -> list[str]:
     """The names of the profiles of one kind, in the table's order (a suite to run)."""
     return [name for name, profile in PROFILES.items() if profile.kind == kind]
+
+
+def varying_nuisances() -> list[str]:
+    """The nuisance profiles whose copies differ at every step: the ones that can raise a
+    false alarm."""
+    return [name for name in profiles_of_kind("nuisance") if not PROFILES[name].repeats_a_frame]
+
 
 INFO = BackendInfo(
     name="simulate",
@@ -131,13 +161,14 @@ class SimulateBackend:
             return Edit(image=image.convert("RGB"))
         pixels = np.asarray(image.convert("RGB"), dtype=np.float32)
         profile = PROFILES[self.profile]
+        rng = np.random.default_rng([seed, step])  # fresh at every step, the same per seed
         if profile.anchored:
             if self._anchor is None:
                 self._anchor = (pixels, step - 1)
             anchor, anchor_step = self._anchor
-            out = profile.step(anchor, self.strength, step, anchor_step)
+            out = profile.step(anchor, rng, self.strength, step, anchor_step)
         else:
-            out = profile.step(pixels, np.random.default_rng([seed, step]), self.strength)
+            out = profile.step(pixels, rng, self.strength)
         # Quantise to 8-bit RGB, as a real generator's PNG would.
         return Edit(image=Image.fromarray(np.clip(np.rint(out), 0, 255).astype(np.uint8), "RGB"))
 

@@ -32,7 +32,7 @@ def rating_at(judges: Sequence[Judge], step: int, steps: int) -> tuple[Judge, ..
 def create_judges(names: list[str], options: dict[str, Any]) -> list[Judge]:
     """Judges for a run: each takes, of the run's judge options, those its info names."""
     return [create_judge(name, **{k: v for k, v in options.items()
-                                  if k in REGISTRY[name].info.options}) for name in names]
+                                  if k in REGISTRY[name].info.option_names}) for name in names]
 
 
 __all__ = ["REGISTRY", "Entry", "Judge", "JudgeInfo", "Rating", "create_judge", "create_judges",

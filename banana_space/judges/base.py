@@ -15,9 +15,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from PIL import Image
+
+if TYPE_CHECKING:
+    from ..backends.base import Option
 
 
 @dataclass(frozen=True)
@@ -27,14 +30,14 @@ class JudgeInfo:
     description: str
     needs_key: bool = False
     needs_gpu: bool = False
-    # The keyword options a run may pass to the constructor (e.g. "api_key"); a run's judge
-    # options are shared by its judges, and each takes only the ones it names here.
-    options: tuple[str, ...] = ()
+    # The keyword options a run may pass to the constructor (a key is a secret `Option`); a
+    # run's judge options are shared by its judges, and each takes only the ones it names here.
+    options: tuple[Option, ...] = ()
     score_range: tuple[float, float] = (1.0, 5.0)  # its scale, low to high (higher is better)
 
     @property
     def option_names(self) -> tuple[str, ...]:  # as `BackendInfo.option_names`
-        return self.options
+        return tuple(option.name for option in self.options)
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,8 @@ from typing import Any
 
 from PIL import Image
 
+from ..backends.base import Option
+from ..backends.gemini import API_KEY
 from ..common import BackendUnavailable, GenerationFailed, Report, report_nothing
 from ..gemini_client import GeminiConnection, key_missing
 from .answer import PROMPT, read_rating
@@ -35,7 +37,8 @@ def _info(model: str) -> JudgeInfo:
     return JudgeInfo(name="judge_gemini", label=f"Gemini judge ({model})",
                      description=f"{model} rates each frame 1-5 with the VisualQuality-R1 "
                                  "question, through the Gemini API.",
-                     needs_key=True, options=("api_key", "model", "temperature"))
+                     needs_key=True, options=(API_KEY, Option("model", flag=False),
+                                              Option("temperature", float, flag=False)))
 
 
 class GeminiJudge:

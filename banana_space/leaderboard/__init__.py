@@ -8,7 +8,10 @@ chains added), scores it with `table` (the same engine, workers and optional Ray
 entry (`rank.py`: every pyiqa no-reference metric that loads here, our rulers, plug-ins; deep
 metrics that cannot load are listed as unavailable) and writes `leaderboard.csv`,
 `artifacts.csv`, `leaderboard.html`, one picture per chain (`chains/`, the magnifier's crop of
-frame 0 and the last frame) and `suite.json` (the suite, the machine, the time it took).
+frame 0 and the last frame), `suite.json` (the suite, the machine, the time it took) and two
+checks of the suite itself: `nuisances.csv` (PSNR's Δ from step 1 on every nuisance chain: not
+0, or the chain could raise no false alarm) and `colour_floors.csv` (our colour rulers on
+luma-only damage, beside their noise floors).
 """
 
 from __future__ import annotations
@@ -23,19 +26,26 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from ..backends.simulate import PROFILES
 from ..catalog import FIDELITY, metric_info, to_tensor
 from ..common import csv_bytes, write_atomic
+from ..floors import floors
 from ..pool import POOL, MetricUnavailable
+from ..rulers import RULERS
 from ..rundir import versions
 from ..table import find_chains, run_table
 from ..table.store import TableStore
 from .rank import (
     ARTIFACT_HEADER,
+    COLOUR_FLOOR_HEADER,
     LEADERBOARD_HEADER,
+    NUISANCE_HEADER,
     ChainKind,
     Entry,
     artifact_rows,
+    colour_floor_rows,
     leaderboard_rows,
+    nuisance_rows,
 )
 from .report import chain_cards, report_html
 from .suite import Suite, make_suite, start_image
@@ -127,13 +137,17 @@ def previous_seconds(out: Path) -> dict[str, float]:
 
 def chain_kinds(names: Sequence[str], suite_label: str, kinds: dict[str, str]) -> dict[str,
                                                                                        ChainKind]:
-    """chain name -> artifact and kind: `suite/<profile>/<start>` is the profile's; every
-    other chain is real, named by its source."""
+    """chain name -> artifact and kind: `suite/<profile>/<start>` is the profile's (with what
+    its profile says of calibration and colour); every other chain is real, named by its
+    source."""
     found = {}
     for name in names:
         parts = name.split("/")
         if parts[0] == suite_label and len(parts) == 3 and parts[1] in kinds:
-            found[name] = ChainKind(parts[1], kinds[parts[1]])
+            profile = PROFILES.get(parts[1])
+            found[name] = ChainKind(parts[1], kinds[parts[1]],
+                                    profile.calibrated_with if profile else (),
+                                    profile.luma_only if profile else False)
         else:
             found[name] = ChainKind(parts[0], "real")
     return found
@@ -168,11 +182,12 @@ def run_leaderboard(out: Path, suite: Suite, *, sources: Sequence[str] = (),
     refs = [ref for ref in find_chains([str(work), *sources])
             if ref.name in suite_names or ref.root != str(work.resolve())]
     completed = run_table(refs, scored, out / "table", workers=workers, ray=ray,
+                          steps=suite.scored_steps(),
                           address=address, stop=stop, load_seconds=BATCH_LOAD_SECONDS,
                           on_chain=lambda result: say(f"scored {result.name}"
                                                       + (f": {result.error}" if result.error
                                                          else "")))
-    store = TableStore(out / "table", scored)
+    store = TableStore(out / "table", scored, suite.scored_steps())
     store.load(ref.name for ref in refs)
     verdicts = {name: history.verdict() for name, history in store.histories().items()}
     chains = chain_kinds([ref.name for ref in refs], work.name, suite.as_record()["kinds"])
@@ -180,15 +195,32 @@ def run_leaderboard(out: Path, suite: Suite, *, sources: Sequence[str] = (),
     write_atomic(out / "leaderboard.csv", csv_bytes(LEADERBOARD_HEADER, board))
     per_artifact = artifact_rows(entries, verdicts, chains)
     write_atomic(out / "artifacts.csv", csv_bytes(ARTIFACT_HEADER, per_artifact))
+    nuisances = nuisance_rows(verdicts, chains)
+    write_atomic(out / "nuisances.csv", csv_bytes(NUISANCE_HEADER, nuisances))
+    colour = [name for name, ruler in RULERS.items() if ruler.reads_colour and name in scored]
+    colour_floors = colour_floor_rows(verdicts, chains, colour, floors())
+    write_atomic(out / "colour_floors.csv", csv_bytes(COLOUR_FLOOR_HEADER, colour_floors))
     cards = chain_cards(refs, chains, out / "chains")
     about = {"suite": suite.as_record(), "sources": list(sources), "chains": len(verdicts),
-             "machine": machine(workers, ray), "minutes": round((time.monotonic() - began)
-                                                                / 60, 1),
+             "machine": machine(workers, ray),
+             "minutes": round(earlier_minutes(out, suite) + (time.monotonic() - began) / 60, 1),
              "versions": versions(), "completed": completed}
     write_atomic(out / "suite.json", json.dumps(about, indent=1).encode())
     write_atomic(out / "leaderboard.html",
-                 report_html(board, per_artifact, chains, cards, about).encode())
+                 report_html(board, per_artifact, chains, cards, about, nuisances,
+                             colour_floors).encode())
     return completed
+
+
+def earlier_minutes(out: Path, suite: Suite) -> float:
+    """The minutes the earlier runs of this very suite in `out` took (a rerun continues their
+    work: made chains and scored chains are kept), so `suite.json` says what the whole cost."""
+    path = out / "suite.json"
+    if not path.is_file():
+        return 0.0
+    before = json.loads(path.read_text())
+    same = before.get("suite") == json.loads(json.dumps(suite.as_record()))  # tuples as lists
+    return float(before.get("minutes", 0.0)) if same else 0.0
 
 
 def machine(workers: int, ray: bool) -> str:

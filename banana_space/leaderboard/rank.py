@@ -6,7 +6,11 @@ the oriented Δ from step 1, the first copy, negative at steps 5, 10 and 20) and
 (ours: worse than the score's noise floor, `floors.py`); the false-alarm rate on nuisance chains by
 the paper's verdict (the robust one cannot be asked there: the floors are measured on those very
 chains); the mean Spearman ρ against PSNR on damage chains. An undecided verdict counts as not
-detected. Per artifact: which entries catch it.
+detected. Every rate carries its 95 % Wilson score interval (Wilson, JASA 1927), over chains,
+which it treats as independent draws: chains that share a start are not quite, so read the
+interval as a lower bound on the uncertainty. A ruler used to calibrate a profile
+(`Profile.calibrated_with`) is marked on that profile's rows: it was fitted to read that
+artifact. Per artifact: which entries catch it.
 """
 
 from __future__ import annotations
@@ -18,17 +22,26 @@ from dataclasses import dataclass
 from ..analysis import VerdictRow
 from .suite import DAMAGE_KINDS
 
+RATES = ("detect_rate", "detect_rate_robust", "false_alarm_rate")
 LEADERBOARD_HEADER = ["metric", "family", "detect_rate", "detect_rate_robust",
                       "false_alarm_rate", "rho_mean", "seconds_per_frame", "label",
-                      "fooled_on", "detects_on", "unavailable"]
+                      "fooled_on", "detects_on",
+                      *(f"{rate}_{end}" for rate in RATES for end in ("low", "high")),
+                      "damage_chains", "nuisance_chains", "calibrated_on", "unavailable"]
 ARTIFACT_HEADER = ["artifact", "kind", "metric", "family", "chains", "detect_rate",
-                   "detect_rate_robust"]
+                   "detect_rate_robust", "detect_rate_low", "detect_rate_high",
+                   "detect_rate_robust_low", "detect_rate_robust_high", "calibrated"]
+WILSON_Z = 1.959964  # the normal quantile of a two-sided 95 % interval
+CALIBRATED_NOTE = ("{artifact}'s profile was calibrated with {metric}: it was fitted to read "
+                   "this artifact, so its rate here is not independent evidence")
 
 
 @dataclass(frozen=True)
 class ChainKind:
     artifact: str  # the profile's name, or the real source's
     kind: str  # "damage" | "control" | "nuisance" | "real"
+    calibrated_with: tuple[str, ...] = ()  # the scores the artifact's profile was fitted with
+    luma_only: bool = False  # the profile moves R, G and B alike: no colour of its own
 
 
 @dataclass(frozen=True)
@@ -43,6 +56,36 @@ class Entry:
 
 def _rate(values: Sequence[bool | None]) -> float | None:
     return round(sum(v is True for v in values) / len(values), 4) if values else None
+
+
+def wilson_interval(successes: int, trials: int, z: float = WILSON_Z) -> tuple[float, float]:
+    """The Wilson score interval of a rate of `successes` in `trials` (95 % by default).
+
+    Unlike the normal approximation it stays inside 0..1 and is not empty at 0 or at all
+    successes, which a leaderboard of small suites meets often (Wilson, "Probable inference,
+    the law of succession, and statistical inference", JASA 1927; Brown, Cai & DasGupta,
+    Statistical Science 2001, recommend it for small n).
+
+    Args:
+        successes: how many of the trials count (a detection, a false alarm).
+        trials: how many there were; at least 1.
+
+    Returns:
+        (low, high), rounded to 4 places.
+    """
+    if trials < 1 or not 0 <= successes <= trials:
+        raise ValueError(f"a rate needs 0 <= successes <= trials >= 1, got {successes}/{trials}")
+    share, z2 = successes / trials, z * z
+    centre = (share + z2 / (2 * trials)) / (1 + z2 / trials)
+    half = z / (1 + z2 / trials) * math.sqrt(share * (1 - share) / trials
+                                            + z2 / (4 * trials * trials))
+    return round(max(0.0, centre - half), 4), round(min(1.0, centre + half), 4)
+
+
+def _interval(values: Sequence[bool | None]) -> tuple[float | None, float | None]:
+    if not values:
+        return None, None
+    return wilson_interval(sum(v is True for v in values), len(values))
 
 
 def _mean(values: Sequence[float]) -> float | None:
@@ -69,21 +112,34 @@ def leaderboard_rows(entries: Sequence[Entry], verdicts: Mapping[str, Sequence[V
     for entry in entries:
         damage = _rows_of(entry.metric, verdicts, chains, DAMAGE_KINDS)
         nuisance = _rows_of(entry.metric, verdicts, chains, ("nuisance",))
+        paper = [row.detects for _, row in damage]
         robust = [row.detects_robust for _, row in damage]
-        fooled = next((name for name, row in damage if row.detects is False), "")
-        caught = next((name for name, row in damage if row.detects is True), "")
-        rows.append([entry.metric, entry.family, _rate([r.detects for _, r in damage]),
-                     None if all(r is None for r in robust) else _rate(robust),
-                     _rate([r.detects for _, r in nuisance]),
-                     _mean([r.spearman_vs_psnr for _, r in damage]),
-                     _rounded(seconds.get(entry.metric)), entry.label, fooled, caught,
-                     entry.unavailable])
+        alarms = [row.detects for _, row in nuisance]
+        no_floor = all(r is None for r in robust)
+        calibrated = sorted({chains[name].artifact for name, _ in damage
+                             if entry.metric in chains[name].calibrated_with})
+        cells = {
+            "metric": entry.metric, "family": entry.family, "detect_rate": _rate(paper),
+            "detect_rate_robust": None if no_floor else _rate(robust),
+            "false_alarm_rate": _rate(alarms),
+            "rho_mean": _mean([r.spearman_vs_psnr for _, r in damage]),
+            "seconds_per_frame": _rounded(seconds.get(entry.metric)), "label": entry.label,
+            "fooled_on": next((name for name, row in damage if row.detects is False), ""),
+            "detects_on": next((name for name, row in damage if row.detects is True), ""),
+            "damage_chains": len(damage), "nuisance_chains": len(nuisance),
+            "calibrated_on": ", ".join(calibrated), "unavailable": entry.unavailable}
+        for rate, values in (("detect_rate", paper), ("false_alarm_rate", alarms),
+                             ("detect_rate_robust", [] if no_floor else robust)):
+            cells[f"{rate}_low"], cells[f"{rate}_high"] = _interval(values)
+        rows.append(cells)
 
-    def order(row: list[object]) -> tuple:
-        return (bool(row[-1]), -(row[3] or 0.0), -(row[2] or 0.0),
-                row[4] if row[4] is not None else 1.0, row[0])
+    def order(row: dict[str, object]) -> tuple:
+        alarms = row["false_alarm_rate"]
+        return (bool(row["unavailable"]), -(row["detect_rate_robust"] or 0.0),
+                -(row["detect_rate"] or 0.0), alarms if alarms is not None else 1.0,
+                row["metric"])
 
-    return sorted(rows, key=order)
+    return [[row[name] for name in LEADERBOARD_HEADER] for row in sorted(rows, key=order)]
 
 
 def artifact_rows(entries: Sequence[Entry], verdicts: Mapping[str, Sequence[VerdictRow]],
@@ -99,8 +155,49 @@ def artifact_rows(entries: Sequence[Entry], verdicts: Mapping[str, Sequence[Verd
             found = [row for name in names for row in verdicts[name] if row.metric == entry.metric]
             if not found:
                 continue
+            paper = [row.detects for row in found]
             robust = [row.detects_robust for row in found]
-            rows.append([artifact, kind, entry.metric, entry.family, len(found),
-                         _rate([row.detects for row in found]),
-                         None if all(r is None for r in robust) else _rate(robust)])
+            robust = [] if all(r is None for r in robust) else robust
+            calibrated = any(entry.metric in chains[name].calibrated_with for name in names)
+            rows.append([artifact, kind, entry.metric, entry.family, len(found), _rate(paper),
+                         _rate(robust) if robust else None, *_interval(paper),
+                         *_interval(robust),
+                         CALIBRATED_NOTE.format(metric=entry.metric, artifact=artifact)
+                         if calibrated else ""])
+    return rows
+
+
+NUISANCE_HEADER = ["chain", "artifact", "psnr_delta_5", "psnr_delta_10", "psnr_delta_20"]
+COLOUR_FLOOR_HEADER = ["artifact", "metric", "chains", "detects", "detects_robust",
+                       "largest_move", "floor"]
+
+
+def nuisance_rows(verdicts: Mapping[str, Sequence[VerdictRow]],
+                  chains: Mapping[str, ChainKind]) -> list[list[object]]:
+    """Per nuisance chain (NUISANCE_HEADER): PSNR's Δ from step 1 at the checkpoints. A chain
+    whose copies are one frame repeated has 0 at each, and can raise no false alarm; the
+    suite's nuisances must show otherwise."""
+    return [[name, chains[name].artifact, *(_rounded(d) for d in row.at_checkpoints)]
+            for name, rows in verdicts.items() if chains[name].kind == "nuisance"
+            for row in rows if row.metric == "psnr"]
+
+
+def colour_floor_rows(verdicts: Mapping[str, Sequence[VerdictRow]],
+                      chains: Mapping[str, ChainKind], colour_metrics: Sequence[str],
+                      floors: Mapping[str, float]) -> list[list[object]]:
+    """Per luma-only artifact and colour score (COLOUR_FLOOR_HEADER): damage with no colour of
+    its own, read by a score of colour. A "detection" there is the paper's rule counting any
+    negative Δ; the largest |Δ| at a checkpoint beside the score's noise floor says whether it
+    is more than the score's own wobble."""
+    rows = []
+    for artifact in dict.fromkeys(c.artifact for c in chains.values() if c.luma_only):
+        names = [name for name in verdicts if chains[name].artifact == artifact]
+        for metric in colour_metrics:
+            found = [row for name in names for row in verdicts[name] if row.metric == metric]
+            if not found:
+                continue
+            moves = [abs(d) for row in found for d in row.at_checkpoints if math.isfinite(d)]
+            rows.append([artifact, metric, len(found), sum(r.detects is True for r in found),
+                         sum(r.detects_robust is True for r in found),
+                         _rounded(max(moves, default=math.nan)), floors.get(metric)])
     return rows

@@ -15,7 +15,14 @@ from typing import Any
 from ..magnifier import largest_difference_box, side_by_side
 from ..sources import HUB_PREFIX, open_chain
 from ..table.discover import ChainRef
-from .rank import LEADERBOARD_HEADER, ChainKind
+from .rank import (
+    ARTIFACT_HEADER,
+    COLOUR_FLOOR_HEADER,
+    LEADERBOARD_HEADER,
+    NUISANCE_HEADER,
+    RATES,
+    ChainKind,
+)
 
 
 def card_name(chain: str) -> str:
@@ -55,31 +62,44 @@ def _chain_link(name: str, cards: Mapping[str, str]) -> str:
     return f'<a href="{html.escape(cards[name])}">{text}</a>' if name in cards else text
 
 
+def with_interval(rate: Any, low: Any, high: Any) -> str:
+    """A rate and its 95 % interval: "0.50 (0.30–0.70)"."""
+    if rate is None or rate == "":
+        return ""
+    return f"{_cell(rate)} ({_cell(low)}–{_cell(high)})"
+
+
 def board_table(board: Sequence[Sequence[Any]], cards: Mapping[str, str]) -> str:
-    shown = ["metric", "family", "detect_rate", "detect_rate_robust", "false_alarm_rate",
-             "rho_mean", "seconds_per_frame", "fooled_on", "detects_on", "unavailable"]
-    index = {name: LEADERBOARD_HEADER.index(name) for name in shown}
+    shown = ["metric", "family", *RATES, "rho_mean", "seconds_per_frame", "calibrated_on",
+             "fooled_on", "detects_on", "unavailable"]
     head = "".join(f"<th>{h.replace('_', ' ')}</th>" for h in shown)
     body = ""
-    for row in board:
-        cells = [_chain_link(str(row[index[h]]), cards) if h.endswith("_on")
-                 else _cell(row[index[h]]) for h in shown]
+    for values in board:
+        row = dict(zip(LEADERBOARD_HEADER, values, strict=True))
+        cells = [_chain_link(str(row[h]), cards) if h.endswith("_on") and h != "calibrated_on"
+                 else with_interval(row[h], row[f"{h}_low"], row[f"{h}_high"]) if h in RATES
+                 else _cell(row[h]) for h in shown]
         body += "<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>"
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def artifact_matrix(per_artifact: Sequence[Sequence[Any]]) -> str:
     """Artifacts down, scores across; each cell the paper's rate / the robust rate, green
-    where the score catches it (red on a nuisance chain: a false alarm)."""
+    where the score catches it (red on a nuisance chain: a false alarm); † where the score
+    was used to calibrate that artifact's profile (the reason in the cell's title)."""
     metrics = list(dict.fromkeys(row[2] for row in per_artifact))
     cells: dict[tuple[str, str], str] = {}
     kinds: dict[str, str] = {}
-    for artifact, kind, metric, _family, _chains, rate, robust in per_artifact:
-        kinds[artifact] = kind
-        good = rate if kind != "nuisance" else 1 - (rate or 0)
+    for values in per_artifact:
+        row = dict(zip(ARTIFACT_HEADER, values, strict=True))
+        kinds[row["artifact"]] = row["kind"]
+        rate = row["detect_rate"]
+        good = rate if row["kind"] != "nuisance" else 1 - (rate or 0)
         colour = f"hsl({120 * (good or 0):.0f},60%,85%)"
-        text = f"{_cell(rate)} / {_cell(robust) or '–'}"
-        cells[(artifact, metric)] = f'<td style="background:{colour}">{text}</td>'
+        why = f' title="{html.escape(row["calibrated"])}"' if row["calibrated"] else ""
+        text = f"{_cell(rate)} / {_cell(row['detect_rate_robust']) or '–'}" + (" †" if why else "")
+        cells[(row["artifact"], row["metric"])] = \
+            f'<td style="background:{colour}"{why}>{text}</td>'
     head = "".join(f"<th>{html.escape(m)}</th>" for m in metrics)
     body = "".join(f"<tr><td>{html.escape(a)} <small>({html.escape(k)})</small></td>"
                    + "".join(cells.get((a, m), "<td></td>") for m in metrics) + "</tr>"
@@ -97,9 +117,17 @@ def unavailable_notes(board: Sequence[Sequence[Any]]) -> str:
                    for reason, names in by_reason.items())
 
 
+def plain_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    head = "".join(f"<th>{html.escape(h.replace('_', ' '))}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{_cell(v)}</td>" for v in row) + "</tr>"
+                   for row in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
 def report_html(board: Sequence[Sequence[Any]], per_artifact: Sequence[Sequence[Any]],
                 chains: Mapping[str, ChainKind], cards: Mapping[str, str],
-                about: Mapping[str, Any]) -> str:
+                about: Mapping[str, Any], nuisances: Sequence[Sequence[Any]] = (),
+                colour_floors: Sequence[Sequence[Any]] = ()) -> str:
     suite = about["suite"]
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>Banana Space: leaderboard</title>
@@ -113,12 +141,22 @@ th{{background:#f4f4f4}}small{{color:#555}}</style></head><body>
 damage in a chain when its oriented Δ from step 1, the first copy (negative = worse), is
 negative at steps 5, 10 and 20 (Banana100, arXiv 2604.03400); <em>robust</em> (ours): worse than
 its noise floor at each of them.
-Detection rates are over damage chains, false alarms over nuisance chains (paper's verdict),
-ρ is Spearman's against PSNR, seconds are CPU seconds per 1024² frame on one thread.
+Detection rates are over damage chains, false alarms over nuisance chains (paper's verdict;
+copies that differ at every step, with nothing a person would call damage), each with its 95 %
+Wilson interval over chains; ρ is Spearman's against PSNR, seconds are CPU seconds per 1024²
+frame on one thread. <em>calibrated on</em> / †: the score was used to fit that profile's
+strength, so its rate there is not independent evidence.
 Made on {html.escape(about["machine"])} in {about["minutes"]} min.</p>
 {board_table(board, cards)}
 <h2>Per artifact: paper's rate / robust rate</h2>
 {artifact_matrix(per_artifact)}
+<h2>Checks of the suite</h2>
+<p>PSNR's Δ from step 1 on every nuisance chain: not 0, so its copies really vary and a false
+alarm could happen.</p>
+{plain_table(NUISANCE_HEADER, nuisances)}
+<p>Our colour rulers on luma-only damage (the same change in R, G and B), beside their noise
+floors: a detection there by the paper's rule is a colour score reading its own wobble.</p>
+{plain_table(COLOUR_FLOOR_HEADER, colour_floors)}
 <h2>Not scored here</h2><ul>{unavailable_notes(board)}</ul>
 </body></html>
 """

@@ -1,13 +1,13 @@
 """The leaderboard's suite: a fixed, versioned set of chains, made by the simulate backend.
 
 Each simulate profile (`backends.simulate.PROFILES`, read by its `kind`: every "damage" profile,
-the positive "control" and the "nuisance" chains that set the noise floors) runs on each clean
-start (`assets/examples/photo-*.png` and `clean-*.png`, at `size` px on the long side,
-lossless PNG frames), `steps` times with the same seed, so the suite is the same wherever it
-is made. Real chains (Banana100 through `hf://`, or any folder of chains) join as kind "real",
-counted as damage.
-Every frame is a PNG in `<work>/<profile>/<start>/`, named as a run names its frames
-(`run.frame_name`), which `table` reads as it reads any folder of frames.
+both positive "control"s and the "nuisance" chains whose copies differ at every step, so that a
+false alarm can happen; the nuisances that repeat one frame are left out by default: their Δ is 0 by
+construction) runs on each clean start (`assets/examples/photo-*.png` and `clean-*.png`, at `size`
+px on the long side, lossless PNG frames), `steps` times with the same seed, so the suite is the
+same wherever it is made. Real chains (Banana100 through `hf://`, or any folder of chains) join as
+kind "real", counted as damage. Every frame is a PNG in `<work>/<profile>/<start>/`, named as a run
+names its frames (`run.frame_name`), which `table` reads as it reads any folder of frames.
 """
 
 from __future__ import annotations
@@ -19,12 +19,14 @@ from pathlib import Path
 
 from PIL import Image
 
+from ..analysis import CHECKPOINTS, FIRST_COPY
 from ..backends.simulate import PROFILES, SimulateBackend
 from ..prompts import DEFAULT_PROMPT
 from ..run import frame_name
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "assets" / "examples"
-SUITE_VERSION = "2"  # 2: the profiles modelled on measurements, the photographic starts
+# 2: the profiles modelled on measurements, the photographic starts; 3: nuisances that vary
+SUITE_VERSION = "3"
 DAMAGE_KINDS = ("damage", "real")  # what a detection rate counts
 
 
@@ -32,12 +34,16 @@ DAMAGE_KINDS = ("damage", "real")  # what a detection rate counts
 class Suite:
     """What the suite is made of; its JSON is written beside the results."""
 
-    starts: tuple[str, ...] = ("photo-moss", "photo-nuthatch")
+    starts: tuple[str, ...] = ("photo-moss", "photo-nuthatch", "photo-flower", "photo-facade")
     size: int = 1024  # px, the long side: the scale the paper's claim is about
     steps: int = 20  # the paper's last checkpoint
     seed: int = 0
-    profiles: tuple[str, ...] = field(default_factory=lambda: tuple(PROFILES))
+    profiles: tuple[str, ...] = field(default_factory=lambda: tuple(
+        name for name, profile in PROFILES.items() if not profile.repeats_a_frame))
     version: str = SUITE_VERSION
+    # False: only the steps the verdicts read are scored (0, 1, 5, 10, 20 and the last), so ρ
+    # against PSNR is over those; True: every frame (4 times the scoring, for a full ρ)
+    every_frame: bool = False
 
     def __post_init__(self) -> None:
         unknown = [name for name in self.profiles if name not in PROFILES]
@@ -55,8 +61,15 @@ class Suite:
         """(profile, start) for every chain, profiles in the table's order."""
         return [(profile, start) for profile in self.profiles for start in self.starts]
 
+    def scored_steps(self) -> tuple[int, ...] | None:
+        """The steps scored (the table adds the last); None: every one."""
+        if self.every_frame:
+            return None
+        return tuple(step for step in (0, FIRST_COPY, *CHECKPOINTS) if step <= self.steps)
+
     def as_record(self) -> dict:
-        return {**asdict(self), "kinds": {name: PROFILES[name].kind for name in self.profiles}}
+        return {**asdict(self), "kinds": {name: PROFILES[name].kind for name in self.profiles},
+                "scored_steps": self.scored_steps()}
 
 
 def all_starts() -> tuple[str, ...]:

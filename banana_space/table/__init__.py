@@ -39,13 +39,16 @@ def run_table(refs: Sequence[ChainRef], metrics: Sequence[str], out: Path, *,
               stop: threading.Event | None = None, load_seconds: float | None = None,
               on_start: Callable[[list[ChainRef], list[str]], None] = lambda todo, done: None,
               on_frames: Callable[[int], None] = lambda count: None,
-              on_chain: Callable[[ChainResult], None] = lambda result: None) -> bool:
+              on_chain: Callable[[ChainResult], None] = lambda result: None,
+              steps: Sequence[int] | None = None) -> bool:
     """Score every chain not already in `out` (resume), writing the outputs after each one
     and the report at the end. Returns False when `stop` ended it early. `load_seconds`, when
     given, is how long each worker waits for a metric's creation (else its settings' own
-    BANANA_METRIC_LOAD_S): handed to the workers as an argument."""
+    BANANA_METRIC_LOAD_S): handed to the workers as an argument. `steps`, when given, are the
+    only steps scored (with the last); the others are NaN, as a run's unscored steps."""
     stop = stop or threading.Event()
-    store = TableStore(out, metrics)
+    steps = None if steps is None else tuple(sorted(set(steps)))
+    store = TableStore(out, metrics, steps)
     done = store.load(ref.name for ref in refs)
     todo = [ref for ref in refs if ref.name not in done]
     on_start(todo, done)
@@ -64,12 +67,12 @@ def run_table(refs: Sequence[ChainRef], metrics: Sequence[str], out: Path, *,
         from .ray_driver import score_ray  # Ray is imported only on this path
 
         completed = score_ray(todo, tuple(metrics), workers, address, stop, on_frames,
-                              finished, load_seconds)
+                              finished, load_seconds, steps)
     else:
         from .local import score_local
 
         completed = score_local(todo, tuple(metrics), workers or 1, stop, on_frames, finished,
-                                load_seconds)
+                                load_seconds, steps)
     write_report(store, broken, _credits(refs))
     return completed
 

@@ -37,22 +37,25 @@ def _start_worker(frames: Any, threads: int, load_seconds: float | None) -> None
     torch.set_num_threads(threads)
 
 
-def _work(ref: ChainRef, metrics: tuple[str, ...]) -> ChainResult:
-    return score_chain_ref(ref, metrics, on_frame=lambda: _FRAMES.put(1))
+def _work(ref: ChainRef, metrics: tuple[str, ...],
+          steps: tuple[int, ...] | None) -> ChainResult:
+    return score_chain_ref(ref, metrics, on_frame=lambda: _FRAMES.put(1), steps=steps)
 
 
 def score_local(refs: Sequence[ChainRef], metrics: tuple[str, ...], workers: int,
                 stop: threading.Event, on_frames: Callable[[int], None],
                 on_result: Callable[[ChainResult], None],
-                load_seconds: float | None = None) -> bool:
-    """Score `refs`, handing each result to `on_result` as it comes; False if stopped. Each
-    worker's metric pool waits `load_seconds` for a creation (None: its own settings')."""
+                load_seconds: float | None = None,
+                steps: tuple[int, ...] | None = None) -> bool:
+    """Score `refs` (at `steps` only, unless None), handing each result to `on_result` as it
+    comes; False if stopped. Each worker's metric pool waits `load_seconds` for a creation
+    (None: its own settings')."""
     context = multiprocessing.get_context("spawn")
     frames = context.Queue()
     threads = max(1, (os.cpu_count() or 1) // workers)
     with context.Pool(workers, initializer=_start_worker,
                       initargs=(frames, threads, load_seconds)) as pool:
-        results = pool.imap_unordered(partial(_work, metrics=metrics), refs)
+        results = pool.imap_unordered(partial(_work, metrics=metrics, steps=steps), refs)
         for _ in refs:
             while True:
                 _drain(frames, on_frames)

@@ -25,7 +25,8 @@ class ChainWorker:
     """One metric pool per actor, reused for every chain this actor scores."""
 
     def __init__(self, metrics: tuple[str, ...], threads: int,
-                 load_seconds: float | None = None) -> None:
+                 load_seconds: float | None = None,
+                 steps: tuple[int, ...] | None = None) -> None:
         import torch
 
         from ..pool import POOL
@@ -33,10 +34,10 @@ class ChainWorker:
         torch.set_num_threads(threads)
         if load_seconds is not None:
             POOL.load_seconds = load_seconds
-        self.metrics = metrics
+        self.metrics, self.steps = metrics, steps
 
     def score(self, ref: ChainRef) -> ChainResult:
-        return score_chain_ref(ref, self.metrics)
+        return score_chain_ref(ref, self.metrics, steps=self.steps)
 
 
 def _ray() -> Any:
@@ -50,10 +51,11 @@ def _ray() -> Any:
 def score_ray(refs: Sequence[ChainRef], metrics: tuple[str, ...], workers: int | None,
               address: str | None, stop: threading.Event, on_frames: Callable[[int], None],
               on_result: Callable[[ChainResult], None],
-              load_seconds: float | None = None) -> bool:
-    """Score `refs` on Ray; False if stopped. `address` None starts a local Ray with
-    `workers` CPUs; otherwise joins that cluster and uses `workers` actors (default: one per
-    GPU, else one per CPU). Each actor's metric pool waits `load_seconds` for a creation
+              load_seconds: float | None = None,
+              steps: tuple[int, ...] | None = None) -> bool:
+    """Score `refs` (at `steps` only, unless None) on Ray; False if stopped. `address` None starts a
+    local Ray with `workers` CPUs; otherwise joins that cluster and uses `workers` actors (default:
+    one per GPU, else one per CPU). Each actor's metric pool waits `load_seconds` for a creation
     (None: its own settings')."""
     ray = _ray()
     local = address is None
@@ -65,7 +67,7 @@ def score_ray(refs: Sequence[ChainRef], metrics: tuple[str, ...], workers: int |
         count = workers or gpus or int(resources.get("CPU", 1))
         actor = ray.remote(num_cpus=1, num_gpus=1 if gpus else 0)(ChainWorker)
         threads = max(1, int(resources.get("CPU", 1)) // count)
-        actors = [actor.remote(metrics, threads, load_seconds)
+        actors = [actor.remote(metrics, threads, load_seconds, steps)
                   for _ in range(min(count, len(refs)))]
         todo = list(refs)
         pending: dict[Any, tuple[Any, ChainRef]] = {}

@@ -44,20 +44,24 @@ def resume_file(out: Path, name: str) -> Path:
 
 
 class TableStore:
-    def __init__(self, out: Path, metrics: Iterable[str]) -> None:
+    def __init__(self, out: Path, metrics: Iterable[str],
+                 steps: Iterable[int] | None = None) -> None:
         self.out = Path(out)
         self.metrics = list(metrics)
+        self.steps = None if steps is None else list(steps)  # None: every frame
         (self.out / ".chains").mkdir(parents=True, exist_ok=True)
         self.results: dict[str, ChainResult] = {}
 
     def load(self, names: Iterable[str]) -> list[str]:
-        """Chains already scored with these metrics (and not broken): not scored again."""
+        """Chains already scored with these metrics at these steps (and not broken): not
+        scored again."""
         for name in names:
             file = resume_file(self.out, name)
             if not file.is_file():
                 continue
             result = ChainResult(**json.loads(file.read_text()))
-            if result.metrics == self.metrics and not result.error:
+            if result.metrics == self.metrics and result.steps == self.steps \
+                    and not result.error:
                 self.results[name] = result
         return list(self.results)
 

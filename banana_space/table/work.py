@@ -32,6 +32,7 @@ class ChainResult:
 
     name: str
     metrics: list[str]  # what was asked for: a resumed table rescored a chain when it differs
+    steps: list[int] | None = None  # the steps scored (and the last); None: every frame
     frames: int = 0
     columns: list[dict[str, Any]] = field(default_factory=list)  # ScoreInfo as dicts
     scores: dict[str, list[float]] = field(default_factory=dict)  # column -> score per step
@@ -57,9 +58,11 @@ def scorer_for(metrics: tuple[str, ...]) -> Scorer:
 
 
 def score_chain_ref(ref: ChainRef, metrics: tuple[str, ...],
-                on_frame: Callable[[], None] = lambda: None) -> ChainResult:
-    """Score every frame of one chain with `metrics` and fidelity to frame 0."""
-    result = ChainResult(ref.name, list(metrics))
+                    on_frame: Callable[[], None] = lambda: None,
+                    steps: tuple[int, ...] | None = None) -> ChainResult:
+    """Score every frame of one chain (or only `steps` and the last: the others are NaN, as a
+    run's unscored steps) with `metrics` and fidelity to frame 0."""
+    result = ChainResult(ref.name, list(metrics), None if steps is None else list(steps))
     try:
         frames = open_chain(ref)
         result.notes += frames.notes
@@ -73,6 +76,10 @@ def score_chain_ref(ref: ChainRef, metrics: tuple[str, ...],
         warnings: list[str] = []
         reference = frames.frame(0).image
         for step in range(len(frames)):
+            if steps is not None and step not in steps and step != len(frames) - 1:
+                for series in result.scores.values():
+                    series.append(math.nan)
+                continue
             image = reference if step == 0 else _frame(frames, step)
             scored = scorer.measure(image, reference)
             scorer.ask_judges(image, scored, rating_at(scorer.judges, step, len(frames) - 1))
