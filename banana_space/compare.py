@@ -38,7 +38,7 @@ from .prompts import DEFAULT_PROMPT
 from .run import Run
 from .runs import start_run
 from .scoring import InputScores
-from .spec import SECRET_OPTIONS, RunSpec, check_spec
+from .spec import RunSpec, check_spec, public_options
 
 SIDES = ("A", "B")
 # The smoothed start of issue 43's audit ("smoothed by 1.5 px"): a Gaussian of σ 1.5 px per
@@ -73,8 +73,7 @@ class Side:
     def public(self) -> dict[str, Any]:
         """The side as a comparison records and shows it: no secret."""
         record = asdict(self.with_defaults())
-        record["options"] = {k: v for k, v in record["options"].items()
-                             if k not in SECRET_OPTIONS}
+        record["options"] = public_options(record["options"])
         return record
 
     def label(self) -> str:
