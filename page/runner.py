@@ -10,6 +10,8 @@ API's and MCP's tools, a compare mode):
     with runner.resume(request, run_id, key="", token=None) as chain:
         chain.saved                                             # the run as it was read
         ...
+    with runner.start_pair(request, loaded, steps, a, b, metrics) as chain:  # a comparison
+        for event in chain.events: ...                          # SideEvent / SideFailed
 
 - `token=None`: a browser tab's chain (one per tab, stopped by that tab's Stop); a string: an
   API or MCP chain, stopped by `stop_run(token)` only (blank: by its end, or its caller going
