@@ -71,7 +71,9 @@ from page.settings import SETTINGS
 CHAIN_GROUP = "runs"  # the concurrency id every chain event shares (app.py)
 PREVIEW_GROUP = "previews"  # the upload's preview (app.py): PREVIEWS_AT_ONCE decode at once
 PREVIEWS_AT_ONCE = 2
-PREVIEWS_PER_VISITOR = 2  # queued or running: a page asks once per change of its upload
+# Queued or running: a page asks twice per change of its upload (the preview and the start's
+# condition, app.py), and its load may overlap its first change.
+PREVIEWS_PER_VISITOR = 4
 PREVIEWS_WAITING = 32
 # A folder in the runs folder without run.json this old never became a run (its start failed):
 # removed. A run's start writes run.json once its metrics load (BANANA_METRIC_LOAD_S, 30 s).

@@ -107,7 +107,7 @@ def test_concurrent_previews_of_one_image_are_whole(app, tmp_path) -> None:
 def test_previews_are_capped_per_visitor_in_the_queue(app, tmp_path) -> None:
     """Issue 41, item 2: the preview is reachable by its index, and each decodes a whole
     upload; one visitor's flood of previews of one large flat PNG is refused when it joins
-    the queue, past its two; another visitor's preview still joins."""
+    the queue, past its four; another visitor's preview still joins."""
     flat = tmp_path / "flat.png"
     Image.new("RGB", (6000, 4000), (90, 100, 110)).save(flat)
     path = upload(app, flat, "10.41.2.1").json()[0]
