@@ -216,7 +216,7 @@ def reopen(run_id: str, step: float | None = None) -> CompareOutputs:
     return screen(views, chosen, record)
 
 
-def on_load(request: gr.Request) -> tuple[Any, ...]:
+def open_compare_link(request: gr.Request) -> tuple[Any, ...]:
     """`?compare=<id>` opens that comparison in the Compare tab."""
     run_id = request.query_params.get("compare")
     if not run_id:
@@ -337,7 +337,7 @@ def build(demo: gr.Blocks, default_upload: str, tabs: gr.Tabs) -> None:
         control.input(lambda: "", None, lesson, **plumbing)
     stop.click(_stop, None, status, concurrency_limit=None, **plumbing)
     step.release(show_step, [compare_id, step], outputs, show_progress="hidden", **plumbing)
-    demo.load(on_load, None, [tabs, *outputs], **plumbing)
+    demo.load(open_compare_link, None, [tabs, *outputs], **plumbing)
     api_only.click(compare_chains, [api_image, api_steps, api_a, api_b, api_metrics, api_token],
                    api_answer, api_name="compare_chains", **chains)
 
