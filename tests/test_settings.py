@@ -26,6 +26,8 @@ CALL_TIME_READERS = {
     ("banana_space/deploy.py", "run_deploy"),
     ("banana_space/hub.py", "_endpoint"),  # huggingface_hub's own HF_ENDPOINT
     ("banana_space/catalog.py", "pyiqa_cache"),  # torch's own TORCH_HOME, read as torch does
+    # a write, at the start: uvicorn's FORWARDED_ALLOW_IPS, which gradio passes no other way
+    ("page/gradio_patches.py", "trust_no_proxy"),
 }
 
 
