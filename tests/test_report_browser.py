@@ -33,7 +33,8 @@ def _result(name: str, mixed_sign: float) -> ChainResult:
     scores = {"psnr": [60.0 - 2 * s for s in range(STEPS)], "steady": [5.0] * STEPS,
               "mixed": [1.0 + mixed_sign * s for s in range(STEPS)]}
     scores["steady"][7] = math.nan  # a missing cell stays missing on the page
-    return ChainResult(name, ["steady", "mixed"], STEPS, [asdict(i) for i in infos], scores)
+    return ChainResult(name, ["steady", "mixed"], frames=STEPS,
+                       columns=[asdict(i) for i in infos], scores=scores)
 
 
 def test_report_opens_without_console_errors(browser: Browser, tmp_path) -> None:
