@@ -47,6 +47,7 @@ from playwright.sync_api import Browser, ConsoleMessage, Page
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from banana_space.view import VERDICT_COLUMN
+from page.style import THEME
 
 pytestmark = [pytest.mark.browser, pytest.mark.app]
 
@@ -606,6 +607,13 @@ def serious_axe_violations(page: Page) -> list[str]:
     page.wait_for_function(
         "!document.querySelector('.pending') && !document.getAnimations().some("
         "a => a instanceof CSSTransition && a.playState === 'running')", timeout=60000)
+    # The theme's stylesheet has applied the scheme's colours: on a loaded machine axe once read
+    # the first screen in dark mode before it had, subdued text in its light-mode colour.
+    subdued = {"light": THEME.body_text_color_subdued, "dark": THEME.body_text_color_subdued_dark}
+    page.wait_for_function(
+        f"(({subdued})[document.body.classList.contains('dark') ? 'dark' : 'light'])"
+        ".toLowerCase() === getComputedStyle(document.body)"
+        ".getPropertyValue('--body-text-color-subdued').trim().toLowerCase()")
     # The page's own script (page/style.py) names what gradio leaves unnamed; on a loaded
     # machine it may start after the components are drawn.
     page.wait_for_function("document.body.dataset.pageScript === 'ready'", timeout=60000)

@@ -12,7 +12,7 @@ import pytest
 from app_server import STATUS, running_app
 from gradio_client import Client
 from playwright.sync_api import Browser, Page
-from test_browser import start_run, wait_for_status
+from test_browser import PAGE_TIMEOUT_S, start_run, wait_for_status
 from visitors import noise, run_args
 
 from page.identity import COOKIE
@@ -24,7 +24,9 @@ HALL = {"BANANA_OWNER_KEY": "the-operators-key-for-the-hall", "BANANA_REAL_CHAIN
 
 
 def open_page(browser: Browser, url: str, query: str = "") -> Page:
-    page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context.set_default_timeout(PAGE_TIMEOUT_S * 1000)  # a failure bound, as test_browser's
+    page = context.new_page()
     page.goto(url + query)
     page.wait_for_selector("#run-button")
     return page
