@@ -41,7 +41,7 @@ from banana_space.compare import Side, SideEvent, SideFailed
 from banana_space.compare import start_pair as start_both
 from banana_space.events import Event, Started
 from banana_space.images import LoadedImage
-from banana_space.run import SavedRun
+from banana_space.run import RunBusy, SavedRun
 from banana_space.runs import Resumption, start_run
 from banana_space.spec import RunSpec
 from page import guard
@@ -128,6 +128,9 @@ def resume(request: Any, run_id: Any, *, key: str = "", token: str | None = None
     with _stop_flag(request, token) as (stop, visitor):
         try:
             opened = Resumption.open(run.path)
+        except RunBusy as busy:  # its writer still holds it: anyone else hears it is not theirs
+            mine(run, visitor)
+            raise refusal(busy) from None
         except REFUSALS as error:
             raise refusal(error) from None
         with contextlib.ExitStack() as held:
