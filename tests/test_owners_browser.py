@@ -92,6 +92,7 @@ def test_a_browser_given_anothers_link_cannot_resume_or_stop_that_run(browser: B
         wait_for_status(owner, "Stopped")
         stranger.goto(f"{url}?run={made}")
         stranger.wait_for_selector("#run-button")
+        wait_for_status(stranger, "Stopped")  # the link has opened the run: Resume names it
         stranger.click("#resume-button")
         stranger.get_by_text("Only the visitor who started this run").wait_for()
         assert made not in past_runs(stranger) and past_runs(owner) == [made]
