@@ -207,18 +207,15 @@ def normalised(deltas: Sequence[float]) -> list[float]:
             for d in deltas]
 
 
-def range_scaled(scores: Sequence[float], info: ScoreInfo) -> list[float] | None:
-    """The change since the input as a share of the score's nominal range (pyiqa's `score_range`),
-    so a move within a metric's noise stays small on the shared axis and a large move looks large;
-    None when the score has no range (then `normalised` is the fallback).
-
-    A fidelity score is first held inside its range: frame 0 against itself is "identical",
-    which pyiqa writes as a cap far above the range (PSNR 80 dB, its range tops at ~40), so
-    that its first copy does not seem to lose half the axis at step 1."""
+def range_scaled(change: Sequence[float], info: ScoreInfo) -> list[float] | None:
+    """An oriented change (`since_input`, or `History.drawn`) as a share of the score's nominal
+    range (pyiqa's `score_range`), so a move within a metric's noise stays small on the shared
+    axis and a large move looks large; None when the score has no range (then `normalised` is
+    the fallback). A fidelity score's change is measured from inside its range (`anchored`)."""
     if info.score_range is None:
         return None
     low, high = info.score_range
-    return [d / (high - low) for d in since_input(scores, info)]
+    return [d / (high - low) for d in change]
 
 
 def anchored(scores: Sequence[float], info: ScoreInfo) -> list[float]:
@@ -402,6 +399,31 @@ class History:
     def since_input(self, name: str) -> list[float]:
         """The oriented change since the input (`since_input`), as the curves draw it."""
         return since_input(self.scores[name], self.infos[name])
+
+    @property
+    def has_input(self) -> bool:
+        """Whether step 0, the input, has a score (a real chain numbered from 1 with no start
+        has no step 0: `real_chains.score_sampled`)."""
+        return any(series and math.isfinite(series[INPUT]) for series in self.scores.values())
+
+    @property
+    def drawn_from(self) -> str:
+        """What the curves' change is measured from, in words."""
+        return "input" if self.has_input else "step 1"
+
+    def drawn(self, name: str) -> list[float]:
+        """The oriented change the curves draw: since the input; in a run with no input, since
+        step 1, the first copy, for every column alike (one base on one axis). There fidelity is
+        measured against step 1 itself, which has no score of its own (no measurement), so its
+        curve starts where an identical copy would be, the top of its range."""
+        if self.has_input:
+            return self.since_input(name)
+        info, scores = self.infos[name], list(self.scores[name])
+        if (info.role == "fidelity" and info.score_range is not None
+                and len(scores) > FIRST_COPY and not math.isfinite(scores[FIRST_COPY])):
+            low, high = info.score_range
+            scores[FIRST_COPY] = low if info.lower_better else high
+        return oriented_deltas(anchored(scores, info), info.lower_better)
 
     def verdict(self) -> list[VerdictRow]:
         reference = self.since_input(REFERENCE_METRIC) if REFERENCE_METRIC in self.scores else []

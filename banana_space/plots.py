@@ -14,7 +14,8 @@ dotted. Our own measures (family "ours") carry "(ours)" and diamond markers.
 Every line reads at >= 3:1 on white (WCAG 1.4.11, graphical objects); text is at least 14 px,
 to be read from the back of a lecture hall. A vertical line marks the frame being compared.
 Hover shows the score itself (fidelity in its unit: dB, SSIM 0-1) and its change since
-the input.
+the input. A run with no input (a real chain numbered from 1 with no start) draws every curve
+from step 1 instead, and says so (`History.drawn`).
 
 A figure is a plain dict in plotly's JSON figure format, not a `go.Figure`: the app redraws it
 after every frame, and at 25 curves x 100 steps plotly's validation of a `go.Figure` costs about
@@ -66,9 +67,9 @@ def display_name(info: ScoreInfo) -> str:
 
 def scaled_curve(history: History, name: str) -> tuple[list[float], bool]:
     """(the plotted curve, whether it is on the score's range); False: its own scale."""
-    on_range = range_scaled(history.scores[name], history.infos[name])
-    return ((on_range, True) if on_range is not None
-            else (normalised(history.since_input(name)), False))
+    change = history.drawn(name)
+    on_range = range_scaled(change, history.infos[name])
+    return (on_range, True) if on_range is not None else (normalised(change), False)
 
 
 def _style(role: str, detects: bool | None, index: int) -> dict:
@@ -132,7 +133,7 @@ def delta_figure(history: History, title: str = DELTA_TITLE,
     counters: dict[str, int] = {}
     extent = MIN_HALF_RANGE
     for name, info in history.infos.items():
-        deltas = history.since_input(name)
+        deltas = history.drawn(name)
         detects = detects_degradation(history.deltas(name))
         index = counters[info.role] = counters.get(info.role, -1) + 1
         kind = "reference" if info.role != "metric" else Verdict(detects).words.word
@@ -149,7 +150,7 @@ def delta_figure(history: History, title: str = DELTA_TITLE,
             "customdata": [[value_text(name, v), "" if not math.isfinite(d) else f"{d:+.3g}"]
                            for v, d in zip(history.scores[name], deltas, strict=True)],
             "hovertemplate": f"<b>{display_name(info)}</b><br>step %{{x}}<br>"
-                             "score %{customdata[0]} (Δ since input %{customdata[1]})"
+                             f"score %{{customdata[0]}} (Δ since {history.drawn_from} %{{customdata[1]}})"
                              f"<br>{'share of its range' if on_range else 'own scale'} "
                              "%{y:.0%}<extra></extra>"})
     half = round(extent * 1.1, 3)
@@ -162,7 +163,8 @@ def delta_figure(history: History, title: str = DELTA_TITLE,
         "height": 440, "margin": {"l": 64, "r": 10, "t": 56 if title else 26, "b": 40},
         "xaxis": {"title": {"text": "step"}, "rangemode": "tozero", "tick0": 0,
                   "dtick": max(1, math.ceil(history.last_step / 10))},  # whole steps only
-        "yaxis": {"title": {"text": "Δ, share of the score's range"}, "range": [-half, half],
+        "yaxis": {"title": {"text": ("Δ" if history.has_input else "Δ since step 1 (no input)")
+                            + ", share of the score's range"}, "range": [-half, half],
                   "tickformat": ".0%"},
         "legend": {"orientation": "h", "y": -0.2, "font": {"size": FONT_PX}},
         "hovermode": "closest"}

@@ -8,7 +8,7 @@ import math
 import plotly.graph_objects as go
 import pytest
 
-from banana_space.analysis import History, range_scaled
+from banana_space.analysis import History, range_scaled, since_input
 from banana_space.catalog import parse_score_range
 from banana_space.common import ScoreInfo
 from banana_space.plots import (
@@ -61,9 +61,30 @@ def test_curves_are_scaled_by_the_score_range_so_noise_stays_small() -> None:
     # Hover shows fidelity by its value in dB, never a delta from the 80 dB cap.
     assert psnr["customdata"][20][0] == "20 dB" and "dB" not in brisque["customdata"][20][0]
     # A 0.01 wobble of an 8-bit entropy is under 1% of the axis, not a full-scale swing.
-    wobble = range_scaled([7.50, 7.51, 7.49], ScoreInfo("entropy", "metric", False,
-                                                        score_range=(0.0, 8.0)))
+    entropy = ScoreInfo("entropy", "metric", False, score_range=(0.0, 8.0))
+    wobble = range_scaled(since_input([7.50, 7.51, 7.49], entropy), entropy)
     assert max(abs(v) for v in wobble) < 0.01
+
+
+def test_a_chain_with_no_input_is_drawn_from_step_1_and_says_so() -> None:
+    """A real chain numbered from 1 with no start has no step 0 (`real_chains.score_sampled`:
+    no scores there, and fidelity at step 1, against itself, unscored): its curves are drawn
+    from step 1, every column alike, rather than left empty."""
+    history = History([ScoreInfo("psnr", "fidelity", False, score_range=(0.0, 40.0)),
+                       ScoreInfo("brisque", "metric", True, score_range=(0.0, 150.0))])
+    for step in range(1, 6):
+        history.add(step, {"psnr": math.nan if step == 1 else 40.0 - step,
+                           "brisque": 30.0 - step})
+    assert not history.has_input and chain_history().has_input
+    spec = delta_figure(history)
+    psnr, brisque = spec["data"]
+    assert psnr["y"][0] is None and brisque["y"][0] is None  # no step 0 to draw
+    assert psnr["y"][1] == 0.0 and psnr["y"][5] == pytest.approx(-5 / 40)  # from "identical"
+    assert brisque["y"][1] == 0.0 and brisque["y"][5] == pytest.approx(4 / 150)
+    assert "since step 1" in spec["layout"]["yaxis"]["title"]["text"]
+    assert "Δ since step 1" in brisque["hovertemplate"]
+    assert all(math.isnan(d) for d in history.since_input("brisque"))  # the files' column: none
+    assert "since step 1" not in delta_figure(chain_history())["layout"]["yaxis"]["title"]["text"]
 
 
 def test_our_own_measures_are_told_apart() -> None:
