@@ -312,7 +312,8 @@ def prune_runs(root: Path, keep: int, active: Iterable[Path] = (),
     owners of old runs may be long gone), never deleting a run younger than `min_age_s`.
 
     Returns:
-        The run directories deleted, oldest first.
+        The run directories deleted: the owner's own first, then the rest; each pass
+        newest first.
     """
     protected = {Path(p).resolve() for p in active}
     runs = [run.path for run in sorted(runs_in(root), key=Run.modified, reverse=True)]

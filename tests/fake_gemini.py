@@ -153,8 +153,10 @@ class _Handler(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
         headers = {name.lower(): value for name, value in self.headers.items()}
         reply = self.server.fake.answer_for(Recorded(self.path, headers, body))
-        if reply.delay_s and self.server.fake.closing.wait(reply.delay_s):
-            return
+        if reply.delay_s:
+            if self.server.fake.closing.wait(reply.delay_s):
+                return
+            self.server.fake.hang_ended.set()  # a hang that ran its whole length
         data = json.dumps(reply.body).encode()
         try:
             self.send_response(reply.status)
@@ -179,6 +181,7 @@ class FakeGemini:
         self.api_key = api_key  # when set, any other key gets the API's 400 "API key not valid"
         self.requests: list[Recorded] = []
         self.closing = threading.Event()
+        self.hang_ended = threading.Event()
         self._queue: deque[Reply] = deque()
         self._at: dict[int, Reply] = {}
         self._lock = threading.Lock()
