@@ -29,11 +29,12 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import os
 import re
 import tempfile
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
@@ -77,10 +78,15 @@ new MutationObserver(() => document.querySelectorAll('.toast-body.error').forEac
 # that carries the strip's newest thumbnails (`alt="step k"`) is kept with those steps, and the
 # first message that says the run completed is kept too (the run's end).
 STREAM_JS = r"""window.__stream = [];
+window.__completed = [];  // the event ids gradio said were completed (`finish_event`)
+window.__joined = [];  // the event ids the page queued (`settled`)
 const pageFetch = window.fetch;
 window.fetch = async (...args) => {
   const response = await pageFetch(...args);
   const url = args[0] instanceof Request ? args[0].url : String(args[0]);
+  if (url.includes('/queue/join'))
+    response.clone().json().then(j => j.event_id && window.__joined.push(j.event_id),
+                                 () => {});
   if (url.includes('/queue/data') && response.body) {
     const reader = response.clone().body.getReader(), decoder = new TextDecoder();
     let pending = '';
@@ -92,6 +98,9 @@ window.fetch = async (...args) => {
         const lines = pending.split('\n');
         pending = lines.pop();
         for (const line of lines.filter(l => l.startsWith('data:'))) {
+          const done = line.match(/"msg": ?"process_completed".*?"event_id": ?"([^"]+)"/)
+                       || line.match(/"event_id": ?"([^"]+)".*?"msg": ?"process_completed"/);
+          if (done) window.__completed.push(done[1]);
           const steps = [...line.matchAll(/alt=\\"step (\d+)\\"/g)].map(m => +m[1]);
           const completed = line.includes('Completed');
           if (steps.length || completed) window.__stream.push({steps, completed});
@@ -250,6 +259,17 @@ def start_run(page: Page, photo: Path, steps: int) -> None:
 def wait_for_status(page: Page, word: str, timeout_s: float = RUN_TIMEOUT_S) -> None:
     status = "(document.querySelector('#status')?.innerText ?? '')"
     page.wait_for_function(f"{status}.includes('{word}')", timeout=timeout_s * 1000)
+
+
+def finish_event(page: Page, act: Callable[[], object]) -> None:
+    """Do `act` (a click) and wait until the gradio event it queued has completed: its
+    process_completed message on the page's queue stream, as STREAM_JS records it (the page
+    must have been opened with STREAM_JS as an init script)."""
+    with page.expect_response(lambda r: "/queue/join" in r.url and r.request.method == "POST"
+                              ) as joined:
+        act()
+    event_id = joined.value.json()["event_id"]
+    page.wait_for_function(f"window.__completed.includes({json.dumps(event_id)})")
 
 
 def screenshot(page: Page, name: str) -> None:
@@ -599,14 +619,20 @@ def current_axe() -> Axe:
     pytest.skip(message)
 
 
+# The page has settled: every event it queued has completed (STREAM_JS's record; an event still
+# to answer would redraw what axe reads), none is pending, and no transition or animation with
+# an end is running (a Svelte fade is a CSS animation; a spinner's, endless, is not waited for).
+SETTLED_JS = """(window.__joined ?? []).every(id => window.__completed.includes(id))
+  && !document.querySelector('.pending')
+  && !document.getAnimations().some(a => a.playState === 'running'
+                                        && a.effect?.getComputedTiming().endTime !== Infinity)"""
+
+
 def serious_axe_violations(page: Page) -> list[str]:
-    """axe-core's serious and critical findings on the page once no event is pending (gradio
-    draws a component waiting for its event at a fifth of its opacity, as it should) and the
-    fade back has ended (its Markdown wrapper has `transition: all .15s`: read mid-fade, the
-    status line's text is too faint, which is no fault of the page)."""
-    page.wait_for_function(
-        "!document.querySelector('.pending') && !document.getAnimations().some("
-        "a => a instanceof CSSTransition && a.playState === 'running')", timeout=60000)
+    """axe-core's serious and critical findings on the page once it has settled (`SETTLED_JS`):
+    gradio draws a component waiting for its event at a fifth of its opacity, as it should, and
+    fades it back (its Markdown wrapper has `transition: all .15s`); read mid-fade, the status
+    line's text is too faint, which is no fault of the page."""
     # The theme's stylesheet has applied the scheme's colours: on a loaded machine axe once read
     # the first screen in dark mode before it had, subdued text in its light-mode colour.
     subdued = {"light": THEME.body_text_color_subdued, "dark": THEME.body_text_color_subdued_dark}
@@ -617,8 +643,12 @@ def serious_axe_violations(page: Page) -> list[str]:
     # The page's own script (page/style.py) names what gradio leaves unnamed; on a loaded
     # machine it may start after the components are drawn.
     page.wait_for_function("document.body.dataset.pageScript === 'ready'", timeout=60000)
+    page.wait_for_function(SETTLED_JS, timeout=60000)
     found = current_axe().run(page).response["violations"]
-    return [f"{v['id']} ({v['impact']}): {[n['target'] for n in v['nodes']][:4]}"
+    # Each finding with axe's own account of its first element (for contrast: the two colours
+    # and the ratio it computed), so that a failure on a loaded CI machine can be read.
+    return [f"{v['id']} ({v['impact']}): {[n['target'] for n in v['nodes']][:4]}; "
+            f"{v['nodes'][0].get('failureSummary', '')}"
             for v in found if v["impact"] in ("serious", "critical")]
 
 

@@ -12,7 +12,7 @@ import pytest
 from app_server import STATUS, running_app
 from gradio_client import Client
 from playwright.sync_api import Browser, Page
-from test_browser import PAGE_TIMEOUT_S, start_run, wait_for_status
+from test_browser import PAGE_TIMEOUT_S, STREAM_JS, finish_event, start_run, wait_for_status
 from visitors import noise, run_args
 
 from page.identity import COOKIE
@@ -26,6 +26,7 @@ HALL = {"BANANA_OWNER_KEY": "the-operators-key-for-the-hall", "BANANA_REAL_CHAIN
 def open_page(browser: Browser, url: str, query: str = "") -> Page:
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     context.set_default_timeout(PAGE_TIMEOUT_S * 1000)  # a failure bound, as test_browser's
+    context.add_init_script(STREAM_JS)  # `finish_event` reads the queue's stream
     page = context.new_page()
     page.goto(url + query)
     page.wait_for_selector("#run-button")
@@ -43,8 +44,7 @@ def past_runs(page: Page) -> list[str]:
     accordion = page.get_by_text("Past runs", exact=True)
     if not page.get_by_role("button", name="↻").is_visible():
         accordion.click()
-    page.get_by_role("button", name="↻").click()
-    page.wait_for_load_state("networkidle")
+    finish_event(page, page.get_by_role("button", name="↻").click)
     picker = page.get_by_label("Run", exact=True)
     picker.click()
     options = page.locator("ul[role=listbox] li").all_inner_texts()
