@@ -18,6 +18,8 @@ from banana_space.conditions import PAPER_START_BRISQUE, start_note
 REPO = Path(__file__).resolve().parent.parent
 FINDING = re.compile(r"<!-- BEGIN start_smoothness.py finding -->\n(.+?)\n"
                      r"<!-- END start_smoothness.py finding -->", re.S)
+NUISANCES = re.compile(r"<!-- BEGIN start_smoothness.py nuisances -->\n(.+?)\n"
+                       r"<!-- END start_smoothness.py nuisances -->", re.S)
 
 
 def test_the_note_places_a_start_against_the_papers_example_start() -> None:
@@ -35,6 +37,9 @@ def test_the_help_quotes_the_start_smoothness_table_as_its_script_wrote_it() -> 
     table = (REPO / "docs" / "start_smoothness.md").read_text()
     assert quoted.group(1) in table
     assert "1536 px" in quoted.group(1) and "our finding" in quoted.group(1)
+    alarms = NUISANCES.search(help_text)
+    assert alarms, "the Help has no false alarms written by scripts/start_smoothness.py"
+    assert alarms.group(1) in (REPO / "docs" / "start_smoothness_nuisances.md").read_text()
 
 
 @pytest.mark.app
