@@ -72,6 +72,11 @@ def photographs(starts: list[str]) -> str:
     return f"{', '.join(starts)} ({len(starts)} of the {bundled} bundled photographs)"
 
 
+def _tally(found: list, metric: str) -> str:
+    """"3/4": on how many of the runs `found` (`collect`'s values) `metric` detects."""
+    return f"{sum(bool(rows[metric].detects) for rows, _ in found)}/{len(found)}"
+
+
 def collect(jobs: list[suite_runs.Job], runs: Path) -> dict[suite_runs.Job, tuple]:
     """Per run: its verdict rows by metric and its start's BRISQUE (step 0)."""
     made = {}
@@ -107,8 +112,7 @@ def summary(made: dict, metrics: list[str], profiles: list[str], starts: list[st
         for smoothing in SMOOTHED:
             found = [made[job] for job in made
                      if job.profile == profile and job.smoothing == smoothing]
-            cells = [f"{sum(bool(rows[m].detects) for rows, _ in found)}/{len(found)}"
-                     for m in metrics]
+            cells = [_tally(found, m) for m in metrics]
             lines.append(f"| {PROFILES[profile].label} | {PROFILES[profile].kind} | "
                          f"{SMOOTHING_LABEL[smoothing]} | {_span([b for _, b in found])} | "
                          + " | ".join(cells) + " |")
@@ -133,11 +137,10 @@ def finding(made: dict, metrics: list[str], profile: str, side: int, starts: lis
     if len(damage) > 1:
         spans = []
         for smoothing in SMOOTHED:
-            found = [rows for job, (rows, _) in made.items()
+            found = [made[job] for job in made
                      if job.profile in damage and job.smoothing == smoothing]
-            spans.append(f"{SMOOTHING_LABEL[smoothing]} " + ", ".join(
-                f"{m} {sum(bool(rows[m].detects) for rows in found)}/{len(found)}"
-                for m in metrics))
+            spans.append(f"{SMOOTHING_LABEL[smoothing]} "
+                         + ", ".join(f"{m} {_tally(found, m)}" for m in metrics))
         overall = (f" Over all {len(damage)} damage profiles (chains on which each detects): "
                    + "; ".join(spans) + ".")
     outcome = (f"The verdicts of {', '.join(changed)} change with the start's smoothness alone"
@@ -151,6 +154,18 @@ def finding(made: dict, metrics: list[str], profile: str, side: int, starts: lis
             + f". {outcome}: a verdict holds for starts like the ones it was measured on."
             f"{overall} The whole table, with both controls: docs/start_smoothness.md; the "
             f"nuisance chains, on the starts they ran on: {NUISANCE_TABLE}.")
+
+
+def false_alarms(made: dict, metrics: list[str], profiles: list[str]) -> str:
+    """The Help's paragraph for a run of nuisance profiles: on how many of its chains each
+    metric detects, every one of them a false alarm."""
+    found = list(made.values())
+    return (f"**False alarms (ours).** On the nuisance chains ({', '.join(profiles)}; the same "
+            "starts, smoothings and size), a person would call every copy the same picture, so "
+            "every detection there is a false alarm. The paper's test raised them on: "
+            + ", ".join(f"{m} {_tally(found, m)}" for m in metrics)
+            + " chains (the paper's test has no noise floor; the leaderboard's robust rule adds "
+            f"one): {NUISANCE_TABLE}.")
 
 
 def default_example(side: int) -> list[str]:
@@ -214,14 +229,8 @@ def main() -> None:
             f"{PAPER_START_BRISQUE}. Each cell: on how many starts the metric detects by "
             f"{PAPER_TEST}; on a nuisance chain every detection is a false alarm.")
     damage = PROFILES[profiles[0]].kind == "damage"
-    text = (finding(made, metrics, profiles[0], args.side, starts, args.steps) if damage else
-            f"**False alarms (ours).** On the nuisance chains ({', '.join(profiles)}; the same "
-            "starts, smoothings and size), a person would call every copy the same picture, so "
-            "every detection there is a false alarm. The paper's test raised them on: "
-            + ", ".join(f"{m} {sum(bool(rows[m].detects) for rows, _ in made.values())}/"
-                        f"{len(made)}" for m in metrics)
-            + f" chains (the paper's test has no noise floor; the leaderboard's robust rule adds "
-            f"one): {NUISANCE_TABLE}.")
+    text = (finding(made, metrics, profiles[0], args.side, starts, args.steps) if damage
+            else false_alarms(made, metrics, profiles))
     args.out.write_text("\n".join([
         "# Start smoothness: a condition of the experiment", "", head, "",
         *summary(made, metrics, profiles, starts), "", text, "",
