@@ -191,11 +191,11 @@ def oriented_deltas(scores: Sequence[float], lower_better: bool,
             for step, score in enumerate(scores)]
 
 
-def since_input(scores: Sequence[float], info: ScoreInfo) -> list[float]:
+def since_input(scores: Sequence[float], info: ScoreInfo, base: int = INPUT) -> list[float]:
     """The oriented change since the input (ours, beside the paper's Δ from step 1): a fidelity
     series first held inside its range (`anchored`), so its curve is not measured from pyiqa's
-    cap for "identical"."""
-    return oriented_deltas(anchored(scores, info), info.lower_better, base=INPUT)
+    cap for "identical". `base`: another step to measure from (`History.drawn`)."""
+    return oriented_deltas(anchored(scores, info), info.lower_better, base=base)
 
 
 def normalised(deltas: Sequence[float]) -> list[float]:
@@ -423,7 +423,7 @@ class History:
                 and len(scores) > FIRST_COPY and not math.isfinite(scores[FIRST_COPY])):
             low, high = info.score_range
             scores[FIRST_COPY] = low if info.lower_better else high
-        return oriented_deltas(anchored(scores, info), info.lower_better)
+        return since_input(scores, info, base=FIRST_COPY)
 
     def verdict(self) -> list[VerdictRow]:
         reference = self.since_input(REFERENCE_METRIC) if REFERENCE_METRIC in self.scores else []
