@@ -64,7 +64,7 @@ from banana_space.diskspace import frame_bytes
 from banana_space.images import MAX_SIDE
 from banana_space.run import Run, SavedRun, runs_in
 from banana_space.runs import clear_orphans, prune_runs
-from page import disk, gradio_patches, url_inputs
+from page import bodies, disk, gradio_patches, url_inputs
 from page.identity import Visitor, visitor_of
 from page.settings import SETTINGS
 
@@ -158,7 +158,7 @@ async def _fetch_urls(data: Any, request: Any) -> None:
     for file_data in _url_file_data(data):
         try:
             path = await url_inputs.fetch(file_data["path"], Path(disk.UPLOADS) / "urls",
-                                          _demo.max_file_size or url_inputs.MAX_BYTES)
+                                          _demo.max_file_size or bodies.UPLOAD_BYTES)
         except url_inputs.UrlRefused as error:
             raise Refused(str(error)) from None
         try:

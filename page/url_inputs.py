@@ -37,7 +37,6 @@ from safehttpx import AsyncSecureTransport
 
 MAX_REDIRECTS = 5
 TIMEOUT_S = 30.0
-MAX_BYTES = 100 * 1024**2  # where the app sets no upload limit (app.py's MAX_UPLOAD: the same)
 
 Resolver = Callable[[str], Awaitable[list[str]]]
 Transport = Callable[[str], httpx.AsyncBaseTransport]
@@ -136,4 +135,4 @@ async def _keep(answer: httpx.Response, folder: Path, max_bytes: int, name: str)
 
 
 def _too_large(max_bytes: int) -> str:
-    return f"The file at that URL is larger than {max_bytes / 1024**2:g} MB, the upload limit."
+    return f"The file at that URL is larger than {max_bytes / 1_000_000:g} MB, the upload limit."

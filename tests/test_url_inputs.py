@@ -111,7 +111,7 @@ def answers(table: dict[str, list[str]]):
     return resolve
 
 
-def get(url: str, folder: Path, max_bytes: int = 1024**2, **injected: object) -> Path:
+def get(url: str, folder: Path, max_bytes: int = 1_000_000, **injected: object) -> Path:
     return asyncio.run(fetch(url, folder, max_bytes, **injected))
 
 
@@ -177,7 +177,7 @@ def test_size_and_time_are_limited_like_an_upload(web, tmp_path) -> None:
     public = {"resolve": answers({"images.example": [PUBLIC]}), "transport": routed(web, [])}
     for path in ("/big", "/endless"):  # said too large, or found too large as it streams
         with pytest.raises(UrlRefused, match="at that URL is larger than 1 MB, the upload limit"):
-            get(f"https://images.example{path}", tmp_path, 1024**2, **public)
+            get(f"https://images.example{path}", tmp_path, 1_000_000, **public)
     with pytest.raises(UrlRefused, match="did not answer within 1 s"):
         get("https://images.example/stall", tmp_path, timeout_s=1, **public)
     with pytest.raises(UrlRefused, match="answered 404"):
