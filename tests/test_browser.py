@@ -76,10 +76,11 @@ new MutationObserver(() => document.querySelectorAll('.toast-body.error').forEac
 # from one `fetch` of /queue/data (server-sent events), so a copy of that response, read beside
 # it, holds each message in the order it came, whatever the page had time to draw. Each message
 # that carries the strip's newest thumbnails (`alt="step k"`) is kept with those steps, and the
-# first message that says the run completed is kept too (the run's end).
+# first message that says the run completed is kept too (the run's end). The ids of the events
+# the page queued, and of those gradio said were completed, are kept as well.
 STREAM_JS = r"""window.__stream = [];
 window.__completed = [];  // the event ids gradio said were completed (`finish_event`)
-window.__joined = [];  // the event ids the page queued (`settled`)
+window.__joined = [];  // the event ids the page queued (`SETTLED_JS`)
 const pageFetch = window.fetch;
 window.fetch = async (...args) => {
   const response = await pageFetch(...args);
@@ -98,9 +99,9 @@ window.fetch = async (...args) => {
         const lines = pending.split('\n');
         pending = lines.pop();
         for (const line of lines.filter(l => l.startsWith('data:'))) {
-          const done = line.match(/"msg": ?"process_completed".*?"event_id": ?"([^"]+)"/)
-                       || line.match(/"event_id": ?"([^"]+)".*?"msg": ?"process_completed"/);
-          if (done) window.__completed.push(done[1]);
+          let message = null;
+          try { message = JSON.parse(line.slice(5)); } catch (error) {}
+          if (message?.msg === 'process_completed') window.__completed.push(message.event_id);
           const steps = [...line.matchAll(/alt=\\"step (\d+)\\"/g)].map(m => +m[1]);
           const completed = line.includes('Completed');
           if (steps.length || completed) window.__stream.push({steps, completed});
