@@ -1,6 +1,6 @@
 """Banana Space: the Gradio app. Layout and wiring only: what each event does is in
-`page/handlers.py`, the documented API (which is also the MCP server's tools) in `page/api.py`,
-the Run form's fields in `page/form.py`, and all the work in `banana_space/`.
+`page/run_tab/handlers.py`, the documented API (which is also the MCP server's tools) in `page/api.py`,
+the Run form's fields in `page/run_tab/form.py`, and all the work in `banana_space/`.
 
 Start it with `bash scripts/start.sh` (or `python app.py` inside the venv). Host and port come
 from GRADIO_SERVER_NAME / GRADIO_SERVER_PORT, as on a Space; runs are written under
@@ -15,7 +15,7 @@ import os
 from page.settings import SETTINGS
 
 # The start's one write to the environment, before gradio is imported: gradio reads its upload
-# folder (GRADIO_TEMP_DIR) then, and ours is the settings' (page/disk.py counts what is in it).
+# folder (GRADIO_TEMP_DIR) then, and ours is the settings' (page/door/disk.py counts what is in it).
 os.environ["GRADIO_TEMP_DIR"] = str(SETTINGS.uploads)
 
 # isort: split
@@ -32,20 +32,26 @@ from starlette.middleware import Middleware
 import zerogpu  # noqa: F401  (first: installs the spaces.GPU runner; a plain call off ZeroGPU)
 from banana_space.backends import OPTIONS
 from banana_space.backends import REGISTRY as BACKENDS
-from banana_space.catalog import CPU_DEFAULTS, FIDELITY, PRESETS, visitor_metrics
+from banana_space.scores.catalog import CPU_DEFAULTS, FIDELITY, PRESETS, visitor_metrics
 from banana_space.judges import REGISTRY as JUDGES
-from banana_space.pool import POOL
+from banana_space.scores.pool import POOL
 from banana_space.prompts import DEFAULT_PROMPT
 from banana_space.prompts import PRESETS as PROMPTS
-from banana_space.quota import JUDGE_AT, default_judge_at
-from banana_space.real_chains import examples as chain_examples
-from banana_space.real_chains import start_preparing
-from banana_space.spec import MAX_STEPS
+from banana_space.chain.quota import JUDGE_AT, default_judge_at
+from banana_space.chain.real_chains import examples as chain_examples
+from banana_space.chain.real_chains import start_preparing
+from banana_space.chain.spec import MAX_STEPS
 from banana_space.view import VERDICT_HEADERS
-from page import api, bodies, disk, gradio_patches, guard, identity, leaderboard_tab, served
-from page import compare as compare_tab
-from page.form import FORM_OPTIONS, inputs_of, option_control
-from page.handlers import (
+from page import api, leaderboard_tab
+from page.door import body_limit as bodies
+from page.door import disk
+from page.door import gradio_patches
+from page.door import guard
+from page.door import identity
+from page.door import served
+from page.compare_tab import tab as compare_tab
+from page.run_tab.form import FORM_OPTIONS, inputs_of, option_control
+from page.run_tab.handlers import (
     REAL_CHAINS_POLL_S,
     REAL_SLOTS,
     compare,
@@ -71,7 +77,7 @@ from page.handlers import (
     stop_run,
     zoom_at,
 )
-from page.outputs import PageOutputs, compared
+from page.run_tab.outputs import PageOutputs, compared
 from page.settings import RECORDED, REPO
 from page.style import (
     PAGE_CSS,
@@ -106,7 +112,7 @@ DELETE_CACHE = (min(3600, SETTINGS.uploads_keep_s), SETTINGS.uploads_keep_s)  # 
 CHAINS_AT_ONCE = 4
 # Sessions whose values gradio keeps (its default is 10,000): the page keeps nothing in them
 # that a request does not send again (the run id rides in a hidden field), so this bounds their
-# memory, each at most a request body (`page/bodies.py`), for as many tabs as a small Space sees.
+# memory, each at most a request body (`page/door/body_limit.py`), for as many tabs as a small Space sees.
 SESSIONS_KEPT = 256
 WARMED = threading.Event()  # the metric pool's warm-up has been started
 SIGN_IN_NOTE = ("Signing in keeps your runs on any device, gives you your own share of this "
@@ -173,7 +179,7 @@ def build() -> gr.Blocks:
     gr.set_static_paths([SETTINGS.runs_root])
     backend_choices, backend_howtos = choices(BACKENDS)
     judge_choices, judge_howtos = choices(JUDGES)
-    form: dict[str, Any] = {}  # RunForm field -> its control (page/form.py)
+    form: dict[str, Any] = {}  # RunForm field -> its control (page/run_tab/form.py)
     with gr.Blocks(title="Banana Space", delete_cache=DELETE_CACHE) as demo:
         # The first screen, on a projector and on a phone: the claim in one line, then actions.
         gr.Markdown(CLAIM, elem_id="claim")
@@ -306,7 +312,7 @@ def build() -> gr.Blocks:
                 with gr.Accordion("Advanced", open=False):
                     # No precision: gradio would round 1.5 to 2; the server refuses it.
                     form["seed"] = gr.Number(0, label="Seed")
-                    # Every other backend option, each made from its `Option` (page/form.py).
+                    # Every other backend option, each made from its `Option` (page/run_tab/form.py).
                     for option in FORM_OPTIONS:
                         if option.name not in form:
                             form[option.name] = option_control(option)
@@ -454,7 +460,7 @@ def main() -> None:
     # No queue size: cheap events are never refused; chains are bounded by guard.py.
     demo.queue(max_size=None, default_concurrency_limit=8)
     guard.install(demo)
-    gradio_patches.trust_no_proxy()  # who a visitor is: page/identity.py, never uvicorn's guess
+    gradio_patches.trust_no_proxy()  # who a visitor is: page/door/identity.py, never uvicorn's guess
     start_preparing(SETTINGS.runs_root)  # Banana100's own chains, where the hub is reachable
     # Outermost first: a body too large is refused before anything reads it; an MCP call's
     # caller is sealed before anything reads who asks.

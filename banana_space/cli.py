@@ -29,9 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from .backends import OPTIONS as BACKEND_OPTIONS
-from .catalog import CPU_DEFAULTS, PRESET_KEYS, parse_metric_names
+from .scores.catalog import CPU_DEFAULTS, PRESET_KEYS, parse_metric_names
 from .events import Event, Finished, FrameJudged, FrameScored, Notice, Started
-from .images import BadImage, load_image
+from .sources.images import BadImage, load_image
 from .prompts import DEFAULT_PROMPT
 
 EXIT_CODES = {"completed": 0, "failed": 1, "stopped": 130}
@@ -127,8 +127,8 @@ def _split(text: str) -> list[str]:
 
 
 def _events(args: argparse.Namespace, stop: threading.Event) -> Iterator[Event]:
-    from .runs import resume_run, start_run
-    from .spec import RunSpec
+    from .chain.runs import resume_run, start_run
+    from .chain.spec import RunSpec
 
     if args.command == "resume":
         return resume_run(args.run_dir, stop=stop)
@@ -170,7 +170,7 @@ def _show(events: Iterator[Event]) -> Finished:
 
 
 def _summary(run_dir: Path) -> str:
-    from .analysis import (
+    from .verdict.analysis import (
         CHECKPOINT_HEADERS,
         CHECKPOINTS,
         FLOOR_RULE,
@@ -180,7 +180,7 @@ def _summary(run_dir: Path) -> str:
         paper_test,
         steps_text,
     )
-    from .run import Run
+    from .store.run import Run
 
     history = Run(run_dir).load().history
     rows, used = history.verdict(), checkpoints(history.last_step)
@@ -278,7 +278,7 @@ def _table(args: argparse.Namespace, stop: threading.Event) -> int:
 
 
 def _leaderboard(args: argparse.Namespace, stop: threading.Event) -> int:
-    from .catalog import no_reference_names
+    from .scores.catalog import no_reference_names
     from .leaderboard import Suite, run_leaderboard
 
     suite = Suite(starts=tuple(_split(args.starts)), size=args.size, steps=args.steps,

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import remake
-from .analysis import (
+from .chain import remake
+from .verdict.analysis import (
     CHECKPOINT_HEADERS,
     CHECKPOINTS,
     FIRST_COPY,
@@ -30,12 +30,12 @@ from .analysis import (
     provisional,
 )
 from .backends.simulate import DEFAULT_PROFILE, PROFILES
-from .catalog import FAMILY_NOUNS, PRESET_KEYS, PRESETS
+from .scores.catalog import FAMILY_NOUNS, PRESET_KEYS, PRESETS
 from .events import Event, Finished, FrameJudged, FrameMade, FrameScored, Notice, Started
 from .markup import escape_markdown
-from .plots import Figure, delta_figure, display_name, raw_figure, value_text
-from .run import THUMB_SIDE, Run, SavedRun
-from .rundir import add_judged
+from .verdict.plots import Figure, delta_figure, display_name, raw_figure, value_text
+from .store.run import THUMB_SIDE, Run, SavedRun
+from .store.rundir import add_judged
 
 # The answer first: does it detect (the paper's test, then the same test beyond the score's
 # noise floor); the raw score at the input, the first copy and now, the paper's Δ now (from step

@@ -123,7 +123,7 @@ def equivalents_before_issue_35() -> dict[str, Any]:
     import torch
     from pyiqa.archs.ssim_arch import ssim
 
-    from banana_space import equivalents
+    from banana_space.scores import equivalents
 
     def tiled(x: torch.Tensor, y: torch.Tensor, data_range: float) -> torch.Tensor:
         margin, side = 10, 128
@@ -151,7 +151,7 @@ def equivalents_before_issue_35() -> dict[str, Any]:
 
 def use_equivalents_before_issue_35() -> None:
     """In this process (a benchmark's child), the engine builds metrics as before issue 35."""
-    from banana_space import equivalents
+    from banana_space.scores import equivalents
 
     before = equivalents_before_issue_35()
     equivalents.EQUIVALENTS.clear()

@@ -61,8 +61,8 @@ def _write(path: Path, count: int, side: int) -> None:
 
 
 def child(way: str, path_text: str) -> None:
-    from banana_space.frames import frames_in_animation
-    from banana_space.images import load_frame, open_image
+    from banana_space.sources.frames import frames_in_animation
+    from banana_space.sources.images import load_frame, open_image
 
     path = Path(path_text)
     chain = frames_in_animation(path)

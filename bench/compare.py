@@ -32,13 +32,13 @@ def one_way(way: str, steps: int) -> dict:
 
     from PIL import Image
 
-    from banana_space.catalog import CPU_DEFAULTS, to_tensor
-    from banana_space.compare import side_specs, start_pair
+    from banana_space.scores.catalog import CPU_DEFAULTS, to_tensor
+    from banana_space.compare.pair import side_specs, start_pair
     from banana_space.events import Finished
-    from banana_space.images import LoadedImage
-    from banana_space.lessons import LESSONS
-    from banana_space.pool import POOL
-    from banana_space.runs import RunSpec, start_run
+    from banana_space.sources.images import LoadedImage
+    from banana_space.compare.lessons import LESSONS
+    from banana_space.scores.pool import POOL
+    from banana_space.chain.runs import RunSpec, start_run
 
     lesson = LESSONS["static-vs-noise"]
     with Image.open(EXAMPLE) as original:

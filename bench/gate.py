@@ -25,7 +25,7 @@ import numpy as np
 
 from banana_space.backends.simulate import SimulateBackend
 from banana_space.gate import ORIGINALS, check_degradation
-from banana_space.rulers import RULERS, measure_all
+from banana_space.scores.rulers import RULERS, measure_all
 
 FRAME_SIDE = 1024
 

@@ -63,8 +63,8 @@ def _write(archive: Path, original: Path, edits: int, side: int) -> None:
 
 def child(way: str, original_path: str, archive: str) -> None:
     from banana_space import gate
-    from banana_space.frames import frames_in_zip
-    from banana_space.images import load_image
+    from banana_space.sources.frames import frames_in_zip
+    from banana_space.sources.images import load_image
 
     original = load_image(original_path).image
     gate.check_degradation(original, [original.copy()])  # warm-up: PSNR loaded, torch up

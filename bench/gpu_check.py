@@ -76,7 +76,7 @@ def main() -> int:
     if not cuda_available():
         print("gpu_check needs a CUDA GPU (and the model weights); none here. Nothing was run.")
         return 2
-    from banana_space.images import load_image
+    from banana_space.sources.images import load_image
 
     image = load_image(args.image).image
     print(f"input {args.image.name}: {image.width} x {image.height}")

@@ -1,5 +1,5 @@
 """How much of a parquet-sharded image dataset on the hub is transferred to find its chains and
-to replay one of them (banana_space/shards.py reads by HTTP range requests).
+to replay one of them (banana_space/sources/shards.py reads by HTTP range requests).
 
 The dataset is served by the tests' stand-in of the hub (tests/fake_hub.py) and read through
 the real `huggingface_hub` client: `--chains` chains of 21 frames (steps 0-20) of incompressible
@@ -47,7 +47,7 @@ def main() -> None:
     files = parquet_shards(chains, shards=2, rows_per_group=args.rows)
     with FakeHub({DATASET: files}) as hub:
         os.environ["HF_ENDPOINT"] = hub.url
-        from banana_space.sources import open_frames
+        from banana_space.sources.dispatch import open_frames
         from banana_space.table.discover import find_chains_in
 
         refs = find_chains_in(f"hf://datasets/{DATASET}")

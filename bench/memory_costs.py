@@ -38,8 +38,8 @@ def child(row: str, side: int) -> float:
 
     import torch
 
-    from banana_space.catalog import FIDELITY, build_metric, to_tensor
-    from banana_space.images import load_image
+    from banana_space.scores.catalog import FIDELITY, build_metric, to_tensor
+    from banana_space.sources.images import load_image
 
     image = _setup.photo(side)
     reference = image.rotate(2)

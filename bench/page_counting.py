@@ -1,6 +1,6 @@
 """What answering a many-page TIFF (or a many-frame GIF) costs `load_image`, in CPU seconds
 (issue 41): Pillow's own count of the pages (what `load_image` read before) beside
-`load_image` now (`banana_space/pages.py` counts them from the file's structure, with a cap,
+`load_image` now (`banana_space/sources/frame_count.py` counts them from the file's structure, with a cap,
 and refuses the file). The files are built byte by byte (tests/hostile_files.py), 64 x 64
 pages of ~106 bytes each.
 
@@ -21,7 +21,7 @@ sys.path.insert(0, str(_setup.REPO / "tests"))
 from hostile_files import many_frame_gif, many_page_tiff  # noqa: E402  (tests/ on the path)
 from PIL import Image  # noqa: E402
 
-from banana_space.images import BadImage, load_image  # noqa: E402
+from banana_space.sources.images import BadImage, load_image  # noqa: E402
 
 
 def cpu_s(action) -> tuple[float, str]:

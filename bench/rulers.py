@@ -20,9 +20,9 @@ from typing import Any
 import _setup
 
 from banana_space.backends import simulate
-from banana_space.catalog import check_metric_names, expand_metric_names, to_tensor
-from banana_space.pool import POOL
-from banana_space.rulers import RULERS
+from banana_space.scores.catalog import check_metric_names, expand_metric_names, to_tensor
+from banana_space.scores.pool import POOL
+from banana_space.scores.rulers import RULERS
 
 FRAME_SIDE = 1024
 

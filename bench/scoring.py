@@ -4,7 +4,7 @@ The same frames (a `simulate` chain from a real photo, 1536 x 1024 by default: t
 default size) scored with the four CPU metrics plus psnr and ssim against frame 0, each way
 in turn frame by frame (the order rotating) so that a busy neighbour slows them all alike:
 
-- engine: `banana_space.scoring.Scorer`, as a run uses it;
+- engine: `banana_space.scores.scoring.Scorer`, as a run uses it;
 - engine before issue 35: the same, with only issue 12's exact equivalents (entropy's
   bincount, ssim in 128² tiles), brisque and niqe pyiqa's own way;
 - floor: bare pyiqa calls on tensors, every metric created once: nothing left to remove;
@@ -36,9 +36,9 @@ from typing import Any
 import _setup
 
 from banana_space.backends.simulate import SimulateBackend
-from banana_space.catalog import CPU_DEFAULTS, FIDELITY, build_metric, to_tensor
-from banana_space.pool import MetricPool
-from banana_space.scoring import Scorer, at_input_size
+from banana_space.scores.catalog import CPU_DEFAULTS, FIDELITY, build_metric, to_tensor
+from banana_space.scores.pool import MetricPool
+from banana_space.scores.scoring import Scorer, at_input_size
 
 NAMES = (*CPU_DEFAULTS, *FIDELITY)
 

@@ -48,7 +48,7 @@ def engine(side: int, before: bool = False) -> dict:
     only issue 12's exact equivalents."""
     if before:
         _setup.use_equivalents_before_issue_35()
-    from banana_space.scoring import Scorer
+    from banana_space.scores.scoring import Scorer
 
     scorer = Scorer(NO_REFERENCE)
     list(scorer.load())
@@ -79,7 +79,7 @@ def bare(side: int) -> dict:
     import pyiqa
     import torch
 
-    from banana_space.catalog import seed_weights, to_tensor
+    from banana_space.scores.catalog import seed_weights, to_tensor
 
     seed_weights(_setup.WEIGHTS)  # as the engine does before its first pyiqa metric
     metrics = {name: pyiqa.create_metric(name, device="cpu")

@@ -1,6 +1,6 @@
 """Where one frame's scoring time goes (issue 35): each metric, bare pyiqa against the engine's
 metric object, and the steps inside pyiqa's NIQE, BRISQUE and SSIM against the exact
-equivalents of those steps (banana_space/nss.py, equivalents.py), at 1536 x 1024 and 2048².
+equivalents of those steps (banana_space/scores/nss.py, equivalents.py), at 1536 x 1024 and 2048².
 
 One frame (a real photo's `simulate` step; psnr and ssim against the photo), every metric
 created once and warmed up on a small frame, each measured once (repeats are kept small: the
@@ -44,7 +44,7 @@ def by_metric(size: tuple[int, int], bare: bool) -> list[list[Any]]:
     import pyiqa
     import torch
 
-    from banana_space.catalog import build_metric, seed_weights, to_tensor
+    from banana_space.scores.catalog import build_metric, seed_weights, to_tensor
 
     seed_weights(_setup.WEIGHTS)
     frame, reference = (to_tensor(image) for image in frames(*size))
@@ -80,8 +80,9 @@ def by_step(size: tuple[int, int]) -> list[list[Any]]:
     from pyiqa.matlab_utils import blockproc, imresize
     from pyiqa.utils.color_util import to_y_channel
 
-    from banana_space import equivalents, nss
-    from banana_space.catalog import to_tensor
+    from banana_space.scores import equivalents
+    from banana_space.scores import nss
+    from banana_space.scores.catalog import to_tensor
 
     frame, reference = (to_tensor(image) for image in frames(*size))
     with torch.inference_mode():

@@ -58,11 +58,11 @@ def first_frame(url: str, image: Path) -> float:
     update holds frame 0."""
     from gradio_client import Client, handle_file
 
-    from page.form import RunForm
+    from page.run_tab.form import RunForm
 
     client = Client(url, verbose=False)
     # /run is undocumented (view_api does not list it): its inputs in the Run form's order
-    # (page/form.py), each option at its page default.
+    # (page/run_tab/form.py), each option at its page default.
     form = RunForm.named(upload=handle_file(str(image)), steps=1, metrics=METRICS,
                          judge_at="every")
     job = client.submit(*form.inputs(), api_name="/run")

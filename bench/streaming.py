@@ -3,7 +3,7 @@
 Everything the app does between "frame i is scored" and "the update is on the wire", in the
 order it happens: `RunDir.record` (the scores' CSVs and run.json; the frame's PNG was written
 when it was made, while it was being scored), `RunView.apply` (plot, table, strip),
-`page.outputs.shown` (the strip's HTML), gradio's `Blocks.postprocess_data` for the run endpoint's
+`page.run_tab.outputs.shown` (the strip's HTML), gradio's `Blocks.postprocess_data` for the run endpoint's
 outputs (gr.Plot serialises the figure to JSON, gr.Image and gr.ImageSlider hash the current
 frames into gradio's cache), the streaming diff against the previous update, and the JSON of
 the message. It is measured at steps 10, 50 and 100 with 25 score columns, on a run directory
@@ -37,7 +37,7 @@ FRAME_SIDE = 1024
 
 def _history(steps: int):
     """25 columns (2 fidelity, 23 metrics), each a seeded random walk over `steps` steps."""
-    from banana_space.analysis import History
+    from banana_space.verdict.analysis import History
     from banana_space.common import ScoreInfo
 
     infos = [ScoreInfo("psnr", "fidelity", False), ScoreInfo("ssim", "fidelity", False)]
@@ -55,7 +55,7 @@ def _run_dir(root: Path, frame, frames: int) -> Path:
     """A run directory as the engine writes it, holding `frames` frames: frame 0 written by
     `RunDir`, the others copies of its files (the same bytes to hash as real frames)."""
     from banana_space.events import FrameMade
-    from banana_space.rundir import RunDir
+    from banana_space.store.rundir import RunDir
 
     run = RunDir.create(root / "runs", "bench-run")
     run.record(FrameMade(0, frame))
@@ -68,7 +68,7 @@ def _run_dir(root: Path, frame, frames: int) -> Path:
 def _recorder(root: Path, history, step: int):
     """A fresh `RunDir` holding steps 0..step-1 of `history`, ready to record frame `step`."""
     from banana_space.events import Started
-    from banana_space.rundir import RunDir
+    from banana_space.store.rundir import RunDir
 
     run = RunDir.create(root / "recorded")
     run.record(Started(run.path, 100, list(history.infos.values()), {}, {}))
@@ -96,7 +96,7 @@ def _one_update(demo, block_fn, view, run, made, scored, session: str) -> dict[s
     """Time each stage of the update that shows frame i's scores, once they are ready. Frame i
     itself was written and shown while it was being scored (the `FrameMade` update, whose
     screen primes gradio's diff state here)."""
-    from page.outputs import shown
+    from page.run_tab.outputs import shown
 
     times: dict[str, float] = {}
     _timed(times, "(write frame)", lambda: run.record(made))

@@ -24,7 +24,7 @@ import _setup
 import numpy as np
 from PIL import Image
 
-from banana_space.catalog import CPU_DEFAULTS
+from banana_space.scores.catalog import CPU_DEFAULTS
 from banana_space.table import find_chains, run_table
 
 

@@ -32,14 +32,14 @@ BEFORE = "BANANA_BENCH_BEFORE_ISSUE_35"
 if os.environ.get(BEFORE) == "1":
     _setup.use_equivalents_before_issue_35()
     if __name__ == "__mp_main__":  # the table's worker: proof that the "before" way reached it
-        from banana_space import equivalents
+        from banana_space.scores import equivalents
 
         print(f"worker {os.getpid()}: equivalents as before issue 35: "
               f"{', '.join(sorted(equivalents.EQUIVALENTS))}", file=sys.stderr, flush=True)
 
 from table import make_chains, timed  # noqa: E402  (bench/table.py, after the set-up above)
 
-from banana_space.catalog import CPU_DEFAULTS  # noqa: E402
+from banana_space.scores.catalog import CPU_DEFAULTS  # noqa: E402
 
 
 def same_tables(a: str, b: str) -> bool:

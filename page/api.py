@@ -19,19 +19,20 @@ from typing import Any
 import gradio as gr
 
 from banana_space import gate
-from banana_space.analysis import FLOOR_RULE, PAPER_TEST, plain_verdict
+from banana_space.verdict.analysis import FLOOR_RULE, PAPER_TEST, plain_verdict
 from banana_space.backends import REGISTRY as BACKENDS
-from banana_space.catalog import CPU_DEFAULTS, FIDELITY, PRESETS, visitor_metrics
+from banana_space.scores.catalog import CPU_DEFAULTS, FIDELITY, PRESETS, visitor_metrics
 from banana_space.events import Started
-from banana_space.images import load_image
+from banana_space.sources.images import load_image
 from banana_space.judges import REGISTRY as JUDGES
-from banana_space.pool import POOL
+from banana_space.scores.pool import POOL
 from banana_space.prompts import PRESETS as PROMPTS
-from banana_space.quota import per_step_note
-from banana_space.run import Run
-from banana_space.spec import MAX_STEPS, RunSpec
-from page import guard, runner
-from page.access import (
+from banana_space.chain.quota import per_step_note
+from banana_space.store.run import Run
+from banana_space.chain.spec import MAX_STEPS, RunSpec
+from page import runner
+from page.door import guard
+from page.door.access import (
     REFUSALS,
     Refusal,
     brought_back,
@@ -40,8 +41,8 @@ from page.access import (
     visitor_metric_names,
     whole_number,
 )
-from page.identity import visitor_of
-from page.outputs import hub_page
+from page.door.identity import visitor_of
+from page.run_tab.outputs import hub_page
 from page.settings import SETTINGS
 
 NOTICES_SHOWN = 5

@@ -15,7 +15,7 @@ API's and MCP's tools, a compare mode):
 
 - `token=None`: a browser tab's chain (one per tab, stopped by that tab's Stop); a string: an
   API or MCP chain, stopped by `stop_run(token)` only (blank: by its end, or its caller going
-  away). A token is also a credential: the run is its caller's (`page.identity`).
+  away). A token is also a credential: the run is its caller's (`page.door.identity`).
 - Every refusal (a bad spec, a cap reached, not the owner, the run busy) is raised as a
   `access.Refusal` before any event, with nothing left held; `Complete` says a run has nothing
   left to resume (the page shows it as a note, the API as an error).
@@ -37,16 +37,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from banana_space.compare import Side, SideEvent, SideFailed
-from banana_space.compare import start_pair as start_both
+from banana_space.compare.pair import Side, SideEvent, SideFailed
+from banana_space.compare.pair import start_pair as start_both
 from banana_space.events import Event, Started
-from banana_space.images import LoadedImage
-from banana_space.run import RunBusy, SavedRun
-from banana_space.runs import Resumption, start_run
-from banana_space.spec import RunSpec
-from page import guard
-from page.access import REFUSALS, brought_back, claim, mine, owned, refusal, release, tab_of
-from page.identity import Visitor, visitor_of
+from banana_space.sources.images import LoadedImage
+from banana_space.store.run import RunBusy, SavedRun
+from banana_space.chain.runs import Resumption, start_run
+from banana_space.chain.spec import RunSpec
+from page.door import guard
+from page.door.access import REFUSALS, brought_back, claim, mine, owned, refusal, release, tab_of
+from page.door.identity import Visitor, visitor_of
 from page.settings import SETTINGS
 
 __all__ = ["Chain", "Complete", "resume", "start", "start_pair"]
@@ -89,7 +89,7 @@ def start(request: Any, spec: RunSpec, *, token: str | None = None) -> Iterator[
 def start_pair(request: Any, loaded: LoadedImage, steps: int, a: Side, b: Side,
                metrics: Sequence[str], *, token: str | None = None, lesson: str | None = None
                ) -> Iterator[Chain]:
-    """Two chains from one upload (a comparison, `banana_space.compare.start_pair`) under one
+    """Two chains from one upload (a comparison, `banana_space.compare.pair.start_pair`) under one
     stop flag (Stop stops both), admitted as two chains (their number and each side's cost),
     each side's run owned by who asked; `chain.events` are `SideEvent`s and `SideFailed`."""
     with _stop_flag(request, token) as (stop, visitor), contextlib.ExitStack() as held:

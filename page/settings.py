@@ -28,7 +28,7 @@ class Settings:
 
     runs_root: Path  # BANANA_RUNS_DIR: where runs are written (and served from)
     keep_runs: int  # BANANA_KEEP_RUNS: older run directories are deleted
-    keep_bytes: int  # BANANA_KEEP_GB: everything a visitor can put on disk (page/disk.py)
+    keep_bytes: int  # BANANA_KEEP_GB: everything a visitor can put on disk (page/door/disk.py)
     runs_per_visitor: int  # BANANA_RUNS_PER_VISITOR: one visitor's share of the runs
     run_min_age_s: int  # BANANA_RUN_MIN_AGE_S: a younger run is never evicted for another's
     uploads: Path  # BANANA_UPLOADS_DIR: gradio's upload folder (default: named after the runs)

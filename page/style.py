@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import gradio as gr
 
-from banana_space.run import FRAME_STEP_JS
+from banana_space.store.run import FRAME_STEP_JS
 
 # ---- Sharing: one control that copies the link to this view (run + compared frame) ----
 SHARE_HTML = """<div class="share">${value ? `<button type="button">🔗 Copy a link to this view

@@ -29,9 +29,9 @@ from PIL import Image  # noqa: E402
 
 from banana_space.backends import mi_ripple  # noqa: E402
 from banana_space.backends.simulate import PROFILES, SimulateBackend  # noqa: E402
-from banana_space.catalog import to_tensor  # noqa: E402
-from banana_space.pool import POOL  # noqa: E402
-from banana_space.rulers import scale_index  # noqa: E402
+from banana_space.scores.catalog import to_tensor  # noqa: E402
+from banana_space.scores.pool import POOL  # noqa: E402
+from banana_space.scores.rulers import scale_index  # noqa: E402
 
 STARTS = sorted(p.stem for p in (REPO / "assets" / "examples").glob("photo-*.png"))
 # profile -> the lattice displacement its autocorrelation is calibrated at (Table 5's row)

@@ -2,7 +2,7 @@
 all, at full size: every `simulate` profile (damage, the blur control and the nuisance chains)
 on the clean starts, with two verdicts per run. The paper's (Banana100, arXiv 2604.03400: the
 oriented Δ from step 1, the first copy, is negative at steps 5, 10 and 20) and the robust one
-(ours: every checkpoint worse by more than the score's noise floor, banana_space/floors.csv),
+(ours: every checkpoint worse by more than the score's noise floor, banana_space/verdict/floors.csv),
 plus where the change since the input reads otherwise (`VerdictRow.input_contrast`) and the
 trend from the first copy (ρ against PSNR over steps 1..N).
 
@@ -30,9 +30,9 @@ from pathlib import Path
 
 import suite_runs
 
-from banana_space.analysis import INPUT_CONTRASTS, PAPER_TEST, VERDICT_FIELDS, VerdictRow
+from banana_space.verdict.analysis import INPUT_CONTRASTS, PAPER_TEST, VERDICT_FIELDS, VerdictRow
 from banana_space.backends.simulate import PROFILES, profiles_of_kind
-from banana_space.catalog import expand_metric_names
+from banana_space.scores.catalog import expand_metric_names
 
 MARK = {True: "✅", False: "❌", None: "…"}
 
@@ -134,7 +134,7 @@ def main() -> None:
             f"are downscaled to it before the chain; frames never are), on "
             f"{', '.join(starts)}; scored at steps {', '.join(map(str, suite_runs.SCORED_STEPS))}. "
             f"Each cell: runs detected by {PAPER_TEST} · beyond the noise floor (every "
-            "checkpoint below −floor, banana_space/floors.csv); \"since input: otherwise\": "
+            "checkpoint below −floor, banana_space/verdict/floors.csv); \"since input: otherwise\": "
             "runs where the change since the input (step 0) reads otherwise at the same "
             "checkpoints. On a nuisance chain every detection is a false alarm.")
     table = "\n".join([head, "", *summary(made, metrics, profiles, starts)])

@@ -7,7 +7,7 @@ and the blur control on the dunes. To keep the repository lean (a noisy 1024 px 
 even losslessly), only the full frames at `KEEP_STEPS` and the last step stay; every step keeps
 its 256 px thumbnail, all its scores (computed on the full frame) and the SHA-256 of its
 pixels (remake.json). The app re-makes the dropped frames from the settings in run.json,
-whatever they are, and checks each against its hash (banana_space/remake.py); where one differs
+whatever they are, and checks each against its hash (banana_space/chain/remake.py); where one differs
 it shows the thumbnail and says so. Run it with the venv's Python after changing the simulation
 or the metrics (or name the runs to re-make):
     .venv/bin/python scripts/record_examples.py [RUN_NAME ...]
@@ -32,12 +32,12 @@ os.environ.setdefault("BANANA_WEIGHTS_DIR", str(REPO.parent / "shared" / "weight
 from PIL import Image  # noqa: E402
 
 from banana_space.backends import create_backend  # noqa: E402
-from banana_space.catalog import CPU_DEFAULTS  # noqa: E402
-from banana_space.chain import make_step  # noqa: E402
-from banana_space.remake import pixel_hash, write_manifest  # noqa: E402
-from banana_space.run import Run  # noqa: E402
-from banana_space.rundir import rewrite_verdict  # noqa: E402
-from banana_space.runs import RunSpec, start_run  # noqa: E402
+from banana_space.scores.catalog import CPU_DEFAULTS  # noqa: E402
+from banana_space.chain.loop import make_step  # noqa: E402
+from banana_space.chain.remake import pixel_hash, write_manifest  # noqa: E402
+from banana_space.store.run import Run  # noqa: E402
+from banana_space.store.rundir import rewrite_verdict  # noqa: E402
+from banana_space.chain.runs import RunSpec, start_run  # noqa: E402
 
 TARGET = REPO / "assets" / "recorded"
 SIDE = 1024  # px, longest side

@@ -40,11 +40,11 @@ from pathlib import Path
 import suite_runs
 from detection_table import into_page
 
-from banana_space.analysis import CHECKPOINTS, PAPER_TEST
+from banana_space.verdict.analysis import CHECKPOINTS, PAPER_TEST
 from banana_space.backends.simulate import PROFILES
-from banana_space.catalog import expand_metric_names
-from banana_space.conditions import PAPER_START_BRISQUE, nearest_to_the_paper
-from banana_space.images import MAX_SIDE
+from banana_space.scores.catalog import expand_metric_names
+from banana_space.verdict.conditions import PAPER_START_BRISQUE, nearest_to_the_paper
+from banana_space.sources.images import MAX_SIDE
 
 METRICS = ("classics",)  # the paper's own kind of metric; psnr and ssim come with every run
 AS_IS = ""
@@ -174,8 +174,8 @@ def default_example(side: int) -> list[str]:
     is nearest the paper's example start. Never by the verdicts a run on it gives."""
     from PIL import Image
 
-    from banana_space.catalog import to_tensor
-    from banana_space.pool import POOL
+    from banana_space.scores.catalog import to_tensor
+    from banana_space.scores.pool import POOL
 
     brisque = {}
     for path in sorted(suite_runs.EXAMPLES.glob("*.png")):

@@ -1,5 +1,5 @@
 """Run `simulate` profiles on the bundled clean starts at full size, in parallel, and keep each
-run's CSVs (not its frames): the runs behind docs/detection_*.md and banana_space/floors.csv.
+run's CSVs (not its frames): the runs behind docs/detection_*.md and banana_space/verdict/floors.csv.
 
 Shared by scripts/detection_table.py and scripts/measure_floors.py, so the nuisance runs that
 give the floors are the very runs the tables count false alarms on. Each run makes every frame
@@ -116,10 +116,10 @@ def _run(job: Job, runs: Path) -> tuple[str, float]:
     import hashlib
     from dataclasses import asdict
 
-    from banana_space.analysis import History
+    from banana_space.verdict.analysis import History
     from banana_space.backends.simulate import SimulateBackend
-    from banana_space.catalog import expand_metric_names
-    from banana_space.scoring import Scorer
+    from banana_space.scores.catalog import expand_metric_names
+    from banana_space.scores.scoring import Scorer
 
     began = time.monotonic()
     image = start_image(job)
@@ -162,7 +162,7 @@ def _run(job: Job, runs: Path) -> tuple[str, float]:
 def _pool():
     """This process's metrics, with time to load on a busy machine (the app's pool gives up
     after 30 s, which 2 cores shared by many processes can take)."""
-    from banana_space.pool import MetricPool
+    from banana_space.scores.pool import MetricPool
 
     return MetricPool(load_seconds=LOAD_SECONDS)
 
@@ -190,7 +190,7 @@ def run_all(jobs: Sequence[Job], runs: Path = RUNS, workers: int = 2) -> None:
 
 def read(runs: Path, job: Job):
     """A made run: its run.json and its scores as a `History` (NaN at unscored steps)."""
-    from banana_space.run import Run, read_history
+    from banana_space.store.run import Run, read_history
 
     run = Run(runs / job.name)
     meta = json.loads(run.meta_file.read_text())

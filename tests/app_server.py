@@ -15,15 +15,15 @@ from urllib.parse import unquote
 
 from conftest import REPO, free_port
 
-from page.form import RunForm
-from page.outputs import PageOutputs
+from page.run_tab.form import RunForm
+from page.run_tab.outputs import PageOutputs
 
 # A failure bound, not a guess of the machine's speed: the app's answer is the event waited
 # for, and an app that exits early fails at once. On a loaded 2-core machine its imports
 # alone (torch, gradio, pyiqa) have taken over 90 s.
 START_TIMEOUT_S = 600
 
-# Where the run endpoint's outputs stand (page.outputs.PageOutputs defines their order).
+# Where the run endpoint's outputs stand (page.run_tab.outputs.PageOutputs defines their order).
 STATUS, FRAME, STRIP, PLOT, TABLE, TEXT, ZIP, RUN_DIR = (
     PageOutputs._fields.index(name) for name in ("status", "frame", "strip", "plot", "verdict",
                                                  "model_text", "download", "run_id"))
@@ -33,7 +33,7 @@ RUN_DEFAULTS = {"metrics": ["brisque", "niqe", "piqe", "entropy"], "judge_at": "
 
 
 def run_inputs(upload: object, steps: float, **given: object) -> list:
-    """/run's inputs in the Run form's order (page.form.RunForm), `given` by field name."""
+    """/run's inputs in the Run form's order (page.run_tab.form.RunForm), `given` by field name."""
     return RunForm.named(**{**RUN_DEFAULTS, "upload": upload, "steps": steps, **given}).inputs()
 
 

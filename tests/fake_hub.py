@@ -1,4 +1,4 @@
-"""A local HTTP server that speaks the Hugging Face hub's API for the calls `banana_space.hub`
+"""A local HTTP server that speaks the Hugging Face hub's API for the calls `banana_space.sources.hub`
 makes, for tests of the real `huggingface_hub` client (pointed here by HF_ENDPOINT).
 
 - `GET /api/datasets/{owner}/{name}/tree/{revision}[/{path}]?recursive=…`: the tree listing,

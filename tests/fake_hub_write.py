@@ -1,6 +1,6 @@
 """The write side of the Hugging Face hub's API, beside `fake_hub.FakeHub`'s read side, for
 tests of the real `huggingface_hub` client publishing a Space (`banana-space deploy`) or pushing
-runs to a dataset (`banana_space.persist`). Point the client here with HF_ENDPOINT and set
+runs to a dataset (`banana_space.chain.persist`). Point the client here with HF_ENDPOINT and set
 HF_HUB_DISABLE_XET=1 before it is imported: this speaks LFS, not Xet.
 
 - `POST /api/repos/create`: a repo (409 with its url when it exists, as the Hub answers);

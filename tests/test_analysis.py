@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from banana_space.analysis import (
+from banana_space.verdict.analysis import (
     CHECKPOINT_FIELDS,
     CHECKPOINT_HEADERS,
     PAPER_TEST,
@@ -163,7 +163,7 @@ def test_spearman_agrees_with_scipy_on_ties_and_missing_steps() -> None:
 
 
 def test_pyiqa_score_ranges_are_read_as_numbers_or_none() -> None:
-    from banana_space.catalog import parse_score_range
+    from banana_space.scores.catalog import parse_score_range
 
     assert parse_score_range("0, 1") == (0.0, 1.0)
     assert parse_score_range("~0, ~100") == (0.0, 100.0)

@@ -24,9 +24,9 @@ from app_server import (
 from gradio_client import Client, handle_file
 
 from banana_space.backends.simulate import DEFAULT_PROFILE
-from banana_space.run import Run
+from banana_space.store.run import Run
 from banana_space.view import VERDICT_COLUMN
-from page.outputs import PageOutputs
+from page.run_tab.outputs import PageOutputs
 
 pytestmark = pytest.mark.app
 

@@ -28,7 +28,7 @@ from PIL import Image
 
 from banana_space.common import png_bytes
 from banana_space.prompts import DEFAULT_PROMPT
-from banana_space.run import Run
+from banana_space.store.run import Run
 
 pytestmark = pytest.mark.app
 

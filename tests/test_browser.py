@@ -468,7 +468,7 @@ def test_stop_keeps_the_frames_made(page: Page, photo_path: Path) -> None:
     assert f"Stopped after step {stopped.frames - 1} by the user." in stopped.status, \
         stopped.status
     assert stopped.status.lower().count("stopped") == 1, stopped.status
-    # The run's last screen offers its zip (page.handlers.stream): after it, nothing of this
+    # The run's last screen offers its zip (page.run_tab.handlers.stream): after it, nothing of this
     # run can reach the page, so what it shows then is what Stop kept.
     page.wait_for_selector("#download a[download]", timeout=RUN_TIMEOUT_S * 1000)
     later = look(page)

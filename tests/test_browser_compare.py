@@ -1,4 +1,4 @@
-"""The Compare tab in Debian's Chromium (page/compare.py): the "model-like static against white
+"""The Compare tab in Debian's Chromium (page/compare_tab/tab.py): the "model-like static against white
 noise" lesson, one click on the default example at 6 steps, shows two strips, both runs' curves
 on each score's chart (A solid, B dashed, one colour), an A/B verdict table, a lesson sentence
 written from the verdicts and the "Why is it fooled?" panel, whose α per step is pyiqa's
@@ -17,8 +17,8 @@ from pyiqa.archs.brisque_arch import natural_scene_statistics
 from pyiqa.utils.color_util import to_y_channel
 from test_browser import SCREENSHOTS, Visitors, app_url, visitors  # noqa: F401 - fixtures
 
-from banana_space.catalog import to_tensor
-from banana_space.lessons import STEPS
+from banana_space.scores.catalog import to_tensor
+from banana_space.compare.lessons import STEPS
 
 pytestmark = [pytest.mark.browser, pytest.mark.app]
 

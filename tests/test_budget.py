@@ -18,10 +18,10 @@ from conftest import REPO
 
 from banana_space import budget
 from banana_space.budget import GB, MemoryBudget, scoring_bytes
-from banana_space.catalog import CPU_DEFAULTS, build_metric
+from banana_space.scores.catalog import CPU_DEFAULTS, build_metric
 from banana_space.events import Finished, FrameScored, Notice, Started
-from banana_space.pool import MetricPool
-from banana_space.runs import RunSpec, start_run
+from banana_space.scores.pool import MetricPool
+from banana_space.chain.runs import RunSpec, start_run
 
 
 def small(photo, side: int = 64):
@@ -69,7 +69,7 @@ def test_a_frame_that_could_never_fit_is_refused_before_the_run_starts(photo, tm
 
 
 def test_one_run_may_not_ask_for_every_metric(photo, tmp_path) -> None:
-    from banana_space.catalog import no_reference_names
+    from banana_space.scores.catalog import no_reference_names
 
     with pytest.raises(ValueError, match="at most 32"):
         start_run(RunSpec(small(photo), 1, metrics=no_reference_names()[:33]), tmp_path)
@@ -176,8 +176,8 @@ VISITORS = textwrap.dedent("""
     from PIL import Image
     from banana_space.backends.simulate import SimulateBackend
     from banana_space.budget import BUDGET, trim_freed_memory
-    from banana_space.catalog import CPU_DEFAULTS
-    from banana_space.runs import RunSpec, start_run
+    from banana_space.scores.catalog import CPU_DEFAULTS
+    from banana_space.chain.runs import RunSpec, start_run
 
     def status_kb(key):
         for line in Path("/proc/self/status").read_text().splitlines():
@@ -281,7 +281,7 @@ PREVIEWS = textwrap.dedent("""
     import json, sys, threading
     from pathlib import Path
     from banana_space.budget import BUDGET
-    from banana_space.images import load_image
+    from banana_space.sources.images import load_image
 
     def status_kb(key):
         for line in Path("/proc/self/status").read_text().splitlines():
@@ -328,7 +328,7 @@ def test_an_image_that_could_never_be_decoded_within_the_budget_is_refused(tmp_p
     Image.new("RGB", (3000, 3000)).save(upload)
     environment = {**os.environ, "BANANA_MEMORY_GB": "0.05", "PYTHONPATH": str(REPO)}
     done = subprocess.run(
-        [sys.executable, "-c", "import sys; from banana_space.images import BadImage, load_image\n"
+        [sys.executable, "-c", "import sys; from banana_space.sources.images import BadImage, load_image\n"
          "try:\n    load_image(sys.argv[1])\nexcept BadImage as error:\n    print(error)",
          str(upload)], env=environment, capture_output=True, text=True, timeout=600)
     assert "decoding 3000 x 3000 pixels needs about" in done.stdout, done.stderr[-2000:]

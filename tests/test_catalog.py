@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from PIL import Image
 
-from banana_space.catalog import (
+from banana_space.scores.catalog import (
     NOT_PER_FRAME,
     build_metric,
     check_metric_names,
@@ -17,7 +17,7 @@ from banana_space.catalog import (
     resolve,
     to_tensor,
 )
-from banana_space.rulers import RULERS
+from banana_space.scores.rulers import RULERS
 
 REFUSED = ("fid", "sfid", "fid_dinov2", "inception_score", "clipscore", "compare2score")
 

@@ -1,4 +1,4 @@
-"""Two chains from one upload (banana_space/compare.py), on real parts: the offline simulation,
+"""Two chains from one upload (banana_space/compare/pair.py), on real parts: the offline simulation,
 real pyiqa metrics, real run directories. Identical sides are refused before anything is
 written; the input is scored once; a side that cannot start leaves the other running and says
 why; Stop stops both; the comparison's zip holds both runs and the A/B table; the lessons'
@@ -16,14 +16,14 @@ from collections import Counter
 
 import pytest
 
-from banana_space import compare
-from banana_space.analysis import VerdictRow
-from banana_space.compare import IDENTICAL, PairRow, Side, read_record, start_pair
+from banana_space.compare import pair as compare
+from banana_space.verdict.analysis import VerdictRow
+from banana_space.compare.pair import IDENTICAL, PairRow, Side, read_record, start_pair
 from banana_space.events import Finished, FrameScored, Started
-from banana_space.images import LoadedImage
-from banana_space.lessons import LESSONS, lesson_sentence
-from banana_space.pool import POOL
-from banana_space.run import Run, runs_in
+from banana_space.sources.images import LoadedImage
+from banana_space.compare.lessons import LESSONS, lesson_sentence
+from banana_space.scores.pool import POOL
+from banana_space.store.run import Run, runs_in
 
 METRICS = ["brisque", "niqe"]
 STATIC = Side(options={"profile": "nano-banana-pro"})
@@ -188,10 +188,10 @@ def test_a_side_that_fails_on_the_way_keeps_the_other_and_says_why(start, tmp_pa
 
 
 def test_the_pair_figure_draws_both_runs_on_each_scores_chart() -> None:
-    from banana_space.analysis import History
-    from banana_space.catalog import metric_info
-    from banana_space.compare_plots import mscn_figure, pair_figure
-    from banana_space.why import NssReading
+    from banana_space.verdict.analysis import History
+    from banana_space.scores.catalog import metric_info
+    from banana_space.compare.plots import mscn_figure, pair_figure
+    from banana_space.compare.why import NssReading
 
     histories = []
     for slope in (1.0, -2.0):

@@ -1,4 +1,4 @@
-"""`compare_chains` on the real app (page/compare.py): through gradio_client and the `mcp`
+"""`compare_chains` on the real app (page/compare_tab/tab.py): through gradio_client and the `mcp`
 client it runs two chains from one image and answers both run ids and one link; identical
 settings are refused with a sentence; both chains count against the visitor's caps like two
 runs (a cost cap one run fits and two do not refuses a comparison, not a run)."""
@@ -13,7 +13,7 @@ from app_server import running_app
 from gradio_client import Client, handle_file
 from test_mcp import answer, data_url, session_call
 
-from banana_space.run import Run
+from banana_space.store.run import Run
 
 pytestmark = pytest.mark.app
 

@@ -13,7 +13,7 @@ import pytest
 from raw_api import call
 from visitors import file_data, public_app, upload
 
-from banana_space.conditions import PAPER_START_BRISQUE, start_note
+from banana_space.verdict.conditions import PAPER_START_BRISQUE, start_note
 
 REPO = Path(__file__).resolve().parent.parent
 FINDING = re.compile(r"<!-- BEGIN start_smoothness.py finding -->\n(.+?)\n"
@@ -46,8 +46,8 @@ def test_the_help_quotes_the_start_smoothness_table_as_its_script_wrote_it() -> 
 def test_beside_the_input_its_brisque_and_a_link_to_the_table(tmp_path, photo_path) -> None:
     from PIL import Image
 
-    from banana_space.catalog import to_tensor
-    from banana_space.pool import POOL
+    from banana_space.scores.catalog import to_tensor
+    from banana_space.scores.pool import POOL
 
     with Image.open(photo_path) as opened:
         start = opened.convert("RGB")
@@ -71,10 +71,10 @@ def test_the_default_example_is_the_2k_start_nearest_the_papers_conditions() -> 
     from PIL import Image
 
     import app
-    from banana_space.catalog import to_tensor
-    from banana_space.conditions import nearest_to_the_paper
-    from banana_space.images import MAX_SIDE
-    from banana_space.pool import POOL
+    from banana_space.scores.catalog import to_tensor
+    from banana_space.verdict.conditions import nearest_to_the_paper
+    from banana_space.sources.images import MAX_SIDE
+    from banana_space.scores.pool import POOL
 
     brisque = {}
     for path in sorted((REPO / "assets" / "examples").glob("*.png")):
@@ -88,7 +88,7 @@ def test_the_default_example_is_the_2k_start_nearest_the_papers_conditions() -> 
 
 
 def test_the_nearest_start_is_by_distance_either_way() -> None:
-    from banana_space.conditions import nearest_to_the_paper
+    from banana_space.verdict.conditions import nearest_to_the_paper
 
     assert nearest_to_the_paper({"rough": 11.0, "smooth": 44.0}) == "smooth"
     assert nearest_to_the_paper({"rough": 30.0, "smooth": 44.0}) == "rough"

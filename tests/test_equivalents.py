@@ -1,4 +1,4 @@
-"""The exact equivalents (banana_space/equivalents.py) give pyiqa's own scores.
+"""The exact equivalents (banana_space/scores/equivalents.py) give pyiqa's own scores.
 
 Every case compares the engine's metric object with a fresh `pyiqa.create_metric` of the same
 name, on real photos, frames damaged as a chain damages them (noise, blur, the offline
@@ -16,8 +16,9 @@ from conftest import EXAMPLES
 from PIL import Image, ImageFilter
 from pyiqa.matlab_utils import exact_padding_2d, fspecial
 
-from banana_space import equivalents, nss
-from banana_space.catalog import build_metric, to_tensor
+from banana_space.scores import equivalents
+from banana_space.scores import nss
+from banana_space.scores.catalog import build_metric, to_tensor
 
 RELATIVE = 1e-6
 # ssim's filters go through float64 spectra: a score moves by ~1e-13 of itself (see below)

@@ -30,9 +30,9 @@ from banana_space import backends
 from banana_space.backends.base import BackendInfo, Edit, Entry, Option
 from banana_space.backends.simulate import SimulateBackend
 from banana_space.events import Finished, FrameScored, Notice, Started
-from banana_space.pool import POOL, MetricPool
-from banana_space.run import Run
-from banana_space.runs import (
+from banana_space.scores.pool import POOL, MetricPool
+from banana_space.store.run import Run
+from banana_space.chain.runs import (
     RunSpec,
     clear_orphans,
     open_saved,

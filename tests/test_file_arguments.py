@@ -43,7 +43,7 @@ def test_a_folder_or_a_named_server_path_is_no_file_argument(app, tmp_path) -> N
 
 
 def test_a_url_as_a_file_argument_is_refused_before_anything_is_fetched(app) -> None:
-    """gradio never fetches a URL given as a file; page/url_inputs.py fetches https URLs to a
+    """gradio never fetches a URL given as a file; page/door/url_inputs.py fetches https URLs to a
     public host (tests/test_url_inputs.py) and refuses any other before connecting."""
     url = "http://127.0.0.1:9/chain.zip"
     refused = join(app, "score_chain", [{"path": url, "url": url, "meta": {
@@ -77,7 +77,7 @@ def test_a_replay_run_names_no_server_path(app, photo, tmp_path) -> None:
 
 
 def test_a_stored_failure_reason_names_no_server_path(app, photo, tmp_path) -> None:
-    from banana_space.runs import RunSpec, start_run
+    from banana_space.chain.runs import RunSpec, start_run
 
     folder = tmp_path / "frames"
     folder.mkdir()

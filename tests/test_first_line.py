@@ -8,9 +8,9 @@ from __future__ import annotations
 import csv
 import re
 
-from banana_space.catalog import CPU_DEFAULTS
+from banana_space.scores.catalog import CPU_DEFAULTS
 from banana_space.cli import _summary
-from banana_space.runs import RunSpec, start_run
+from banana_space.chain.runs import RunSpec, start_run
 from banana_space.view import VERDICT_COLUMN, RunView
 
 RULERS = ("noise_level", "colour_cast")

@@ -1,5 +1,5 @@
 """gradio's internals in one room (issue 42, item 6): the installed gradio is the one
-`page/gradio_patches.py` was written for, each function it patches or reads still has the
+`page/door/gradio_patches.py` was written for, each function it patches or reads still has the
 shape it expects (this test fails the day an upgrade changes one), and the start-up check
 stops the app on a gradio it does not know."""
 
@@ -10,7 +10,7 @@ import gradio.oauth
 import pytest
 from gradio.queueing import Queue
 
-from page import gradio_patches
+from page.door import gradio_patches
 
 
 def test_the_installed_gradio_is_the_one_the_patches_were_written_for() -> None:

@@ -20,8 +20,8 @@ from PIL import Image
 from shard_data import parquet_shards, row_group_spans
 
 from banana_space.common import png_bytes
-from banana_space.images import BadImage
-from banana_space.sources import open_frames
+from banana_space.sources.images import BadImage
+from banana_space.sources.dispatch import open_frames
 
 REPO = Path(__file__).resolve().parent.parent
 DATASET = "kenantang/Banana100"

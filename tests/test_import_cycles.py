@@ -78,8 +78,8 @@ def test_the_checker_sees_a_circle() -> None:
 
 def test_the_checker_reads_relative_and_lazy_imports() -> None:
     graph = import_graph()
-    assert "banana_space.frames" in graph["banana_space.sources"]  # from .frames import …
-    assert "banana_space.hub" in graph["banana_space.sources"]  # imported inside a function
+    assert "banana_space.sources.frames" in graph["banana_space.sources.dispatch"]  # from .frames import …
+    assert "banana_space.sources.hub" in graph["banana_space.sources.dispatch"]  # imported inside a function
     assert "banana_space.backends.gemini" in graph["banana_space.backends"]  # from . import …
 
 
@@ -97,7 +97,7 @@ def upward_imports(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
 
 def test_no_import_runs_up_the_layers() -> None:
     graph = import_graph()
-    assert "page.handlers" in graph["app"] and "banana_space.gpu" in graph["zerogpu"]
+    assert "page.run_tab.handlers" in graph["app"] and "banana_space.gpu" in graph["zerogpu"]
     assert upward_imports({"banana_space.x": {"page.y"}, "page.y": set()}) == [
         ("banana_space.x", "page.y")]
     assert upward_imports(graph) == []

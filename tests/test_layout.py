@@ -1,4 +1,4 @@
-"""A dataset's layout read defensively (`banana_space.layout`): step numbers from file names,
+"""A dataset's layout read defensively (`banana_space.sources.chain_layout`): step numbers from file names,
 starts found by name, and the copy check, on listings and images whose answer is known."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 from PIL import Image
 
-from banana_space.layout import (
+from banana_space.sources.chain_layout import (
     Numbered,
     described,
     find_start,
@@ -14,7 +14,7 @@ from banana_space.layout import (
     numbered,
     starts_folders,
 )
-from banana_space.listing import ChainFormat, ChainRef
+from banana_space.sources.listing import ChainFormat, ChainRef
 
 
 def ref(name: str, paths: list[str], rows: bool = False) -> ChainRef:

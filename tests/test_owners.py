@@ -27,8 +27,8 @@ from mcp.client.streamable_http import streamable_http_client
 from raw_api import call, dependencies
 from visitors import browser_cookie, file_data, noise, run_args, wait_for
 
-from banana_space.run import Run, RunBusy
-from page.identity import COOKIE
+from banana_space.store.run import Run, RunBusy
+from page.door.identity import COOKIE
 
 pytestmark = pytest.mark.app
 

@@ -15,7 +15,7 @@ from playwright.sync_api import Browser, Page
 from test_browser import PAGE_TIMEOUT_S, STREAM_JS, finish_event, start_run, wait_for_status
 from visitors import noise, run_args
 
-from page.identity import COOKIE
+from page.door.identity import COOKIE
 
 pytestmark = [pytest.mark.browser, pytest.mark.app]
 

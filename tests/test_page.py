@@ -15,10 +15,10 @@ from banana_space.backends import OPTIONS
 from banana_space.backends import REGISTRY as BACKENDS
 from banana_space.backends.base import BackendInfo, Option, options_of
 from banana_space.cli import BACKEND_FLAGS
-from banana_space.images import load_image
-from banana_space.spec import RunSpec, from_settings, to_settings
-from page.form import FORM_OPTIONS, RunForm, field_names, form_event, inputs_of, spec_of
-from page.outputs import PageOutputs
+from banana_space.sources.images import load_image
+from banana_space.chain.spec import RunSpec, from_settings, to_settings
+from page.run_tab.form import FORM_OPTIONS, RunForm, field_names, form_event, inputs_of, spec_of
+from page.run_tab.outputs import PageOutputs
 from page.settings import Settings
 
 
@@ -152,8 +152,9 @@ def test_a_spec_goes_to_run_json_and_back_without_its_secret(tmp_path: Path) -> 
 def test_a_link_goes_through_the_spaces_hub_page_on_a_space(tmp_path: Path, monkeypatch) -> None:
     """On a Space the app is a frame of its Hub page, whose query string reaches the app: the
     link to share is the Hub page's; elsewhere it is the app's own address."""
-    from banana_space.run import Run
-    from page import api, outputs
+    from banana_space.store.run import Run
+    from page import api
+    from page.run_tab import outputs
 
     run = Run(tmp_path / "20260101-000000-abcdef")
     assert outputs.share_link(run, 3) == "?run=20260101-000000-abcdef&frame=3"

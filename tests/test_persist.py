@@ -1,4 +1,4 @@
-"""Links that survive a restart (banana_space/persist.py): a bundled recording opens from its
+"""Links that survive a restart (banana_space/chain/persist.py): a bundled recording opens from its
 link on a fresh server, and with BANANA_RUNS_REPO the finished runs are committed together to a
 hub dataset, sharded by id, and restored from it when a link is opened after the runs folder was
 wiped; with a bucket mounted as the runs folder nothing is committed at all. The hub is
@@ -16,12 +16,12 @@ import pytest
 from conftest import REPO
 from fake_hub_write import FakeHubWrite, is_binary
 
-from banana_space import persist
+from banana_space.chain import persist
 from banana_space.events import Started
-from banana_space.pool import MetricPool
-from banana_space.run import Run
-from banana_space.runids import BadRunId
-from banana_space.runs import RunSpec, start_run
+from banana_space.scores.pool import MetricPool
+from banana_space.store.run import Run
+from banana_space.store.runids import BadRunId
+from banana_space.chain.runs import RunSpec, start_run
 
 RECORDED = REPO / "assets" / "recorded"
 RUNS_REPO = "banana-lab/banana-runs"

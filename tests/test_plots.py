@@ -8,10 +8,10 @@ import math
 import plotly.graph_objects as go
 import pytest
 
-from banana_space.analysis import History, range_scaled, since_input
-from banana_space.catalog import parse_score_range
+from banana_space.verdict.analysis import History, range_scaled, since_input
+from banana_space.scores.catalog import parse_score_range
 from banana_space.common import ScoreInfo
-from banana_space.plots import (
+from banana_space.verdict.plots import (
     FONT_PX,
     METRIC_COLOURS,
     REFERENCE_COLOURS,

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
-from banana_space.catalog import PRESETS, parse_metric_names
-from banana_space.rulers import RULERS
+from banana_space.scores.catalog import PRESETS, parse_metric_names
+from banana_space.scores.rulers import RULERS
 
 PACKAGE = "banana-tiny-metric"
 PLUGIN = '''
@@ -100,8 +100,8 @@ def test_a_plugin_is_listed_labelled_and_scored(plugin_site: Path) -> None:
     script = textwrap.dedent("""
         import json, math
         from PIL import Image
-        from banana_space.catalog import no_reference_names, metric_info, parse_metric_names
-        from banana_space.scoring import Scorer
+        from banana_space.scores.catalog import no_reference_names, metric_info, parse_metric_names
+        from banana_space.scores.scoring import Scorer
         image = Image.new("RGB", (40, 30), (10, 20, 30))
         scorer = Scorer(parse_metric_names("tiny_brightness,tiny_failing,entropy"))
         list(scorer.load())

@@ -1,4 +1,4 @@
-"""Real chains first (`banana_space.real_chains`): a Banana100-like dataset on a local stand-in
+"""Real chains first (`banana_space.chain.real_chains`): a Banana100-like dataset on a local stand-in
 of the hub, in both layouts (loose files, parquet shards), read by the real `huggingface_hub`
 client. Only the frames at the chosen steps are fetched, scored once and kept at their true
 step numbers, with their licence; offline, nothing but one line in the log. The app then lists
@@ -22,7 +22,7 @@ from shard_data import parquet_shards
 
 from banana_space.common import png_bytes
 from banana_space.markup import escape_markdown
-from banana_space.real_chains import (
+from banana_space.chain.real_chains import (
     LABEL,
     Plan,
     dataset_starts,
@@ -30,7 +30,7 @@ from banana_space.real_chains import (
     prepare,
     start_preparing,
 )
-from banana_space.run import Run
+from banana_space.store.run import Run
 from banana_space.view import RunView
 
 REPO = Path(__file__).resolve().parent.parent
@@ -166,7 +166,7 @@ def test_a_chain_numbered_from_1_has_copy_k_at_step_k_and_its_start_found_by_nam
         {"file_name": f"{k}.png", "model": "Editor X", "prompt": "replicate it"})
         for k in range(1, HELD_OUT)).encode()
     server = on_hub(files)
-    with caplog.at_level(logging.INFO, logger="banana_space.real_chains"):
+    with caplog.at_level(logging.INFO, logger="banana_space.chain.real_chains"):
         runs = prepare(tmp_path / "runs", Plan(count=3, metrics=("entropy",)))
     # Pinned: main is asked once which commit it is; every listing and file is read there.
     at_main = [r for r in server.requests if "/main" in r]
@@ -214,7 +214,7 @@ def test_the_example_pictures_offer_the_datasets_starts_first(on_hub, held_out, 
                                                               monkeypatch) -> None:
     import gradio as gr
 
-    from page import handlers
+    from page.run_tab import handlers
 
     on_hub(one_based(held_out))
     monkeypatch.setattr(handlers, "SETTINGS", replace(handlers.SETTINGS,
@@ -262,7 +262,7 @@ def test_a_folder_whose_neighbours_are_not_copies_is_not_a_chain(on_hub, held_ou
         with Image.open(REPO / "assets" / "examples" / name) as photo:
             files[f"a-gallery/{step}.png"] = png_bytes(photo.convert("RGB").resize((96, 64)))
     on_hub(files)
-    with caplog.at_level(logging.WARNING, logger="banana_space.real_chains"):
+    with caplog.at_level(logging.WARNING, logger="banana_space.chain.real_chains"):
         [run] = prepare(tmp_path / "runs", Plan(count=1, metrics=("entropy",)))
     assert run.name == "banana100-chains-0001"
     [skipped] = [r.getMessage() for r in caplog.records if "a-gallery" in r.getMessage()]
@@ -271,7 +271,7 @@ def test_a_folder_whose_neighbours_are_not_copies_is_not_a_chain(on_hub, held_ou
 
 
 def test_offline_start_up_logs_one_line_and_prepares_nothing(tmp_path, caplog) -> None:
-    with caplog.at_level(logging.WARNING, logger="banana_space.real_chains"):
+    with caplog.at_level(logging.WARNING, logger="banana_space.chain.real_chains"):
         assert prepare(tmp_path / "runs", Plan(metrics=("entropy",))) == []
     assert len(caplog.records) == 1 and "not reachable" in caplog.records[0].getMessage()
     assert not (tmp_path / "runs").exists()  # nothing written
@@ -299,7 +299,7 @@ def test_a_page_opened_while_the_chains_are_prepared_shows_them_when_they_are(
     are ready it offers the recordings and keeps asking; after, the real chain and stops."""
     import huggingface_hub.constants
 
-    from page import handlers
+    from page.run_tab import handlers
 
     monkeypatch.setattr(handlers, "SETTINGS", replace(handlers.SETTINGS,
                                                       runs_root=tmp_path / "runs"))

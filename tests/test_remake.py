@@ -11,8 +11,8 @@ from pathlib import Path
 from conftest import REPO
 from PIL import Image
 
-from banana_space import remake
-from banana_space.run import Run, frame_name
+from banana_space.chain import remake
+from banana_space.store.run import Run, frame_name
 from banana_space.view import RunView
 
 RECORDED = REPO / "assets" / "recorded"

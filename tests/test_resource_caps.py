@@ -36,10 +36,10 @@ from test_mcp import data_url, session_call
 from test_visitor_reach import _in_flight
 from visitors import client, file_data, join, noise, upload, wait_for
 
-from banana_space import frames as frames_module
+from banana_space.sources import frames as frames_module
 from banana_space import gate
 from banana_space.budget import MemoryBudget
-from banana_space.pool import MetricPool
+from banana_space.scores.pool import MetricPool
 
 UPLOAD_MB = 1.0
 SETTINGS = {"BANANA_TRUST_PROXY": "1", "BANANA_CHAINS_PER_VISITOR": "1",
@@ -238,7 +238,7 @@ def test_four_visitors_decoding_a_large_gif_stay_within_the_budget(tmp_path) -> 
     script = """
 import sys, threading
 from pathlib import Path
-from banana_space.sources import open_frames
+from banana_space.sources.dispatch import open_frames
 frames = [open_frames(Path(sys.argv[1])) for _ in range(4)]
 before = hwm()
 threads = [threading.Thread(target=f.frame, args=(2,)) for f in frames]
@@ -260,8 +260,8 @@ entry = lambda i: struct.pack('<4s6H3L5H2L', b'PK\\x01\\x02', 20, 20, 0, 0, 0, 0
 directory = b''.join(entry(i) for i in range(count))
 end = struct.pack('<4s4H2LH', b'PK\\x05\\x06', 0, 0, 0xFFFF, 0xFFFF, len(directory), 0, 0)
 path = Path(sys.argv[1]); path.write_bytes(directory + end); del directory
-from banana_space.images import BadImage
-from banana_space.sources import open_frames
+from banana_space.sources.images import BadImage
+from banana_space.sources.dispatch import open_frames
 before = hwm()
 try:
     open_frames(path)

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from banana_space.analysis import INPUT, oriented_deltas
-from banana_space.catalog import (
+from banana_space.verdict.analysis import INPUT, oriented_deltas
+from banana_space.scores.catalog import (
     PRESETS,
     check_metric_names,
     expand_metric_names,
@@ -21,7 +21,7 @@ from banana_space.catalog import (
     no_reference_names,
 )
 from banana_space.cli import main as cli
-from banana_space.rulers import (
+from banana_space.scores.rulers import (
     RULERS,
     colour_cast,
     green_tint,
@@ -32,7 +32,7 @@ from banana_space.rulers import (
     noise_level,
     scale_index,
 )
-from banana_space.run import Run
+from banana_space.store.run import Run
 
 SIDE = 512
 EXAMPLES = Path(__file__).parent.parent / "assets" / "examples"

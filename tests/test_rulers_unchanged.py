@@ -31,7 +31,7 @@ import pytest
 import tolerance
 from PIL import Image
 
-from banana_space import rulers
+from banana_space.scores import rulers
 
 PINNED = Path(__file__).parent / "rulers_pinned.json"
 EXAMPLES = Path(__file__).parent.parent / "assets" / "examples"

@@ -29,8 +29,8 @@ from visitors import chain_args, client, noise, run_args, run_dirs, run_ids, sma
 
 from banana_space.common import write_atomic
 from banana_space.events import FrameScored, Started
-from banana_space.run import Run, RunBusy
-from banana_space.runs import RunSpec, prune_runs, resume_run, start_run
+from banana_space.store.run import Run, RunBusy
+from banana_space.chain.runs import RunSpec, prune_runs, resume_run, start_run
 
 
 @pytest.fixture(scope="module")
@@ -75,7 +75,7 @@ def test_a_run_being_written_by_another_process_cannot_be_resumed(photo, tmp_pat
     run_dir = list(start_run(RunSpec(small(photo), 2, metrics=["entropy"]),
                              tmp_path))[0].run_dir
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from banana_space.run import Run;"
+        [sys.executable, "-c", "import sys, time; from banana_space.store.run import Run;"
          f"Run({str(run_dir)!r}).lock(); print('locked', flush=True); time.sleep(120)"],
         cwd=REPO, stdout=subprocess.PIPE, text=True)
     try:
@@ -124,8 +124,8 @@ def test_zipping_a_large_run_streams_from_disk(tmp_path) -> None:
             run / "frames" / f"step_{step:03d}.png", compress_level=0)
     # The child's own high-water mark (VmHWM): getrusage's ru_maxrss starts from the parent's
     # at fork, so under a large pytest process it would hide any growth.
-    script = ("import sys; from banana_space.rundir import write_zip;"
-              "import plotly.io, banana_space.plots;"
+    script = ("import sys; from banana_space.store.rundir import write_zip;"
+              "import plotly.io, banana_space.verdict.plots;"
               "hwm = lambda: int([l for l in open('/proc/self/status')"
               " if l.startswith('VmHWM:')][0].split()[1]);"
               "before = hwm(); write_zip(sys.argv[1]); after = hwm();"
@@ -242,7 +242,7 @@ def test_many_visitors_opening_one_finished_run_all_see_it_finished(app, photo_p
 @pytest.mark.app
 def test_a_run_whose_writer_was_killed_reads_interrupted(app, photo_path) -> None:
     script = ("import sys; from pathlib import Path; from PIL import Image;"
-              "from banana_space.runs import RunSpec, start_run;"
+              "from banana_space.chain.runs import RunSpec, start_run;"
               "events = start_run(RunSpec(Image.open(sys.argv[2]).convert('RGB').resize((96, 64)),"
               " 100, metrics=['entropy']), Path(sys.argv[1]));"
               "[print(getattr(e, 'step', ''), flush=True) for e in events]")

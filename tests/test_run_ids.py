@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from banana_space.runids import BadRunId, run_path
+from banana_space.store.runids import BadRunId, run_path
 
 
 def test_run_ids_name_directories_inside_the_runs_folder_only(tmp_path) -> None:

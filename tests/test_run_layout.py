@@ -1,4 +1,4 @@
-"""A run's folder is spelled in one module (`banana_space/run.py`, issue 34: "a run is one
+"""A run's folder is spelled in one module (`banana_space/store/run.py`, issue 34: "a run is one
 object"): no other module of the engine, the page or the Space's entry writes a run's file name
 in its code (read statically, as tests/test_import_cycles.py reads imports; docstrings and
 comments may describe the layout). And looking a run up only looks: it never brings a run in."""
@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from banana_space.run import Run, frame_files, frame_name, is_thumbnail
-from banana_space.runids import BadRunId, open_run
+from banana_space.store.run import Run, frame_files, frame_name, is_thumbnail
+from banana_space.store.runids import BadRunId, open_run
 
 REPO = Path(__file__).resolve().parent.parent
 SOURCES = [*(REPO / "banana_space").rglob("*.py"), *(REPO / "page").rglob("*.py"),
            REPO / "app.py", REPO / "zerogpu.py"]
-THE_RUN = REPO / "banana_space" / "run.py"
+THE_RUN = REPO / "banana_space" / "store" / "run.py"
 # Pieces of a run's file names: run.json, frames' and thumbnails' names, the dot-files, the
 # recording's manifest. "step_seed" (a backend's fact) is a word, not a file.
 SPELLINGS = ("run.json", "step_0", "step_*", "step_{", ".thumbs", ".owner", ".writer.lock",
@@ -47,7 +47,7 @@ def test_the_finder_sees_a_spelled_name_in_code_but_not_in_a_docstring() -> None
 def test_only_the_run_module_spells_a_runs_file_names() -> None:
     found = {str(path.relative_to(REPO)): hits for path in SOURCES if path != THE_RUN
              for hits in [spelled(path.read_text())] if hits}
-    assert not found, f"ask banana_space.run.Run for these instead: {found}"
+    assert not found, f"ask banana_space.store.run.Run for these instead: {found}"
     assert spelled(THE_RUN.read_text())  # the layout is spelled, there
 
 

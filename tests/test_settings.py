@@ -20,14 +20,14 @@ SETTINGS_MODULES = {"banana_space/settings.py", "page/settings.py"}
 ENVIRONMENT = {"environ", "getenv", "putenv", "unsetenv"}
 # Who may read the environment after import, outside the settings modules, and why.
 CALL_TIME_READERS = {
-    ("banana_space/gemini_client.py", "resolve_key"),  # a secret: GEMINI_API_KEY, never kept
+    ("banana_space/backends/gemini_client.py", "resolve_key"),  # a secret: GEMINI_API_KEY, never kept
     ("banana_space/deploy.py", "check_no_secrets"),  # secrets: never uploaded as a file,
     ("banana_space/deploy.py", "deploy"),  # but copied into the Space's secrets
     ("banana_space/deploy.py", "run_deploy"),
-    ("banana_space/hub.py", "_endpoint"),  # huggingface_hub's own HF_ENDPOINT
-    ("banana_space/catalog.py", "pyiqa_cache"),  # torch's own TORCH_HOME, read as torch does
+    ("banana_space/sources/hub.py", "_endpoint"),  # huggingface_hub's own HF_ENDPOINT
+    ("banana_space/scores/catalog.py", "pyiqa_cache"),  # torch's own TORCH_HOME, read as torch does
     # a write, at the start: uvicorn's FORWARDED_ALLOW_IPS, which gradio passes no other way
-    ("page/gradio_patches.py", "trust_no_proxy"),
+    ("page/door/gradio_patches.py", "trust_no_proxy"),
 }
 
 
@@ -122,7 +122,7 @@ def test_no_secret_is_a_setting() -> None:
 def test_the_ray_actor_is_handed_the_load_time(monkeypatch: pytest.MonkeyPatch) -> None:
     import torch
 
-    from banana_space.pool import POOL
+    from banana_space.scores.pool import POOL
     from banana_space.table.ray_driver import ChainWorker
 
     monkeypatch.setattr(POOL, "load_seconds", POOL.load_seconds)

@@ -1,4 +1,4 @@
-"""Image datasets stored as parquet/arrow shards (`banana_space.shards`), read from a local
+"""Image datasets stored as parquet/arrow shards (`banana_space.sources.shards`), read from a local
 folder: rows found as chains by their paths (even across shards), replayed pixel for pixel,
 scored by `table`, and the limits that keep a hostile shard from exhausting memory."""
 
@@ -16,11 +16,11 @@ from chains import METRICS, noisy_chain
 from PIL import Image
 from shard_data import IMAGE, parquet_shards
 
-import banana_space.shards
+import banana_space.sources.shards
 from banana_space.cli import main as cli
 from banana_space.common import png_bytes
-from banana_space.images import BadImage
-from banana_space.sources import open_frames
+from banana_space.sources.images import BadImage
+from banana_space.sources.dispatch import open_frames
 from banana_space.table.discover import find_chains_in
 
 REPO = Path(__file__).resolve().parent.parent
@@ -101,14 +101,14 @@ def test_a_footer_that_declares_too_much_is_refused_before_it_is_read(tmp_path) 
 
 def test_a_row_group_too_large_to_read_at_once_is_refused(chains, tmp_path,
                                                           monkeypatch) -> None:
-    monkeypatch.setattr(banana_space.shards, "MAX_ROW_GROUP_BYTES", 1000)
+    monkeypatch.setattr(banana_space.sources.shards, "MAX_ROW_GROUP_BYTES", 1000)
     fresh = _write(tmp_path / "fresh", parquet_shards(chains))  # nothing extracted yet
     with pytest.raises(BadImage, match="row group 0 holds .* of images; at most"):
         open_frames(fresh / "cat")
 
 
 def test_an_image_row_over_the_size_limit_is_refused(chains, tmp_path, monkeypatch) -> None:
-    monkeypatch.setattr(banana_space.shards, "MAX_MEMBER_BYTES", 1000)
+    monkeypatch.setattr(banana_space.sources.shards, "MAX_MEMBER_BYTES", 1000)
     rows = [{"bytes": png_bytes(frame), "path": f"c/{step}.png"}
             for step, frame in enumerate(chains["cat"][:2])]
     buffer = io.BytesIO()

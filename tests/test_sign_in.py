@@ -20,7 +20,7 @@ from fake_openid import FakeOpenID
 from raw_api import call, dependencies
 from visitors import file_data, noise
 
-from page.identity import COOKIE
+from page.door.identity import COOKIE
 
 pytestmark = pytest.mark.app
 

@@ -1,4 +1,4 @@
-"""Sources of frames (`banana_space.sources`): every kind of source in natural order, and the
+"""Sources of frames (`banana_space.sources.dispatch`): every kind of source in natural order, and the
 safety checks that keep a hostile file from exhausting memory (issue 18, item 2): a zip bomb
 is refused from its directory before anything is inflated, an animated image from its header
 before any frame is decoded, and each frame under the upload pixel limit. Memory is bounded by
@@ -19,15 +19,15 @@ import pytest
 from PIL import Image
 
 from banana_space.common import png_bytes
-from banana_space.frames import (
+from banana_space.sources.frames import (
     MAX_MEMBER_BYTES,
     MAX_RATIO,
     MAX_ZIP_BYTES,
     check_zip,
     natural_key,
 )
-from banana_space.images import MAX_DECLARED_PIXELS, BadImage
-from banana_space.sources import open_frames
+from banana_space.sources.images import MAX_DECLARED_PIXELS, BadImage
+from banana_space.sources.dispatch import open_frames
 
 REPO = Path(__file__).resolve().parent.parent
 BOMB_BYTES = 2 * 2**30  # zeros in one member: what the issue's 2.6 MB upload held

@@ -128,9 +128,9 @@ def test_every_tracked_binary_travels_through_lfs() -> None:
 
 
 def test_space_files_take_the_app_and_leave_venv_runs_caches_and_secrets(tmp_path: Path) -> None:
-    for name in ("app.py", "page/handlers.py", "README.md", "LICENSE", "requirements.txt",
+    for name in ("app.py", "page/run_tab/handlers.py", "README.md", "LICENSE", "requirements.txt",
                  "docs/licences.md",
-                 ".gitattributes", "banana_space/chain.py", "banana_space/judges/base.py",
+                 ".gitattributes", "banana_space/chain/loop.py", "banana_space/judges/base.py",
                  "assets/recorded/dunes/run.json", "docs/screenshots/wide.png",
                  ".env", ".venv/lib/x.py", "runs/abc/run.json", "tests/test_x.py",
                  "bench/load.py", "scripts/setup.sh", "banana_space/__pycache__/chain.pyc",
@@ -140,10 +140,10 @@ def test_space_files_take_the_app_and_leave_venv_runs_caches_and_secrets(tmp_pat
         (tmp_path / name).write_text("x")
     assert [f.path for f in space_files(tmp_path)] == [
         ".gitattributes", "LICENSE", "README.md", "app.py", "assets/recorded/dunes/run.json",
-        "banana_space/chain.py", "banana_space/judges/base.py", "constraints.txt",
+        "banana_space/chain/loop.py", "banana_space/judges/base.py", "constraints.txt",
         "docs/licences.md",
         "docs/screenshots/wide.png",
-        "page/handlers.py", "requirements.txt"]
+        "page/run_tab/handlers.py", "requirements.txt"]
 
 
 def _deploy(hub_url: str, *args: str, **env: str) -> subprocess.CompletedProcess:

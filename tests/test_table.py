@@ -16,7 +16,7 @@ import pytest
 from chains import FRAMES, METRICS, make_chains
 
 from banana_space.cli import main as cli
-from banana_space.listing import chains_in
+from banana_space.sources.listing import chains_in
 from banana_space.table.store import resume_file
 
 REPO = Path(__file__).resolve().parent.parent

@@ -1,4 +1,4 @@
-"""An image given as an https URL (page/url_inputs.py): fetched when its host is public, refused
+"""An image given as an https URL (page/door/url_inputs.py): fetched when its host is public, refused
 for every private, loopback and link-local address, written or resolved, and for a redirect to
 one; limited in size and time like an upload.
 
@@ -23,8 +23,8 @@ import httpx
 import pytest
 from PIL import Image
 
-from page import url_inputs
-from page.url_inputs import UrlRefused, fetch
+from page.door import url_inputs
+from page.door.url_inputs import UrlRefused, fetch
 
 PUBLIC = "93.184.215.14"
 

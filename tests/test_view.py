@@ -10,11 +10,11 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from banana_space import analysis
-from banana_space.analysis import History
+from banana_space.verdict import analysis
+from banana_space.verdict.analysis import History
 from banana_space.common import ScoreInfo
 from banana_space.events import Finished, Notice
-from banana_space.magnifier import CROP, GAP, box_around, largest_difference_box, side_by_side
+from banana_space.verdict.magnifier import CROP, GAP, box_around, largest_difference_box, side_by_side
 from banana_space.view import (
     VERDICT_COLUMN,
     VERDICT_HEADERS,

@@ -1,4 +1,4 @@
-"""The "Why is it fooled?" panel's numbers (banana_space/why.py) are pyiqa's: α and σ² of each
+"""The "Why is it fooled?" panel's numbers (banana_space/compare/why.py) are pyiqa's: α and σ² of each
 frame's MSCN coefficients equal BRISQUE's first two features from pyiqa's own
 `natural_scene_statistics`, on the frames of real chains; the sentence follows the numbers."""
 
@@ -14,8 +14,8 @@ from pyiqa.archs.brisque_arch import natural_scene_statistics
 from pyiqa.utils.color_util import to_y_channel
 
 from banana_space.backends.simulate import SimulateBackend
-from banana_space.catalog import to_tensor
-from banana_space.why import (
+from banana_space.scores.catalog import to_tensor
+from banana_space.compare.why import (
     GAUSSIAN_ALPHA,
     bin_centres,
     ggd_density,

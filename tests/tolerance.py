@@ -17,7 +17,7 @@ honest CPU. Three reasons are known here:
 - **float32.** The same rule with eps32 = 1.2e-7: `float32_relative(terms)` for a value that is
   a sum of `terms` float32 products. It is only useful where few terms are summed (a short
   filter); a float32 mean over a frame has no useful bound, which is why the rulers whose
-  results are such means compute in float64 (banana_space/rulers.py, `_in_float64`). The
+  results are such means compute in float64 (banana_space/scores/rulers.py, `_in_float64`). The
   quantised `scale_index` is among them: in float32 a tile on its threshold could fall either
   way on another CPU and move it by a whole least step.
 """

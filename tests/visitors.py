@@ -22,7 +22,7 @@ from gradio_client import Client, handle_file
 from PIL import Image
 from raw_api import dependencies
 
-from banana_space.run import Run, RunBusy
+from banana_space.store.run import Run, RunBusy
 
 KEEP_GB = 0.2  # previews may hold 2 MB of it, uploads 50 MB
 SETTINGS = {"BANANA_TRUST_PROXY": "1", "BANANA_KEEP_RUNS": "8", "BANANA_RUNS_PER_VISITOR": "2",

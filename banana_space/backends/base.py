@@ -1,7 +1,7 @@
 """The one tiny interface every generator backend implements.
 
 A backend declares what it is (`BackendInfo`) and does one thing: image + prompt + seed -> image
-(`edit`). The chain in `banana_space.chain` feeds each output back in, so a backend never sees
+(`edit`). The chain in `banana_space.chain.loop` feeds each output back in, so a backend never sees
 the loop. Heavy SDKs are imported lazily inside the backend that needs them.
 """
 
@@ -20,7 +20,7 @@ from ..common import Report, report_nothing
 class Option:
     """One keyword option a backend (or judge) takes: the constructor's keyword, the CLI's
     `--flag` and the page's control are all made from this one row (`cli.BACKEND_FLAGS`,
-    `page/form.py`).
+    `page/run_tab/form.py`).
 
     A `label` puts a control on the page (a slider with `low`/`high`/`step`, a dropdown with
     `choices`, else a number or text box); without one the option is set some other way (a

@@ -1,6 +1,6 @@
 """`replay`: plays back a chain recorded elsewhere, so any chain can be scored here.
 
-A recording is anything `banana_space.sources` reads: a folder of frames, a zip, an animated
+A recording is anything `banana_space.sources.dispatch` reads: a folder of frames, a zip, an animated
 GIF/WebP, one of our run directories, or `hf://datasets/OWNER/NAME[/PATH]`. Frame 0 is its
 first frame: the chain's input. The checks (zip bombs, pixel limits) live there, once.
 """
@@ -13,8 +13,8 @@ from typing import Any
 from PIL import Image
 
 from ..common import GenerationFailed, Report, report_nothing
-from ..images import BadImage, LoadedImage
-from ..sources import HUB_PREFIX, open_frames
+from ..sources.images import BadImage, LoadedImage
+from ..sources.dispatch import HUB_PREFIX, open_frames
 from .base import BackendInfo, Edit, Entry, Option
 
 INFO = BackendInfo(

@@ -6,7 +6,7 @@ Rank", 2025), so a Gemini score reads on the same scale as that model's. The ans
 the same strict reader (`answer.read_rating`). A judge never makes up a score.
 
 Requests go through the same client and retry policy as the Nano Banana backends
-(`banana_space.gemini_client`). Scores are cached by pixel hash, so re-rating a frame is free.
+(`banana_space.backends.gemini_client`). Scores are cached by pixel hash, so re-rating a frame is free.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from PIL import Image
 from ..backends.base import Option
 from ..backends.gemini import API_KEY
 from ..common import BackendUnavailable, GenerationFailed, Report, report_nothing
-from ..gemini_client import GeminiConnection, key_missing
+from ..backends.gemini_client import GeminiConnection, key_missing
 from .answer import PROMPT, read_rating
 from .base import Entry, JudgeInfo, Rating
 

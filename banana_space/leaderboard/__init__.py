@@ -27,12 +27,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ..backends.simulate import PROFILES
-from ..catalog import FIDELITY, metric_info, to_tensor
+from ..scores.catalog import FIDELITY, metric_info, to_tensor
 from ..common import csv_bytes, write_atomic
-from ..floors import floors
-from ..pool import POOL, MetricUnavailable
-from ..rulers import RULERS
-from ..rundir import versions
+from ..verdict.floors import floors
+from ..scores.pool import POOL, MetricUnavailable
+from ..scores.rulers import RULERS
+from ..store.rundir import versions
 from ..table import find_chains, run_table
 from ..table.store import TableStore
 from .rank import (

@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..magnifier import largest_difference_box, side_by_side
-from ..sources import HUB_PREFIX, open_chain
+from ..verdict.magnifier import largest_difference_box, side_by_side
+from ..sources.dispatch import HUB_PREFIX, open_chain
 from ..table.discover import ChainRef
 from .rank import (
     ARTIFACT_HEADER,

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ..common import write_atomic
-from ..images import BadImage
+from ..sources.images import BadImage
 from .discover import ChainRef, find_all, found_text
 from .report import report_html
 from .store import TableStore, table_rows
@@ -79,12 +79,12 @@ def run_table(refs: Sequence[ChainRef], metrics: Sequence[str], out: Path, *,
 
 def _credits(refs: Sequence[ChainRef]) -> list[str]:
     """A hub dataset's licence line and credit, for the report (CC BY licences ask for it)."""
-    from ..sources import HUB_PREFIX
+    from ..sources.dispatch import HUB_PREFIX
 
     roots = sorted({ref.root for ref in refs if ref.root.startswith(HUB_PREFIX)})
     if not roots:
         return []
-    from ..hub import credit, parse_hub
+    from ..sources.hub import credit, parse_hub
 
     return [credit(parse_hub(root).repo_id) for root in roots]
 

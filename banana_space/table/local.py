@@ -30,7 +30,7 @@ def _start_worker(frames: Any, threads: int, load_seconds: float | None) -> None
     _FRAMES = frames
     import torch
 
-    from ..pool import POOL
+    from ..scores.pool import POOL
 
     if load_seconds is not None:
         POOL.load_seconds = load_seconds

@@ -29,7 +29,7 @@ class ChainWorker:
                  steps: tuple[int, ...] | None = None) -> None:
         import torch
 
-        from ..pool import POOL
+        from ..scores.pool import POOL
 
         torch.set_num_threads(threads)
         if load_seconds is not None:

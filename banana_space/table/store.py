@@ -26,9 +26,9 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from ..analysis import VERDICT_FIELDS, History, Verdict, VerdictRow
+from ..verdict.analysis import VERDICT_FIELDS, History, Verdict, VerdictRow
 from ..common import ScoreInfo, csv_bytes, write_atomic
-from ..frames import natural_key
+from ..sources.frames import natural_key
 from .work import ChainResult
 
 VERDICT_HEADER = ["chain", *VERDICT_FIELDS]

@@ -15,13 +15,13 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..frames import Frames
-from ..images import BadImage
+from ..sources.frames import Frames
+from ..sources.images import BadImage
 from ..judges import REGISTRY as JUDGES
 from ..judges import create_judges, rating_at
-from ..listing import ChainRef
-from ..scoring import Scorer
-from ..sources import open_chain
+from ..sources.listing import ChainRef
+from ..scores.scoring import Scorer
+from ..sources.dispatch import open_chain
 
 MAX_WARNINGS = 20  # per chain; the rest are counted
 

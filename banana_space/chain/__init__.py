@@ -1,0 +1,10 @@
+"""The chain wing: a replication chain, from its settings to its saved run.
+
+`spec` is a run's typed settings (`RunSpec`); `loop` the replication loop itself (generate,
+score and show, overlapped in threads); `runs` the front door (start, resume, prune, open a
+saved run); `quota` a run's ZeroGPU seconds before it runs; `remake` re-makes a recording's
+dropped frames from its seed; `persist` keeps runs across a restart (bundled recordings, a
+dataset repo); `real_chains` scores a few steps of Banana100's own chains.
+"""
+
+__all__ = ["loop", "persist", "quota", "real_chains", "remake", "runs", "spec"]

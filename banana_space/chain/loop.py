@@ -1,0 +1,390 @@
+"""The replication chain of Banana100 (arXiv 2604.03400, Sec. 3): ask the generator for a copy,
+feed the copy back in, and score every frame on the way.
+
+Three kinds of work overlap, each in its own thread: a producer asks the backend for the next
+frame (a network call or a GPU step), a scorer scores the frame before it, and the caller of
+`replicate` (the run directory, the UI) writes and shows each frame while it is being scored
+(`FrameMade`), then its scores once they are ready (`FrameScored`). So a run goes at the pace
+of its slowest stage, not of their sum, and the user waits for the generator, never for us
+(bench/overlap.py). Each queue between stages holds one item: the producer runs at most one step
+ahead of the scorer, the scorer one frame ahead of the caller, and a stopped or abandoned run
+wastes at most one call. Stop ends the run within a poll of the click: the frame being scored is
+dropped (its remaining metrics are skipped), and the run ends after the last scored step.
+
+The judges (VLMs: a network call, a GPU slice, or tens of CPU seconds a frame) work on a fourth
+thread, on their own schedule: the scorer hands each frame they rate over without waiting, and
+their scores come as `FrameJudged` once ready, so a frame's metrics and its display never wait
+for a judge, until `JUDGE_BACKLOG` frames wait for one: then the chain goes at the judge's
+pace. Each waiting frame holds its bytes in the memory budget. A completed run ends once the
+judges have rated its last frames (the page says how many and about how long, and that Stop
+ends it now); a stopped run ends at once, dropping what they had not rated.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import math
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from PIL import Image
+
+from ..backends import Backend, BackendUnavailable
+from ..budget import Reservation, judged_bytes
+from ..common import GenerationFailed, error_line
+from ..events import Finished, FrameJudged, FrameMade, FrameScored, Notice
+from ..gpu import GpuRefused
+from ..sources.images import BadImage, load_image
+from ..judges import Judge, rating_at
+from ..prompts import repeats_for
+from ..scores.scoring import FrameScores, Scorer
+
+POLL_SECONDS = 0.1  # how often a waiting side looks at the stop flag
+# Frames waiting for the judges, at most: a generator outpaces a slow judge (a free-tier key
+# answering 429) by minutes a frame, so past this the chain goes at the judge's pace.
+JUDGE_BACKLOG = 4
+
+
+@dataclass(frozen=True)
+class Chain:
+    image: Image.Image  # the frame the chain continues from (frame 0 unless resuming)
+    backend: Backend
+    scorer: Scorer
+    steps: int  # the last step to make
+    prompt: str
+    seed: int
+    start: int = 0  # the step `image` is; > 0 when resuming from a run directory
+    reference: Image.Image | None = None  # frame 0, when resuming
+    judged: frozenset[int] | None = None  # steps the judges rate (None: every one; quota.py)
+
+
+@dataclass(frozen=True)
+class _Made:
+    step: int
+    image: Image.Image
+    text: str
+    seconds: float
+    calls: int
+    cost_usd: float | None
+
+
+@dataclass(frozen=True)
+class _Failed:
+    step: int
+    reason: str
+    status: str = "failed"  # "stopped" where ZeroGPU refused: resumable, not broken
+
+
+class _Done:
+    pass
+
+
+@dataclass(frozen=True)
+class _ToJudge:
+    step: int
+    image: Image.Image
+    judges: tuple[Judge, ...]  # the judges that rate this step
+    held: Reservation  # the frame's bytes in the memory budget, until it is rated
+
+
+class _JudgesDone:
+    pass
+
+
+def replicate(chain: Chain, stop: threading.Event | None = None
+              ) -> Iterator[FrameMade | FrameScored | FrameJudged | Notice | Finished]:
+    """The replication loop (Sec. 3): each frame is fed back in to make the next, and every
+    frame is scored, generating and scoring overlapping in threads.
+
+    Args:
+        chain: the start frame, backend, scorer, steps, prompt and seed.
+        stop: set it to end the run after the frame being made (which is dropped).
+    Returns:
+        Each frame as soon as it exists (`FrameMade`), then its scores (`FrameScored`), its
+        judges' scores whenever they are ready (`FrameJudged`), notices as they happen, then
+        the end (`Finished`: completed, stopped or failed at step k, with every frame before
+        k kept).
+    """
+    stop = stop or threading.Event()
+    abandoned = threading.Event()  # set when our consumer goes away (closed generator)
+    made: queue.Queue = queue.Queue(maxsize=1)  # producer -> scorer
+    scored: queue.Queue = queue.Queue(maxsize=1)  # scorer and judges -> us
+    # scorer -> judges: a few frames, each held in the memory budget while it waits, so a
+    # slow judge sets the pace once it is JUDGE_BACKLOG frames behind (issue 41: a 60-step
+    # 2K run once held 500 MB here, and its place for 20 minutes after its last frame)
+    judging: queue.Queue = queue.Queue(maxsize=JUDGE_BACKLOG)
+    pace = {"rated": 0, "seconds": 0.0}  # the judges' own, for the wait they announce
+    totals = {"calls": 0, "cost_usd": 0.0}  # the scorer counts; a stop reports what it has
+    # Both stages work on the caller's behalf (edits and judges may book a ZeroGPU slice for the
+    # visitor whose request started the run), so each keeps the caller's context variables.
+    threading.Thread(target=contextvars.copy_context().run,
+                     args=(_produce, chain, stop, abandoned, made),
+                     name="chain-producer", daemon=True).start()
+    threading.Thread(target=contextvars.copy_context().run,
+                     args=(_score, chain, stop, abandoned, made, scored, totals, judging),
+                     name="chain-scorer", daemon=True).start()
+    judges_busy = bool(chain.scorer.judges)
+    if judges_busy:
+        threading.Thread(target=contextvars.copy_context().run,
+                         args=(_judge, chain.scorer, judging, scored, abandoned, pace),
+                         name="chain-judges", daemon=True).start()
+    last = chain.start  # the newest scored step
+    ending: Finished | None = None  # the scorer's end, held while the judges finish
+    try:
+        while True:
+            try:
+                item = scored.get(timeout=POLL_SECONDS)
+            except queue.Empty:
+                # The scorer is busy with a frame: a stop does not wait for it (a 2K frame's
+                # metrics take seconds); that frame is dropped and its scoring cut short.
+                # Nor for the judges: what they have not rated yet is dropped.
+                if stop.is_set():
+                    yield ending or Finished("stopped", last, "stopped by the user",
+                                             dict(totals))
+                    return
+                continue
+            if isinstance(item, Exception):  # a stage's own failure is the caller's
+                raise item
+            if isinstance(item, _JudgesDone):
+                judges_busy = False
+                if ending is not None:
+                    yield ending
+                    return
+                continue
+            if isinstance(item, Finished) and judges_busy and item.status != "stopped":
+                ending = item  # the last frames' judge points come before the end
+                yield Notice(_last_ratings(chain.scorer.judges, judging.qsize() + 1, pace),
+                             None, "info")
+                continue
+            yield item
+            if isinstance(item, FrameScored):
+                last = item.step
+            if isinstance(item, Finished):
+                return
+    finally:
+        abandoned.set()
+
+
+def _score(chain: Chain, stop: threading.Event, abandoned: threading.Event,
+           made: queue.Queue, outbox: queue.Queue, totals: dict[str, Any],
+           judging: queue.Queue) -> None:
+    """Score each frame the producer makes, pass it on and hand it to the judges, until the
+    run ends; always ends with a `Finished` (or the exception that stopped it) unless our
+    consumer went away, and tells the judges no more frames come."""
+    try:
+        _score_frames(chain, stop, abandoned, made, outbox, totals, judging)
+    finally:
+        if not _put(judging, None, abandoned):  # the run was left: nobody rates what waits
+            _let_go(judging)
+
+
+def _score_frames(chain: Chain, stop: threading.Event, abandoned: threading.Event,
+                  made: queue.Queue, outbox: queue.Queue, totals: dict[str, Any],
+                  judging: queue.Queue) -> None:
+    def put_all(events: Iterator[object] | list[object]) -> bool:
+        return all(_put(outbox, event, abandoned) for event in events)
+
+    reference = chain.reference or chain.image
+    last = chain.start
+    try:
+        if chain.start == 0 and not put_all(_scored(
+                chain, _Made(0, chain.image, "", 0.0, 0, None), reference, abandoned,
+                judging)):
+            return
+        while not abandoned.is_set():
+            try:
+                item = made.get(timeout=POLL_SECONDS)
+            except queue.Empty:
+                if stop.is_set():  # don't wait for a call in flight: its frame is dropped
+                    put_all([Finished("stopped", last, "stopped by the user", totals)])
+                    return
+                continue
+            if isinstance(item, _Made):
+                totals["calls"] += item.calls
+                totals["cost_usd"] += item.cost_usd or 0.0
+                if stop.is_set():  # made after the click: dropped, never shown
+                    put_all([Finished("stopped", last, "stopped by the user", totals)])
+                    return
+                if not put_all(_scored(chain, item, reference, abandoned, judging)):
+                    return
+                last = item.step
+            elif isinstance(item, Notice):
+                put_all([item])
+            else:
+                put_all([_ending(item, stop, last, totals)])
+                return
+    except Exception as error:  # handed to the caller, raised there as before
+        put_all([error])
+
+
+def _ending(item: _Failed | _Done, stop: threading.Event, last: int,
+            totals: dict[str, Any]) -> Finished:
+    if isinstance(item, _Failed) and item.status == "stopped":
+        return Finished("stopped", last, item.reason, totals)
+    if isinstance(item, _Failed):
+        return Finished("failed", last, f"failed at step {item.step}: {item.reason}", totals)
+    if stop.is_set():
+        return Finished("stopped", last, "stopped by the user", totals)
+    return Finished("completed", last, "", totals)
+
+
+def _put(outbox: queue.Queue, item: object, abandoned: threading.Event) -> bool:
+    """Hand `item` on, waiting while the next stage is busy; False if our consumer left."""
+    while not abandoned.is_set():
+        try:
+            outbox.put(item, timeout=POLL_SECONDS)
+            return True
+        except queue.Full:
+            continue
+    return False
+
+
+def _judge(scorer: Scorer, inbox: queue.Queue, outbox: queue.Queue,
+           abandoned: threading.Event, pace: dict[str, float]) -> None:
+    """Rate each frame the scorer hands over, in order, and pass the ratings on; ends with
+    `_JudgesDone` once the scorer says no more come (None), unless our consumer went away.
+    Each frame's hold on the memory budget ends once it is rated, or once nobody will."""
+    try:
+        while not abandoned.is_set():
+            try:
+                item = inbox.get(timeout=POLL_SECONDS)
+            except queue.Empty:
+                continue
+            if item is None:
+                break
+            result, started = FrameScores({}), time.perf_counter()
+            try:
+                scorer.ask_judges(item.image, result, item.judges)
+            finally:
+                item.held.release()
+            pace["rated"] += 1
+            pace["seconds"] += time.perf_counter() - started
+            events = [FrameJudged(item.step, result.scores, result.judge_text),
+                      *(Notice(warning, item.step) for warning in result.warnings)]
+            if not all(_put(outbox, event, abandoned) for event in events):
+                return
+    except Exception as error:  # handed to the caller, raised there
+        _put(outbox, error, abandoned)
+        return
+    finally:
+        _let_go(inbox)
+    _put(outbox, _JudgesDone(), abandoned)
+
+
+def _let_go(inbox: queue.Queue) -> None:
+    """Release the budget of the frames still waiting for a judge that will not rate them."""
+    while True:
+        try:
+            item = inbox.get_nowait()
+        except queue.Empty:
+            return
+        if isinstance(item, _ToJudge):
+            item.held.release()
+
+
+def _last_ratings(judges: tuple[Judge, ...] | list[Judge], waiting: int,
+                  pace: dict[str, float]) -> str:
+    """What the page says while the judges rate the last frames: how many, about how long at
+    their pace so far, and that Stop ends the run now (keeping every frame and score)."""
+    labels = ", ".join(judge.info.label for judge in judges)
+    took = (f", about {waiting * pace['seconds'] / pace['rated']:.0f} s at "
+            f"{pace['seconds'] / pace['rated']:.1f} s a frame" if pace["rated"] else "")
+    return (f"{labels}: rating the last frames ({waiting} at most{took}); Stop ends the run "
+            "now, keeping every frame and score made")
+
+
+def judges_for(chain: Chain, step: int) -> tuple[Judge, ...]:
+    """The judges that rate `step`: the run's choice of steps (`judged`), then each judge's
+    own schedule (a slow judge rates the checkpoints only)."""
+    if chain.judged is not None and step not in chain.judged:
+        return ()
+    return rating_at(chain.scorer.judges, step, chain.steps)
+
+
+def _scored(chain: Chain, made: _Made, reference: Image.Image, abandoned: threading.Event,
+            judging: queue.Queue) -> Iterator[FrameMade | FrameScored | Notice]:
+    scorer = chain.scorer
+    yield FrameMade(made.step, made.image)  # our caller writes and shows it while we score
+    # The metrics wait their turn in the process's memory budget: the frame is kept, never
+    # dropped. Judges are asked on their own thread, holding no memory of the budget.
+    reservation = scorer.budget.request(scorer.memory_needed(made.image.size, reference.size))
+    try:
+        if not reservation.granted:
+            yield Notice("waiting for memory: other runs' frames are being scored", made.step,
+                         "info")
+            if not reservation.wait(abandoned.is_set):
+                return
+        started = time.perf_counter()
+        # Between metrics: skip the rest once the run has ended without this frame.
+        result = scorer.measure(made.image, reference, cancelled=abandoned.is_set)
+    finally:
+        reservation.release()
+    if abandoned.is_set():
+        return
+    # Until `FrameJudged` comes (or for good: a step no judge rates is a gap in their curves,
+    # no GPU booked), the judges' cells are NaN.
+    result.scores.update({judge.info.name: math.nan for judge in scorer.judges})
+    yield FrameScored(made.step, made.image, result.scores, made.text, "",
+                      made.seconds, time.perf_counter() - started, made.calls, made.cost_usd)
+    if judges := judges_for(chain, made.step):  # after FrameScored went out: it comes first
+        # Held in the budget while it waits; past JUDGE_BACKLOG frames, the scorer waits too.
+        held = scorer.budget.request(judged_bytes(made.image.size))
+        if not held.wait(abandoned.is_set):
+            return
+        if not _put(judging, _ToJudge(made.step, made.image, judges, held), abandoned):
+            held.release()
+            return
+    for warning in result.warnings:
+        yield Notice(warning, made.step)
+
+
+def _produce(chain: Chain, stop: threading.Event, abandoned: threading.Event,
+             outbox: queue.Queue) -> None:
+    def put(item: object) -> bool:
+        return _put(outbox, item, abandoned)
+
+    image = chain.image
+    for step in range(chain.start + 1, chain.steps + 1):
+        if stop.is_set() or abandoned.is_set():
+            break
+        try:
+            made = make_step(chain.backend, image, chain.prompt, chain.seed, step,
+                             lambda m, s=step: put(Notice(m, s, "info")))
+        except GpuRefused as refused:  # the visitor's GPU quota, not the run, gave out
+            put(_Failed(step, refused.at_step(step), "stopped"))
+            return
+        except Exception as error:  # any failure ends the run, keeping what was made
+            put(_Failed(step, _describe(error)))
+            return
+        if not put(made):
+            return
+        image = made.image
+    put(_Done())
+
+
+def make_step(backend: Backend, image: Image.Image, prompt: str, seed: int, step: int,
+              report: Callable[[str], object] = lambda message: None) -> _Made:
+    """One chain step: `repeats` calls with the prompt (e.g. "mirror it" twice). A recording's
+    frames are re-made with it too (remake.py)."""
+    started = time.perf_counter()
+    texts, calls, cost = [], 0, None
+    for _ in range(repeats_for(prompt)):
+        edit = backend.edit(image, prompt, seed=seed, step=step, report=report)
+        loaded = load_image(edit.image)
+        image, calls = loaded.image, calls + edit.calls
+        texts += [t for t in (edit.text, *loaded.notes) if t]
+        if edit.cost_usd is not None:
+            cost = (cost or 0.0) + edit.cost_usd
+    return _Made(step, image, "\n".join(texts), time.perf_counter() - started, calls, cost)
+
+
+def _describe(error: Exception) -> str:
+    """Our own errors are worded for the user; anything else also names its type."""
+    text = str(error).strip()
+    if isinstance(error, (GenerationFailed, BackendUnavailable, BadImage)) and text:
+        return text
+    return error_line(error)

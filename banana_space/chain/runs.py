@@ -1,0 +1,423 @@
+"""Starting, resuming and pruning runs: the engine's front door for the CLI, the app and tests.
+
+`start_run` checks a `RunSpec`, builds the backend, judges and scorer, and returns a generator
+of events that is also being written to a fresh run directory. `resume_run` continues a run
+directory from its last complete frame with the settings it recorded; `Resumption` is the same
+in two halves, for a caller that looks at the run first (read once, under its writer's lock).
+`prune_runs` keeps the runs folder within a count and a byte budget, by shares (a visitor's
+flood evicts its own).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from ..backends import REGISTRY as BACKENDS
+from ..backends import Backend, BackendUnavailable, create_backend
+from ..budget import BUDGET, MemoryBudget
+from .loop import Chain, replicate
+from ..store.diskspace import DiskFull, check_room, free_bytes, is_disk_full
+from ..events import Event, Finished, FrameMade, Notice, Started
+from ..judges import create_judges
+from ..markup import one_line, without_paths
+from .persist import push_run
+from ..scores.pool import POOL, MetricPool
+from .quota import judged_steps
+from ..store.run import META_NAME, Run, RunBusy, SavedRun, runs_in
+from ..store.rundir import RunDir, write_zip
+from ..scores.scoring import InputScores, Scorer, unavailable_notices
+from ..sources.dispatch import HUB_PREFIX
+from .spec import RunSpec, check_spec, from_settings, to_settings
+
+INTERRUPTED = "interrupted: the visitor disconnected"
+
+
+def _ready_backend(name: str, options: dict[str, Any]) -> Backend:
+    """The backend, or `BackendUnavailable` with its how-to before anything is written."""
+    backend = create_backend(name, **options)
+    reason = backend.unavailable_reason()
+    if reason:
+        raise BackendUnavailable(reason)
+    return backend
+
+
+def start_run(spec: RunSpec, root: Path, *, stop: threading.Event | None = None,
+              pool: MetricPool = POOL, run_id: str | None = None,
+              budget: MemoryBudget = BUDGET, input_scores: InputScores | None = None
+              ) -> Iterator[Event]:
+    """Check, build and start a run (the paper's loop, Sec. 3: each output fed back in, every
+    frame scored). Raises before anything is written if the spec is bad, the backend cannot
+    run here or a frame could never be scored within the memory budget; afterwards every
+    problem is an event. Metrics load as the events begin (`Scorer.load`).
+
+    Args:
+        spec: what to run (`RunSpec.of_image`, `RunSpec.replay`).
+        root: the runs folder; the run gets a fresh directory in it.
+        stop: set it to stop after the frame being made (that frame is dropped).
+        pool: the metric pool (the process's own by default).
+        run_id: the directory's name (the CLI's `--out`); default: a new id.
+        budget: the memory budget scoring shares.
+        input_scores: the input's scores shared with other chains from the same input
+            (a comparison's sides), measured once.
+    Returns:
+        The run's events (`banana_space.events`), each written to the directory as it is
+        yielded: `Started`, then per step `FrameMade` and `FrameScored`, notices, `Finished`.
+    Raises:
+        ValueError, BackendUnavailable, BadImage: before anything is written.
+    """
+    check_spec(spec)
+    backend = _ready_backend(spec.backend, spec.backend_options)
+    image, notes, steps = spec.image, list(spec.image_notes), spec.steps
+    if backend.info.plays_recording:  # the recording brings its own frame 0
+        loaded = backend.first_frame()
+        image, notes = loaded.image, notes + loaded.notes
+        steps = min(steps, backend.frame_count - 1)
+    if image is None:
+        raise ValueError("no input image")
+    judges = create_judges(list(spec.judges), spec.judge_options)
+    scorer = Scorer(spec.metrics, judges, pool, budget, input_scores)
+    scorer.check_fits(image.size)
+    check_room(Path(root), image.size)  # frame 0 and the first copy's room, before any folder
+    run = RunDir.create(root, run_id)
+    settings = to_settings(spec, steps=steps, backend_settings=backend.settings(),
+                           input_size=image.size, input_notes=notes)
+    opening = _opening(scorer, run.path, steps, settings, 0,
+                       [Notice(note, 0, "info") for note in notes])
+    chain = Chain(image, backend, scorer, steps, spec.prompt, spec.seed,
+                  judged=judged_steps(steps, spec.judge_at))
+    return _recorded(run, opening, replicate(chain, stop))
+
+
+def resume_run(path: Path, *, stop: threading.Event | None = None, pool: MetricPool = POOL,
+               key: str | None = None) -> Iterator[Event]:
+    """Continue a run directory from its last complete frame, with its recorded settings
+    (`spec.from_settings`). Secrets are never recorded, so a keyed backend or judge takes
+    `key` (in each of its secret options), or the environment's.
+
+    Args:
+        path: the run directory.
+        stop: set it to stop after the frame being made.
+        pool: the metric pool.
+        key: a key for a backend or judge that needs one; never written.
+    Returns:
+        The run's further events, as `start_run`'s, written to the same directory.
+    Raises:
+        RunBusy: the run is being written (here or by another process).
+        FileNotFoundError, ValueError: not a run, or nothing to resume from.
+    """
+    return Resumption.open(path).events(stop=stop, pool=pool, key=key)
+
+
+class Resumption:
+    """A run opened to go on: its writer's lock held and the run read once (`saved`), so a
+    caller can look at it (is it complete? whose? what does the rest cost?) before `events`
+    starts it, or `close` lets it go."""
+
+    def __init__(self, saved: SavedRun, lock: int) -> None:
+        self.saved = saved
+        self._lock: int | None = lock
+
+    @classmethod
+    def open(cls, path: Path) -> Resumption:
+        """Take the run's writer lock, then read it.
+
+        Raises:
+            RunBusy: the run is being written (here or by another process).
+            FileNotFoundError: not a run.
+        """
+        run = Run(path)
+        if not run.exists():
+            raise FileNotFoundError(f"{run.id} is not a run directory (no {META_NAME})")
+        lock = run.lock()  # before reading: no other writer may change it under us
+        try:
+            return cls(run.load(), lock)
+        except BaseException:
+            os.close(lock)
+            raise
+
+    @property
+    def complete(self) -> bool:
+        """Whether the run made every step it was asked for (nothing to resume)."""
+        saved = self.saved
+        return (saved.meta.get("status") == "completed"
+                and saved.last_step >= saved.meta.get("steps", 0))
+
+    def close(self) -> None:
+        """Let the run go without resuming it."""
+        if self._lock is not None:
+            os.close(self._lock)
+            self._lock = None
+
+    def events(self, *, stop: threading.Event | None = None, pool: MetricPool = POOL,
+               key: str | None = None) -> Iterator[Event]:
+        """Build the run's generator, judges and scorer from its settings and go on (the lock
+        passes to the run's writer); on a refusal the run is let go.
+
+        Raises:
+            ValueError, BackendUnavailable: nothing to resume from, or it cannot run here.
+        """
+        saved, lock = self.saved, self._lock
+        assert lock is not None, "a Resumption goes on once"
+        try:
+            settings = saved.meta["settings"]
+            if saved.last_step < 0:
+                raise ValueError(f"{saved.path.name} has no complete frame to resume from")
+            spec = from_settings(settings, key)
+            if (BACKENDS[spec.backend].info.plays_recording
+                    and not str(spec.backend_options.get("source", "")).startswith(HUB_PREFIX)):
+                raise ValueError("a replayed file is recorded by its name only (never a path "
+                                 "on this server): replay it again to score more of it")
+            backend = _ready_backend(spec.backend, spec.backend_options)
+            judges = create_judges(list(spec.judges), spec.judge_options)
+            scorer = Scorer(spec.metrics, judges, pool)
+            check_room(saved.path, tuple(settings.get("input_size") or (0, 0)))
+        except BaseException:
+            self.close()
+            raise
+        self._lock = None
+        writer = RunDir.reopen(saved, lock)
+        opening = _opening(scorer, writer.path, spec.steps, settings, saved.last_step + 1,
+                           [Notice(f"resumed after step {saved.last_step}", saved.last_step,
+                                   "info")])
+        chain = Chain(saved.frame(saved.last_step), backend, scorer, spec.steps, spec.prompt,
+                      spec.seed, start=saved.last_step, reference=saved.frame(0),
+                      judged=judged_steps(spec.steps, spec.judge_at))
+        return _recorded(writer, opening, replicate(chain, stop))
+
+
+def _opening(scorer: Scorer, path: Path, steps: int, settings: dict[str, Any],
+             first_step: int, notices: list[Notice]) -> Iterator[Event]:
+    """The metrics load (with a line saying which one is awaited), then `Started` with the
+    columns that loaded, then the run's own notices and one line per reason a metric is out."""
+    yield from scorer.load()
+    yield Started(path, steps, scorer.infos, scorer.unavailable, settings, first_step)
+    yield from notices
+    yield from unavailable_notices(scorer.unavailable)
+
+
+def _zip_and_keep(run: RunDir) -> None:
+    if _zip_if_room(run.path):
+        push_run(run.path)  # pushed to BANANA_RUNS_REPO, where one is set (persist.py)
+
+
+def _zip_if_room(path: Path) -> bool:
+    """Zip the run; on a full disk, no zip (and no temporary left): it is made when the run
+    is next opened, and the run is shown and served without it meanwhile."""
+    try:
+        write_zip(path)
+    except OSError as error:
+        if not is_disk_full(error):
+            raise
+        return False
+    return True
+
+
+def _recorded(run: RunDir, opening: Iterable[Event], events: Iterator[Event]
+              ) -> Iterator[Event]:
+    """Write every event to the run directory before the caller sees it; the zip is made at
+    the end, once the caller has seen the end (a stopped run says so at once; the zip of a 2K
+    run takes seconds). The run's writer's lock is held from its creation (or the resume) until
+    these events end or are closed. A run whose reader goes away (closes this generator: the
+    visitor disconnected) is recorded as stopped, saying why, so that it never reads "running"
+    after its writer has gone; one whose reader left right after its end is still zipped."""
+    finished = False
+    try:
+        for event in opening:
+            event = _public(event)
+            run.record(event)
+            yield event
+        for event in events:
+            event = _public(event)
+            if isinstance(event, FrameMade):
+                check_room(run.path, event.image.size)
+            run.record(event)
+            finished = isinstance(event, Finished)
+            yield event
+            if finished:
+                finished = False
+                _zip_and_keep(run)
+    except (DiskFull, OSError) as error:
+        if not isinstance(error, DiskFull) and not is_disk_full(error):
+            raise
+        yield _out_of_room(run, error)
+    except GeneratorExit:
+        if run.meta.get("status") == "running":
+            run.record(Finished("stopped", run.meta.get("last_step", -1), INTERRUPTED))
+        if finished:  # the reader left between the end and its zip
+            _zip_and_keep(run)
+        raise
+    finally:
+        events.close()
+        run.close()
+
+
+def _out_of_room(run: RunDir, error: OSError) -> Finished:
+    """The run's end on a full disk: failed, saying so, every complete frame and its scores
+    kept (a write that failed left no temporary file: `write_atomic`). Its record is tried;
+    where even that does not fit, the run reads "interrupted" once its writer has gone."""
+    reason = str(error) if isinstance(error, DiskFull) else (
+        "this server's disk is full: older runs are removed to make room; try again later")
+    last = run.meta.get("last_step", -1)
+    finished = _public(Finished("failed", last, f"failed after step {last}: {reason}"))
+    with contextlib.suppress(OSError):
+        run.record(finished)
+    return finished
+
+
+def _public(event: Event) -> Event:
+    """An event as it may be stored and shown: its text on one line, without server paths
+    (a failure's `No such file or directory: '/…/frames/…'` keeps the file's name)."""
+    if isinstance(event, Finished):
+        return replace(event, reason=one_line(without_paths(event.reason)))
+    if isinstance(event, Notice):
+        return replace(event, message=one_line(without_paths(event.message)))
+    return event
+
+
+def directory_bytes(path: Path) -> int:
+    """Bytes on disk under `path`; files that vanish meanwhile (a writer's temporaries, a run
+    another prune deletes) count as nothing."""
+    total = 0
+    for folder, _, names in os.walk(path):
+        for name in names:
+            with contextlib.suppress(FileNotFoundError):
+                total += os.path.getsize(os.path.join(folder, name))
+    return total
+
+
+def prune_runs(root: Path, keep: int, active: Iterable[Path] = (),
+               keep_bytes: int | None = None, owner: str | None = None,
+               owner_keep: int | None = None, owner_bytes: int | None = None,
+               min_age_s: float = 0.0, min_free_bytes: int = 0) -> list[Path]:
+    """Delete the oldest run directories beyond the newest `keep`, or beyond `keep_bytes` on
+    disk all together (zips included), never one being written (by any thread or process:
+    its writer's lock is held) nor one in `active`. Those spared still count toward both.
+    With `owner`, that owner's own runs beyond its newest `owner_keep` (or `owner_bytes`) go
+    first, so one visitor's flood of runs evicts only its own. A run is never evicted to make
+    room for someone else while it is younger than `min_age_s` or inside its owner's share
+    (its owner's newest `owner_keep` within `owner_bytes`; a run without an owner, a
+    recording or a restored run, has no share): one visitor with many addresses evicts
+    nobody's run but its own (issue 41), and the runs kept may then pass `keep` for a while.
+    Owners are opaque keys (`Run.made_by`). With `min_free_bytes`, the runs then keep that
+    much of their disk free (oldest first, shares or not: the disk is the hard limit, and the
+    owners of old runs may be long gone), never deleting a run younger than `min_age_s`.
+
+    Returns:
+        The run directories deleted: the owner's own first, then the rest; each pass
+        newest first.
+    """
+    protected = {Path(p).resolve() for p in active}
+    runs = [run.path for run in sorted(runs_in(root), key=Run.modified, reverse=True)]
+    doomed = []
+    if owner is not None:
+        mine = [run for run in runs if Run(run).made_by == owner]
+        doomed = _beyond(mine, owner_keep or len(mine), owner_bytes, protected)
+        runs = [run for run in runs if run not in doomed]
+    now = time.time()
+    young = {run.resolve() for run in runs if now - Run(run).modified() < min_age_s}
+    doomed += _beyond(runs, keep, keep_bytes,
+                      protected | young | _in_shares(runs, owner_keep, owner_bytes))
+    if min_free_bytes:  # the disk is the hard limit: shares give way to it, young runs not
+        runs = [run for run in runs if run not in doomed]
+        room = sum(map(directory_bytes, runs)) + free_bytes(root) - min_free_bytes
+        doomed += _beyond(runs, len(runs), room, protected | young)
+    return doomed
+
+
+def clear_orphans(root: Path, grace_s: float) -> list[Path]:
+    """Delete the folders in the runs folder that never became a run (no run.json: a run
+    whose start failed, on a full disk say) once older than `grace_s` and not being written;
+    dot-folders (previews, restores) are not runs. Returns the folders deleted."""
+    now, cleared = time.time(), []
+    for folder in Path(root).iterdir() if Path(root).is_dir() else ():
+        if (folder.name.startswith(".") or not folder.is_dir() or folder.is_symlink()
+                or Run(folder).exists()):
+            continue
+        with contextlib.suppress(FileNotFoundError):
+            if now - folder.stat().st_mtime > grace_s and _delete_unless_busy(folder):
+                cleared.append(folder)
+    return cleared
+
+
+def _in_shares(runs: list[Path], owner_keep: int | None, owner_bytes: int | None
+               ) -> set[Path]:
+    """The runs (newest first) inside their owner's share: each owner's newest `owner_keep`
+    within `owner_bytes`; none without a share."""
+    if owner_keep is None:
+        return set()
+    shared, counted = set(), defaultdict(lambda: [0, 0])  # owner -> [runs, bytes] in its share
+    for directory in runs:
+        made_by = Run(directory).made_by
+        if made_by is None:
+            continue
+        held, size = counted[made_by], directory_bytes(directory)
+        if held[0] < owner_keep and (owner_bytes is None or held[1] + size <= owner_bytes):
+            held[0], held[1] = held[0] + 1, held[1] + size
+            shared.add(directory.resolve())
+    return shared
+
+
+def _beyond(runs: list[Path], keep: int, keep_bytes: int | None, protected: set[Path]
+            ) -> list[Path]:
+    """Delete the runs (newest first) beyond `keep` of them or `keep_bytes`; the deleted."""
+    kept, used, doomed = 0, 0, []
+    for directory in runs:
+        size = directory_bytes(directory)
+        fits = kept < keep and (keep_bytes is None or used + size <= keep_bytes)
+        if fits or directory.resolve() in protected or not _delete_unless_busy(directory):
+            kept, used = kept + 1, used + size
+        else:
+            doomed.append(directory)
+    return doomed
+
+
+def _delete_unless_busy(directory: Path) -> bool:
+    try:
+        lock = Run(directory).lock()
+    except (RunBusy, FileNotFoundError):
+        return False
+    try:
+        shutil.rmtree(directory, ignore_errors=True)
+    finally:
+        os.close(lock)
+    return True
+
+
+def open_saved(path: Path) -> tuple[SavedRun, bool]:
+    """A saved run to show, and whether it is being made right now (live). A finished or
+    killed run without a zip is zipped on first sight; a run being written is never zipped
+    half-made nor called interrupted. The writer's lock is tried only then, so many visitors
+    opening one finished run at once never get in each other's way.
+
+    Args:
+        path: a run directory (already confined to the runs folder).
+    Returns:
+        (the run as saved, live).
+    Raises:
+        FileNotFoundError: no run there (deleted to make room, or never made).
+    """
+    run = Run(path)
+    saved = run.load()
+    live = False
+    if saved.meta.get("status") == "running" or not run.zip_path.is_file():
+        try:
+            lock = run.lock()
+        except RunBusy:  # its writer (or someone zipping it) is at work
+            live = saved.meta.get("status") == "running"
+        else:
+            try:
+                if not run.zip_path.is_file():
+                    _zip_if_room(path)
+                saved = run.load()
+            finally:
+                os.close(lock)
+    return saved, live

@@ -1,0 +1,89 @@
+"""Lessons: one click sets up a comparison that makes one of the paper's points, and the
+sentence of what to look for is written afterwards from the two runs' own verdicts.
+
+Each lesson is a pair of sides (`compare.Side`) and the names of what each side shows; none
+carries a conclusion. `lesson_sentence` reads the A/B verdict rows (`compare.pair_rows`) and
+says which metrics detect one side's damage and are fooled by the other's, whatever they turn
+out to be: the page never says in advance what a run will show.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..scores.catalog import metric_info
+from .pair import PairRow, Side
+
+STEPS = 6  # enough for the paper's first checkpoint (step 5)
+
+
+@dataclass(frozen=True)
+class Lesson:
+    title: str  # the button
+    a: Side
+    b: Side
+    a_shows: str  # what side A is, in a few words ("model-like static")
+    b_shows: str
+    about: str  # where the pair comes from (the paper, an audit), not what it will show
+
+
+LESSONS: dict[str, Lesson] = {
+    "static-vs-noise": Lesson(
+        "Model-like static vs white noise",
+        Side(options={"profile": "nano-banana-pro"}), Side(options={"profile": "white-noise"}),
+        "model-like static (Nano Banana Pro-like)", "white noise",
+        "The paper's explanation: classic metrics were fitted on textbook distortions such as "
+        "white noise, not on what an editor does."),
+    "as-is-vs-smoothed": Lesson(
+        "Start as it is vs smoothed",
+        Side(options={"profile": "nano-banana-pro"}),
+        Side(options={"profile": "nano-banana-pro"}, smoothed=True),
+        "the start as it is", "the start smoothed",
+        "Issue 43's audit: the paper's starts were smooth generated images, and a start's "
+        "smoothness can change a classic metric's verdict."),
+    "pro-vs-flux": Lesson(
+        "Pro-like static vs FLUX.2-like dots",
+        Side(options={"profile": "nano-banana-pro"}), Side(options={"profile": "scattered-dots"}),
+        "Nano Banana Pro-like static", "FLUX.2-like scattered dots",
+        "Two simulated generators' damage, each modelled on a description of the real one."),
+}
+
+
+def _subject(rows: Sequence[PairRow], singular: str, plural: str) -> str:
+    """"BRISQUE detects" / "BRISQUE and NIQE detect": the metrics' labels and the verb."""
+    labels = [metric_info(row.metric).label or row.metric for row in rows]
+    names = labels[0] if len(labels) == 1 else ", ".join(labels[:-1]) + " and " + labels[-1]
+    return f"{names} {singular if len(labels) == 1 else plural}"
+
+
+def lesson_sentence(a_shows: str, b_shows: str, rows: Sequence[PairRow]) -> str:
+    """What to look for, from the verdicts (the paper's test) of the quality metrics on both
+    sides: which detect one side and are fooled by the other, which detect or miss both.
+
+    Args:
+        a_shows, b_shows: what each side is, in a few words.
+        rows: the pair's verdict rows.
+    Returns:
+        One sentence; "" while no metric has a verdict on both sides yet.
+    """
+    groups: dict[tuple[bool, bool], list[PairRow]] = {}
+    for row in rows:
+        if (row.role == "metric" and row.a and row.b and row.a.detects is not None
+                and row.b.detects is not None):
+            groups.setdefault((row.a.detects, row.b.detects), []).append(row)
+    clauses = []
+    if found := groups.get((False, True)):
+        clauses.append(f"{_subject(found, 'detects', 'detect')} {b_shows} but "
+                       f"{'is' if len(found) == 1 else 'are'} fooled by {a_shows}")
+    if found := groups.get((True, False)):
+        clauses.append(f"{_subject(found, 'detects', 'detect')} {a_shows} but "
+                       f"{'is' if len(found) == 1 else 'are'} fooled by {b_shows}")
+    if found := groups.get((True, True)):
+        clauses.append(f"{_subject(found, 'detects', 'detect')} both")
+    if found := groups.get((False, False)):
+        clauses.append(f"{_subject(found, 'is', 'are')} fooled by both")
+    if not clauses:
+        return ""
+    return ("By the paper's test in these two runs, " + "; ".join(clauses)
+            + ": look at those curves, solid (A) against dashed (B).")

@@ -1,0 +1,423 @@
+"""Chains on the Hugging Face hub: `hf://datasets/OWNER/NAME[/PATH]`.
+
+Read through the real `huggingface_hub` client, so files land in its usual cache (HF_HOME) and
+only the files a chain needs are fetched. Three calls are used: the tree listing
+(`list_repo_tree`), file downloads (`hf_hub_download`), and, for parquet shards (the hub's
+usual image dataset, `shards.py`), HTTP range requests on a file's resolve URL, so only the
+footer, the image paths and the row groups holding a wanted frame are transferred.
+HF_ENDPOINT points them all at another server (the tests' `tests/fake_hub.py`); HF_HUB_OFFLINE=1
+turns the hub off. Sizes come from the listing and are checked before anything is downloaded:
+each file, and a replay's whole (`MAX_REPLAY_BYTES`, `replay_bytes` for the page's share).
+
+A dataset someone names is read anonymously (`token=False`): the environment's HF_TOKEN (a
+Space's secret) is sent only inside `operator_token()`, which the operator's own reads enter
+(`persist.py`'s BANANA_RUNS_REPO, `real_chains.py`'s dataset), so naming the owner's private
+repo gets a visitor "private or gated", never its files. Inside `pinned(commit)` every read
+is at that commit (`real_chains.py` reads Banana100 at the one commit it records). Files are
+kept in this engine's own folder under HF_HOME (`chains_cache`), apart from the models there,
+so the page can hold it to its share of the disk.
+The dataset card's `license:` line becomes a credit that goes with the frames (Banana100,
+arXiv 2604.03400, is CC BY-NC-SA 4.0).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import hashlib
+import io
+import os
+import re
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..common import error_line
+from .frames import (
+    ANIMATION_SUFFIXES,
+    ARCHIVE_SUFFIXES,
+    MAX_MEMBER_BYTES,
+    Frames,
+    frames_from_files,
+    frames_in_file,
+    is_image_name,
+    natural_key,
+)
+from .images import BadImage, BadSource
+from ..store.run import FRAMES, META_NAME
+from .shards import chain_rows, frames_in_rows, is_shard_name
+
+HUB_PATTERN = re.compile(r"hf://datasets/([A-Za-z0-9][\w.-]*/[\w.-]+)(?:/(.*))?")
+# A replayed chain (app, `score`) uses at most MAX_STEPS + 1 = 101 frames: fetch no more.
+MAX_REPLAY_FRAMES = 101
+MAX_CARD_BYTES = 1 << 20
+MAX_ARROW_BYTES = 2 * 2**30
+# All the files one replay downloads whole: 101 lossless 2K frames (~6 MB each) fit 3 times.
+MAX_REPLAY_BYTES = 2 * 2**30
+CACHE_FOLDER = "banana-space-chains"  # under HF_HOME: `files/` (downloads) and `rows/` (shards)
+LICENCES = {"cc-by-nc-sa-4.0": "CC BY-NC-SA 4.0", "cc-by-sa-4.0": "CC BY-SA 4.0",
+            "cc-by-nc-4.0": "CC BY-NC 4.0", "cc-by-4.0": "CC BY 4.0", "cc0-1.0": "CC0 1.0",
+            "mit": "MIT", "apache-2.0": "Apache 2.0"}
+
+
+@dataclass(frozen=True)
+class HubPath:
+    repo_id: str  # OWNER/NAME
+    path: str = ""  # inside the dataset; "" is its root
+
+    @property
+    def root(self) -> str:
+        return f"hf://datasets/{self.repo_id}"
+
+
+def parse_hub(source: str) -> HubPath:
+    match = HUB_PATTERN.fullmatch(source.strip())
+    path = (match.group(2) or "").strip("/") if match else ""
+    if not match or (path and any(p in ("", ".", "..") for p in path.split("/"))):
+        raise BadSource(f"{source!r} is not a hub dataset path: write "
+                        "hf://datasets/OWNER/NAME or hf://datasets/OWNER/NAME/PATH")
+    return HubPath(match.group(1), path)
+
+
+def _endpoint() -> str | None:
+    return os.environ.get("HF_ENDPOINT") or None
+
+
+_OPERATOR = contextvars.ContextVar("banana_hub_operator", default=False)
+
+
+@contextlib.contextmanager
+def operator_token() -> Iterator[None]:
+    """Within this block, and in this thread only (a thread started inside does not inherit
+    it), hub reads send the environment's token: for the operator's own repos alone."""
+    entered = _OPERATOR.set(True)
+    try:
+        yield
+    finally:
+        _OPERATOR.reset(entered)
+
+
+_PINNED = contextvars.ContextVar("banana_hub_pinned", default=None)
+
+
+@contextlib.contextmanager
+def pinned(commit: str) -> Iterator[None]:
+    """Within this block, and in this thread only, hub reads are at `commit`, so every file of
+    a dataset comes from the one commit that was recorded (`revision`); "" reads its main
+    branch, as outside."""
+    entered = _PINNED.set(commit or None)
+    try:
+        yield
+    finally:
+        _PINNED.reset(entered)
+
+
+def _revision() -> str | None:
+    """The commit hub reads are pinned to (`pinned`), or None: the main branch."""
+    return _PINNED.get()
+
+
+def _token() -> bool | None:
+    """What huggingface_hub is told to send: no token (False), or inside `operator_token`
+    whatever the environment holds (None)."""
+    return None if _OPERATOR.get() else False
+
+
+def chains_cache() -> Path:
+    """Where hub files and shard rows are kept (HF_HOME/banana-space-chains)."""
+    from huggingface_hub import constants
+
+    return Path(constants.HF_HOME) / CACHE_FOLDER
+
+
+def _failed(what: str, error: Exception) -> BadSource:
+    from huggingface_hub.errors import GatedRepoError, RepositoryNotFoundError
+
+    if "HF_HUB_OFFLINE" in str(error) or type(error).__name__ == "OfflineModeIsEnabled":
+        return BadSource(f"could not read {what}: this server is offline and cannot reach "
+                         "the Hugging Face hub. Download the chain elsewhere and upload it as "
+                         "a zip.")
+    if isinstance(error, GatedRepoError | RepositoryNotFoundError):
+        return BadSource(f"could not read {what}: the dataset does not exist, or it is "
+                         "private or gated. This server reads a dataset you name anonymously: "
+                         "only public datasets can be replayed.")
+    return BadSource(f"could not read {what} from the Hugging Face hub: "
+                     f"{error_line(error, limit=200)}")
+
+
+class NotOnHub(BadSource):
+    """The path is not in the dataset (the dataset itself exists)."""
+
+
+def list_files(hub: HubPath) -> list[tuple[str, int]]:
+    """Every file under `hub.path` (at any depth), as (path in the dataset, size in bytes)."""
+    from huggingface_hub import HfApi
+    from huggingface_hub.errors import EntryNotFoundError
+    from huggingface_hub.hf_api import RepoFile
+
+    try:
+        entries = HfApi(endpoint=_endpoint(), token=_token()).list_repo_tree(
+            hub.repo_id, path_in_repo=hub.path or None, repo_type="dataset", recursive=True,
+            revision=_revision())
+        return [(entry.path, entry.size) for entry in entries if isinstance(entry, RepoFile)]
+    except EntryNotFoundError as error:
+        raise NotOnHub(str(_failed(f"{hub.root}/{hub.path}", error))) from None
+    except Exception as error:  # offline, not found, refused: one clear message
+        raise _failed(f"{hub.root}/{hub.path}", error) from None
+
+
+class RemoteFile(io.RawIOBase):
+    """A file on the hub read by HTTP range requests (seekable, read-only), for pyarrow."""
+
+    def __init__(self, url: str, size: int, name: str, token: bool | None) -> None:
+        self.url, self.size, self.name, self.position = url, size, name, 0
+        self.token = token  # pyarrow reads from its own threads: the caller's, kept
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self.position
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        start = {io.SEEK_SET: 0, io.SEEK_CUR: self.position, io.SEEK_END: self.size}[whence]
+        self.position = max(0, start + offset)
+        return self.position
+
+    def readinto(self, buffer: Any) -> int:
+        from huggingface_hub.utils import build_hf_headers, hf_raise_for_status, http_backoff
+
+        end = min(self.position + len(buffer), self.size)
+        if end <= self.position:
+            return 0
+        headers = {**build_hf_headers(token=self.token),
+                   "Range": f"bytes={self.position}-{end - 1}"}
+        try:
+            answer = http_backoff("GET", self.url, headers=headers)
+            hf_raise_for_status(answer)
+        except Exception as error:  # offline, gone, refused: one clear message
+            raise _failed(self.name, error) from None
+        data = answer.content
+        if answer.status_code != 206 or len(data) != end - self.position:
+            raise BadSource(f"the hub did not answer a range request for {self.name}")
+        buffer[:len(data)] = data
+        self.position = end
+        return len(data)
+
+
+class HubShards:
+    """Parquet shards of one dataset read in ranges (arrow files are downloaded whole: they
+    cannot be read in pieces); rows extracted under HF_HOME, keyed by each shard's ETag."""
+
+    def __init__(self, repo_id: str) -> None:
+        self.repo_id = repo_id
+        self.token = _token()  # read later, maybe from pyarrow's threads: the maker's
+        self.revision = _revision()  # likewise
+        self._metadata: dict[str, Any] = {}
+
+    def _meta(self, shard: str) -> Any:
+        from huggingface_hub import get_hf_file_metadata, hf_hub_url
+
+        if shard not in self._metadata:
+            url = hf_hub_url(self.repo_id, shard, repo_type="dataset", endpoint=_endpoint(),
+                             revision=self.revision)
+            try:
+                self._metadata[shard] = (url, get_hf_file_metadata(url, token=self.token,
+                                                                   endpoint=_endpoint()))
+            except Exception as error:  # offline, not found, refused: one clear message
+                raise _failed(f"{shard} of {self.repo_id}", error) from None
+        return self._metadata[shard]
+
+    def open(self, shard: str) -> AbstractContextManager[Any]:
+        import pyarrow as pa
+
+        if not shard.lower().endswith(".parquet"):
+            size = self._meta(shard)[1].size or 0
+            if size > MAX_ARROW_BYTES:
+                raise BadImage(f"{shard} is {size / 2**20:,.0f} MB; an arrow shard is "
+                               f"downloaded whole, up to {MAX_ARROW_BYTES / 2**20:,.0f} MB")
+            return pa.memory_map(str(fetch(self.repo_id, [shard]) / shard))
+        url, meta = self._meta(shard)
+        # Unbuffered: pyarrow asks for the footer and whole column chunks, one range each, and
+        # a read-ahead would fetch the neighbouring images with every small `path` chunk.
+        return RemoteFile(url, meta.size or 0, f"{shard} of {self.repo_id}", self.token)
+
+    def cache(self, shard: str) -> Path:
+        version = self._meta(shard)[1].etag or ""
+        key = hashlib.sha1(f"{self.repo_id}|{shard}|{version}".encode()).hexdigest()[:20]
+        return chains_cache() / "rows" / key
+
+
+def fetch(repo_id: str, files: Sequence[str]) -> Path:
+    """Download `files` (or find them in the cache), with a token only inside
+    `operator_token`; returns the local folder that holds them at the same relative paths."""
+    from huggingface_hub import hf_hub_download
+
+    root = Path()
+    for name in files:
+        try:
+            local = Path(hf_hub_download(repo_id, name, repo_type="dataset",
+                                         cache_dir=chains_cache() / "files",
+                                         endpoint=_endpoint(), revision=_revision(),
+                                         token=_token()))
+        except Exception as error:  # offline, not found, refused: one clear message
+            raise _failed(f"{name} of {repo_id}", error) from None
+        root = local.parents[len(Path(name).parts) - 1]
+    return root
+
+
+def check_sizes(listing: Sequence[tuple[str, int]]) -> None:
+    """Refuse, from the listing's sizes, a file past the limit per file or a replay whose
+    files come to more than `MAX_REPLAY_BYTES` together."""
+    for name, size in listing:
+        if size > MAX_MEMBER_BYTES:
+            raise BadImage(f"{name} is {size / 2**20:,.0f} MB; the limit per file is "
+                           f"{MAX_MEMBER_BYTES / 2**20:,.0f} MB")
+    total = sum(size for _, size in listing)
+    if total > MAX_REPLAY_BYTES:
+        raise BadImage(f"the files to fetch come to {total / 2**20:,.0f} MB; the limit per "
+                       f"replay is {MAX_REPLAY_BYTES / 2**20:,.0f} MB")
+
+
+def replay_bytes(source: str) -> int:
+    """What replaying `source` downloads whole, from the tree listing alone (nothing is
+    fetched): the archive or animation it names, else the frames under it, else its arrow
+    shards (parquet shards are read by range, and only the row groups that hold a frame)."""
+    hub = parse_hub(source)
+    if Path(hub.path).suffix.lower() in ARCHIVE_SUFFIXES | ANIMATION_SUFFIXES | {".arrow"}:
+        return sum(size for name, size in _parent_listing(hub) if name == hub.path)
+    if is_shard_name(hub.path):
+        return 0
+    try:
+        listing = list_files(hub)
+    except NotOnHub:  # a chain in the rows of shards above it
+        return 0
+    images, _ = _frame_files(hub, listing)
+    return sum(size for name, size in images or listing
+               if images or name.lower().endswith(".arrow"))
+
+
+def _parent_listing(hub: HubPath) -> list[tuple[str, int]]:
+    return list_files(HubPath(hub.repo_id, str(Path(hub.path).parent).strip(".")))
+
+
+def _frame_files(hub: HubPath, listing: list[tuple[str, int]]
+                 ) -> tuple[list[tuple[str, int]], list[str]]:
+    """The frame files a replay of the folder `hub` reads from its listing (a run directory's
+    frames only; at most the first 101), and a note where some were left out."""
+    prefix = f"{hub.path}/" if hub.path else ""
+    if any(name == f"{prefix}{META_NAME}" for name, _ in listing):  # one of our runs
+        listing = [(n, s) for n, s in listing if n.startswith(f"{prefix}{FRAMES}/")]
+    images = sorted(((n, s) for n, s in listing if is_image_name(n)
+                     and not any(p.startswith(".") for p in n.split("/"))),
+                    key=lambda item: natural_key(item[0]))
+    return _at_most_replayed(images)
+
+
+def open_hub_frames(source: str) -> Frames:
+    """One chain on the hub: an archive or animation, one of our run directories, the images
+    under a folder, or a chain among the rows of parquet/arrow shards; the credit is the last
+    note."""
+    hub = parse_hub(source)
+    suffix = Path(hub.path).suffix.lower()
+    if suffix in ARCHIVE_SUFFIXES | ANIMATION_SUFFIXES:
+        listing = [(n, s) for n, s in _parent_listing(hub) if n == hub.path]
+        if not listing:
+            raise BadSource(f"{source} was not found on the hub")
+        check_sizes(listing)
+        frames = frames_in_file(fetch(hub.repo_id, [hub.path]) / hub.path)
+    elif is_shard_name(hub.path):  # the chain(s) in one shard
+        frames = _chain_in_shards(hub, source, [(hub.path, 0)])
+    else:
+        frames = _hub_folder(hub, source)
+    frames.notes.append(credit(hub.repo_id))
+    return frames
+
+
+def _hub_folder(hub: HubPath, source: str) -> Frames:
+    try:
+        listing = list_files(hub)
+    except NotOnHub:  # a chain inside shards: its folder exists only in the rows' paths
+        return _chain_in_shards(hub, source)
+    images, notes = _frame_files(hub, listing)
+    if not images and any(is_shard_name(n) for n, _ in listing):
+        return _chain_in_shards(hub, source, listing)
+    if not images:
+        raise BadImage(f"no images under {source}")
+    check_sizes(images)
+    names = [n for n, _ in images]
+    frames = frames_from_files(fetch(hub.repo_id, names), names, source)
+    frames.notes.extend(notes)
+    return frames
+
+
+def _at_most_replayed(files: list[Any]) -> tuple[list[Any], list[str]]:
+    if len(files) <= MAX_REPLAY_FRAMES:
+        return files, []
+    return files[:MAX_REPLAY_FRAMES], [
+        f"only the first {MAX_REPLAY_FRAMES} of {len(files)} frames were used"]
+
+
+def _chain_in_shards(hub: HubPath, source: str,
+                     listing: Sequence[tuple[str, int]] | None = None) -> Frames:
+    """The chain `source` names among the rows of the shards under it, or of the nearest
+    folder above it that exists: `hf://datasets/OWNER/NAME/chain_07` is the rows whose paths
+    lie in `chain_07/`, as `table` names that chain."""
+    folder = hub.path
+    while listing is None:
+        folder = str(Path(folder).parent).strip(".")
+        try:
+            listing = list_files(HubPath(hub.repo_id, folder))
+        except NotOnHub:
+            if not folder:
+                raise
+    names = (hub.path, hub.path[len(folder):].strip("/")) if hub.path != folder else ()
+    shards = HubShards(hub.repo_id)
+    refs, notes = _at_most_replayed(chain_rows(listing, shards, source, names))
+    frames = frames_in_rows(refs, shards, source)
+    frames.notes.extend(notes)
+    return frames
+
+
+def card_licence(card: str) -> str:
+    """The `license:` of a dataset card's YAML header, by its common name where known."""
+    header = card.split("---", 2)[1] if card.startswith("---") and card.count("---") >= 2 else ""
+    for line in header.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "license" and value.strip():
+            licence = value.strip().strip("'\"")
+            return LICENCES.get(licence.lower(), licence)
+    return "not stated on its dataset card"
+
+
+def revision(repo_id: str) -> str:
+    """The commit the dataset's main branch points at now (as its card's download reports
+    it), to read it at (`pinned`) and keep with what was read; "" where the hub does not
+    say."""
+    from huggingface_hub import get_hf_file_metadata, hf_hub_url
+
+    try:
+        url = hf_hub_url(repo_id, "README.md", repo_type="dataset", endpoint=_endpoint())
+        return get_hf_file_metadata(url, token=_token(), endpoint=_endpoint()).commit_hash or ""
+    except Exception:  # no card, or the hub does not say: the revision is then not known
+        return ""
+
+
+def credit(repo_id: str) -> str:
+    """One plain-text line naming the dataset and its licence, for the frames' notes."""
+    from huggingface_hub import hf_hub_download
+
+    try:
+        card = Path(hf_hub_download(repo_id, "README.md", repo_type="dataset",
+                                    cache_dir=chains_cache() / "files", endpoint=_endpoint(),
+                                    revision=_revision(), token=_token()))
+        licence = card_licence(card.read_bytes()[:MAX_CARD_BYTES].decode(errors="replace"))
+    except Exception:  # a dataset without a card still plays; its licence is then unknown
+        licence = "unknown (no dataset card)"
+    return (f"frames from the dataset {repo_id} on the Hugging Face hub "
+            f"(huggingface.co/datasets/{repo_id}); licence: {licence}")

@@ -1,0 +1,110 @@
+"""Which files make a chain: the rule, on a plain list of (path, size), and where a chain lies.
+
+A chain is a directory of at least 2 frames, one archive (a zip), a lone animated GIF/WebP in
+its folder, or one of our run directories (its `frames/`). Because the rule reads a listing,
+not a disk, a local folder, the rows of parquet/arrow shards (each image row is a file at its
+`path`, `shards.py`) and a dataset on the hub (listed by the hub's tree call) are read the same
+way, and only the files a chain needs are ever fetched. `table.discover` finds the chains of a
+source with it; `sources.open_chain` opens one.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import PurePosixPath
+from typing import NamedTuple
+
+from .frames import ANIMATION_SUFFIXES, ARCHIVE_SUFFIXES, is_image_name, natural_key
+from ..store.run import FRAMES, META_NAME
+
+Listing = Sequence[tuple[str, int]]  # (path relative to the source's root, size in bytes)
+
+
+class ChainFormat(StrEnum):
+    """What holds a chain's frames; its value is the word `table.found_text` and messages print."""
+
+    FOLDER = "folder"  # image files (a run directory's frames/ too)
+    ROWS = "rows"  # rows of parquet/arrow shards (SHARD#ROW)
+    ZIP = "zip"  # one archive of frames
+    ANIMATION = "animation"  # one animated GIF/WebP
+
+
+class FoundChain(NamedTuple):
+    """One chain in a listing."""
+
+    path: str  # the chain's folder, or its one file, relative to the listing's root
+    kind: ChainFormat
+    files: tuple[str, ...]  # the frames in order, or the one archive or animation
+    size: int  # bytes
+
+
+@dataclass(frozen=True)
+class ChainRef:
+    """Where one chain lies; small and picklable, so any worker on any machine can open it."""
+
+    name: str  # unique and readable: the source's name, then the chain's path in it
+    root: str  # a local folder, or "hf://datasets/OWNER/NAME"
+    kind: ChainFormat
+    files: tuple[str, ...]  # relative to root: the frames, the one archive, or rows (SHARD#ROW)
+    size: int  # bytes
+    # Each file's path in the listing (a row's `path`, a file's own), where its name may say
+    # something (a step number, `layout.py`); () where not kept.
+    paths: tuple[str, ...] = ()
+
+    @property
+    def frames_known(self) -> int | None:
+        """How many frames, where the listing says (a folder's); None for an archive."""
+        known = self.kind in (ChainFormat.FOLDER, ChainFormat.ROWS)
+        return len(self.files) if known else None
+
+
+def chains_in(listing: Listing) -> list[FoundChain]:
+    """Every chain in a listing, in natural order.
+
+    Args:
+        listing: (path, size) of every file under one root; hidden paths are passed over.
+
+    Returns:
+        One `FoundChain` per chain: a folder of 2+ frames, a run directory's frames, a lone
+        animation in its folder, or each zip.
+    """
+    sizes = {path: size for path, size in listing
+             if not any(p.startswith(".") or p == "__MACOSX" for p in path.split("/"))}
+    by_dir: dict[str, list[str]] = defaultdict(list)
+    for path in sizes:
+        posix = PurePosixPath(path)
+        by_dir[str(posix.parent).strip(".")].append(path)
+    runs = {folder for folder, files in by_dir.items()
+            if any(PurePosixPath(f).name == META_NAME for f in files)}
+    chains = []
+    for folder in sorted(by_dir, key=natural_key):
+        if any(_inside(folder, run) for run in runs):
+            continue
+        images = sorted((f for f in by_dir[folder] if is_image_name(f)), key=natural_key)
+        if folder in runs:
+            frames = sorted((f for f in by_dir.get(_join(folder, FRAMES), [])
+                             if is_image_name(f)), key=natural_key)
+            chains.append(FoundChain(folder, ChainFormat.FOLDER, tuple(frames),
+                                     sum(sizes[f] for f in frames)))
+            continue
+        if len(images) >= 2:
+            chains.append(FoundChain(folder, ChainFormat.FOLDER, tuple(images),
+                                     sum(sizes[f] for f in images)))
+        elif len(images) == 1 and PurePosixPath(images[0]).suffix.lower() in ANIMATION_SUFFIXES:
+            chains.append(FoundChain(images[0], ChainFormat.ANIMATION, (images[0],),
+                                     sizes[images[0]]))
+        chains += [FoundChain(f, ChainFormat.ZIP, (f,), sizes[f])
+                   for f in sorted(by_dir[folder], key=natural_key)
+                   if PurePosixPath(f).suffix.lower() in ARCHIVE_SUFFIXES]
+    return chains
+
+
+def _join(folder: str, name: str) -> str:
+    return f"{folder}/{name}" if folder else name
+
+
+def _inside(folder: str, run: str) -> bool:
+    return folder != run and (run == "" or folder.startswith(run + "/"))

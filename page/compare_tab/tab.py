@@ -1,0 +1,348 @@
+"""The Compare tab: one upload, two settings, two chains side by side
+(`banana_space.compare.pair`, run as `page.compare_tab.pair` runs a pair), the lessons that set up a pair in one
+click (`banana_space.compare.lessons`) and the "Why is it fooled?" panel (`banana_space.compare.why`); the
+`compare_chains` tool (`page.compare_tab.pair`) is registered here.
+
+Both chains run under the tab's one stop flag (Stop stops both). A
+comparison's link is `?compare=<run A's id>`: it reopens both sides from run A's
+`compare.json`, read-only, for anyone who has it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import gradio as gr
+
+from banana_space.verdict.analysis import Verdict
+from banana_space.backends import REGISTRY as BACKENDS
+from banana_space.backends.simulate import PROFILES
+from banana_space.scores.catalog import CPU_DEFAULTS, visitor_metrics
+from banana_space.compare.pair import (
+    SMOOTH_SIGMA,
+    Side,
+    SideFailed,
+    last_checkpoint,
+    pair_rows,
+    read_record,
+)
+from banana_space.compare.plots import alpha_figure, mscn_figure, pair_figure
+from banana_space.sources.images import load_image
+from banana_space.compare.lessons import LESSONS, STEPS, lesson_sentence
+from banana_space.markup import escape_markdown
+from banana_space.prompts import DEFAULT_PROMPT
+from banana_space.store.run import Run
+from banana_space.chain.runs import open_saved
+from banana_space.chain.spec import MAX_STEPS
+from banana_space.view import RunView
+from banana_space.compare.why import WHY_LABEL, read_saved_frame, why_sentence
+from page import runner
+from page.door import guard
+from page.door.access import (
+    REFUSALS,
+    brought_back,
+    received,
+    refusal,
+    visitor_metric_names,
+    whole_number,
+)
+from page.run_tab.handlers import stop_run
+from page.run_tab.outputs import plot_data, strip_html
+from page.compare_tab.pair import compare_chains, side_of
+from page.settings import SETTINGS
+from page.style import SHARE_CSS, SHARE_HTML, SHARE_JS, STRIP_CSS, STRIP_JS
+
+PAIR_HEADERS = ["score", "A: verdict", "A: Δ at its last checkpoint", "B: verdict",
+                "B: Δ at its last checkpoint"]
+NOT_YET = "The answer appears here once both runs have their first checkpoint."
+
+
+class CompareOutputs(NamedTuple):
+    """The Compare tab's outputs, in the order gradio sends them."""
+
+    status: Any
+    lesson: Any
+    step: Any
+    frame_a: Any
+    frame_b: Any
+    strip_a: Any
+    strip_b: Any
+    plot: Any
+    verdict: Any
+    share: Any
+    download: Any
+    compare_id: Any
+    why_text: Any
+    why_mscn: Any
+    why_alpha: Any
+
+
+# ---- what the tab shows -------------------------------------------------------------------------
+
+def verdict_table(views: dict[str, RunView]) -> list[list[str]]:
+    """The A/B verdict table: each score's verdict by the paper's test and its Δ at the last
+    checkpoint the run reached, on both sides."""
+    rows = pair_rows(views["A"].history, views["B"].history if "B" in views else None)
+
+    def cells(row: Any) -> list[str]:
+        if row is None:
+            return ["—", "—"]
+        delta = last_checkpoint(row)
+        return [Verdict(row.detects).on_page(used=row.checkpoints_used),
+                "" if math.isnan(delta) else f"{delta:+.3g}"]
+
+    return [[row.metric, *cells(row.a), *cells(row.b)] for row in rows]
+
+
+def _frame(view: RunView | None, step: int) -> Any:
+    path = view.frame_path(min(step, view.last_step)) if view and view.last_step >= 0 else None
+    return path if path and Path(path).is_file() else None
+
+
+def why_panel(views: dict[str, RunView], step: int) -> tuple[str, Any, Any]:
+    """The "Why is it fooled?" panel at `step`: the sentence, the MSCN histograms (side A's
+    input, step 1 and step i, and B's step i) and α per step on both sides."""
+    last = min(v.last_step for v in views.values())
+    if last < 1 or any(v.ended is None for v in views.values()):
+        return "The MSCN reading appears once both runs have ended.", None, None
+    step = max(1, min(step, last))
+    alphas = {side: [read_saved_frame(view.frame_path(s)).alpha
+                     for s in range(view.last_step + 1)] for side, view in views.items()}
+    readings = {"input": read_saved_frame(views["A"].frame_path(0)),
+                "A step 1": read_saved_frame(views["A"].frame_path(1)),
+                f"A step {step}": read_saved_frame(views["A"].frame_path(step))}
+    if "B" in views:
+        readings = {**dict(list(readings.items())[:2]),
+                    f"A step {step}": readings[f"A step {step}"],
+                    f"B step {step}": read_saved_frame(views["B"].frame_path(step))}
+    sentences = [f"**{side}:** {why_sentence(values, min(step, len(values) - 1))}"
+                 for side, values in alphas.items()]
+    text = "\n\n".join([*sentences, f"*{WHY_LABEL}*"])
+    return (text, plot_data(mscn_figure(readings, f"MSCN coefficients at step {step} "
+                                                  "against the fitted generalised Gaussian")),
+            plot_data(alpha_figure(alphas, step)))
+
+
+def screen(views: dict[str, RunView], step: int | None, record: dict[str, Any],
+           stopping: bool = False, with_why: bool = True) -> CompareOutputs:
+    """Both sides as the tab shows them, at `step` (None: the newest both have)."""
+    newest = max(v.last_step for v in views.values())
+    step = max(0, newest if step is None else min(step, newest))
+    lines = [f"**{side}** ({Side(**_side(record, side)).label()}): {views[side].status()}"
+             if side in views else f"**{side}** ❌ failed to start: "
+                                    f"{escape_markdown(record['failed'].get(side, ''))}"
+             for side in ("A", "B")]
+    if stopping:
+        lines.insert(0, "⏹ **Stopping both…** (the frames made so far are kept)")
+    lesson = LESSONS.get(record.get("lesson") or "")
+    sentence = ""
+    if lesson and "B" in views:
+        sentence = lesson_sentence(lesson.a_shows, lesson.b_shows,
+                                   pair_rows(views["A"].history, views["B"].history))
+    lesson_text = (f"**{lesson.title}.** {lesson.about}\n\n{sentence or NOT_YET}"
+                   if lesson else "")
+    run_a = Run(views["A"].run_dir) if views["A"].run_dir else None
+    done = all(v.ended is not None for v in views.values())
+    zipped = run_a is not None and done and run_a.compare_zip_path.is_file()
+    why = why_panel(views, step) if with_why else (gr.skip(),) * 3
+    return CompareOutputs(
+        status="\n\n".join(lines), lesson=lesson_text,
+        step=gr.update(maximum=max(1, newest), value=step),
+        frame_a=_frame(views.get("A"), step), frame_b=_frame(views.get("B"), step),
+        strip_a=strip_html(views["A"].screen().strip),
+        strip_b=strip_html(views["B"].screen().strip) if "B" in views else "",
+        plot=plot_data(pair_figure(views["A"].history,
+                                   views["B"].history if "B" in views else None, step)),
+        verdict=verdict_table(views),
+        share=f"?compare={run_a.id}" if run_a else "",
+        download=gr.update(value=str(run_a.compare_zip_path) if zipped else None,
+                           visible=zipped),
+        compare_id=run_a.id if run_a else None,
+        why_text=why[0], why_mscn=why[1], why_alpha=why[2])
+
+
+def _side(record: dict[str, Any], side: str) -> dict[str, Any]:
+    return record["sides"][side]
+
+
+def run_compare(upload: str | None, steps: float, metrics: list[str], lesson: str,
+                a_generator: str, a_profile: str, a_smoothed: bool, a_prompt: str, a_seed: float,
+                b_generator: str, b_profile: str, b_smoothed: bool, b_prompt: str, b_seed: float,
+                request: gr.Request) -> Iterator[CompareOutputs]:
+    """Start both chains from the upload and stream both sides as they come (the side fields
+    in `page.compare_tab.pair.SIDE_FIELDS`' order: gradio hands a request only to a named parameter)."""
+    if not upload:
+        raise gr.Error("Upload an image first (or keep the example).")
+    side_a = side_of(a_generator, a_profile, a_smoothed, a_prompt, a_seed, "A")
+    side_b = side_of(b_generator, b_profile, b_smoothed, b_prompt, b_seed, "B")
+    steps, chosen = whole_number(steps, "Steps"), visitor_metric_names(metrics)
+    try:
+        loaded = load_image(received(upload))
+    except REFUSALS as error:
+        raise refusal(error) from None
+    record = {"sides": {"A": side_a.public(), "B": side_b.public()}, "failed": {},
+              "lesson": lesson or None}
+    views = {"A": RunView(), "B": RunView()}
+    with runner.start_pair(request, loaded, steps, side_a, side_b, chosen,
+                           lesson=lesson or None) as chain:
+        for event in chain.events:
+            if isinstance(event, SideFailed):
+                record["failed"][event.side] = event.reason
+                views.pop(event.side, None)
+                continue
+            views[event.side].apply(event.event)
+            yield screen(views, None, record, chain.stop.is_set(), with_why=False)
+    yield screen(views, None, record)
+
+
+def reopen(run_id: str, step: float | None = None) -> CompareOutputs:
+    """Both sides of the comparison whose run A is `run_id`, as saved (anyone may look)."""
+    run_a = brought_back(run_id)
+    record = read_record(run_a)
+    if record is None:
+        raise gr.Error("That run is not part of a comparison.")
+    views = {}
+    for side in ("A", "B"):
+        if record[side.lower()]:
+            try:
+                saved, _ = open_saved(brought_back(record[side.lower()]).path)
+            except FileNotFoundError:
+                raise gr.Error("That comparison was deleted (old runs are removed to make "
+                               "room).") from None
+            views[side] = RunView.from_saved(saved)
+    chosen = None if step is None else whole_number(step, "The step")
+    return screen(views, chosen, record)
+
+
+def open_compare_link(request: gr.Request) -> tuple[Any, ...]:
+    """`?compare=<id>` opens that comparison in the Compare tab."""
+    run_id = request.query_params.get("compare")
+    if not run_id:
+        return (gr.skip(), *CompareOutputs(*[gr.skip()] * len(CompareOutputs._fields)))
+    return (gr.Tabs(selected="compare"), *reopen(run_id))
+
+
+def set_lesson(key: str) -> list[Any]:
+    """A lesson's pair in the form: both sides, its steps, and the lesson's key."""
+    lesson = LESSONS[key]
+    values = []
+    for side in (lesson.a, lesson.b):
+        values += [side.backend, side.options.get("profile", ""), side.smoothed, side.prompt,
+                   side.seed]
+    return [key, STEPS, *values]
+
+
+def show_step(run_id: str | None, step: float) -> CompareOutputs:
+    if not run_id:
+        return CompareOutputs(*[gr.skip()] * len(CompareOutputs._fields))
+    return reopen(run_id, step)
+
+
+# ---- the tab ------------------------------------------------------------------------------------
+
+def _side_controls(name: str) -> list[Any]:
+    simulate = [(p.label, key) for key, p in PROFILES.items()]
+    with gr.Column(min_width=260):
+        gr.Markdown(f"**Side {name}** ({'solid' if name == 'A' else 'dashed'} curves)")
+        controls = [
+            gr.Dropdown([(e.info.label, n) for n, e in BACKENDS.items()
+                         if not e.info.plays_recording], value="simulate", label="Generator",
+                        elem_id=f"compare-{name.lower()}-generator"),
+            gr.Dropdown(simulate, value="nano-banana-pro" if name == "A" else "white-noise",
+                        label="Profile (simulated)", elem_id=f"compare-{name.lower()}-profile"),
+            gr.Checkbox(False, label=f"Smooth the start (Gaussian, σ {SMOOTH_SIGMA} px)",
+                        elem_id=f"compare-{name.lower()}-smoothed"),
+            gr.Textbox(DEFAULT_PROMPT, label="Prompt", lines=2),
+            gr.Number(0, precision=0, label="Seed")]
+    return controls
+
+
+def build(demo: gr.Blocks, default_upload: str, tabs: gr.Tabs) -> None:
+    """The Compare tab: its layout and its wiring, inside the page's `tabs` (a link
+    `?compare=<id>` selects it)."""
+    with gr.Tab("Compare two settings", id="compare", elem_id="compare-tab"):
+        gr.Markdown("One picture, two settings, two chains side by side. Pick a **lesson** "
+                    "(one click sets up the pair and runs it), or set A and B yourself.")
+        with gr.Row():
+            lesson_buttons = {key: gr.Button(lesson.title, size="sm",
+                                              elem_id=f"lesson-{key}")
+                              for key, lesson in LESSONS.items()}
+        lesson = gr.Textbox(visible=False)
+        with gr.Row(equal_height=False):
+            upload = gr.File(default_upload, label="Picture", type="filepath",
+                             file_types=["image"], height=110, elem_id="compare-upload")
+            steps = gr.Slider(1, MAX_STEPS, value=STEPS, step=1, label="Steps (each chain)",
+                              elem_id="compare-steps", buttons=[])
+            offered = visitor_metrics(SETTINGS.visitor_metrics)
+            metrics = gr.Dropdown(offered, value=list(CPU_DEFAULTS), multiselect=True,
+                                  label="Metrics (both sides)")
+        with gr.Row(equal_height=False):
+            fields = _side_controls("A") + _side_controls("B")
+        with gr.Row():
+            go = gr.Button("Compare", variant="primary", elem_id="compare-run")
+            stop = gr.Button("Stop both", variant="stop", elem_id="compare-stop")
+        status = gr.Markdown(elem_id="compare-status")
+        lesson_text = gr.Markdown(elem_id="compare-lesson")
+        step = gr.Slider(0, 1, value=0, step=1, label="Step shown on both sides",
+                         elem_id="compare-pair-step", buttons=[])
+        with gr.Row():
+            frame_a = gr.Image(label="A at this step", interactive=False, height=260,
+                               elem_id="compare-frame-a", buttons=[])
+            frame_b = gr.Image(label="B at this step", interactive=False, height=260,
+                               elem_id="compare-frame-b", buttons=[])
+        strips = [gr.HTML("", label=f"All frames of {name}", show_label=True, container=True,
+                          elem_id=f"compare-strip-{name.lower()}",
+                          html_template='<div class="strip">${value}</div>',
+                          css_template=STRIP_CSS, js_on_load=STRIP_JS) for name in "AB"]
+        plot = gr.Plot(show_label=False, elem_id="compare-plot")
+        verdict = gr.Dataframe(headers=PAIR_HEADERS, label="A/B: does each score detect it? "
+                               "(the paper's test)", interactive=False, wrap=True,
+                               elem_id="compare-verdict", buttons=[])
+        share = gr.HTML("", elem_id="compare-share", html_template=SHARE_HTML,
+                        css_template=SHARE_CSS, js_on_load=SHARE_JS)
+        download = gr.File(label="Download the comparison (both runs + the A/B table)",
+                           elem_id="compare-download", height=60, visible=False)
+        compare_id = gr.Textbox(visible=False)
+        with gr.Accordion("Why is it fooled? (BRISQUE and NIQE's view)", open=True,
+                          elem_id="why"):
+            why_text = gr.Markdown(elem_id="why-text")
+            with gr.Row():
+                why_mscn = gr.Plot(show_label=False, elem_id="why-mscn")
+                why_alpha = gr.Plot(show_label=False, elem_id="why-alpha")
+        # the API's own inputs, never shown
+        with gr.Column(visible=False):
+            api_image = gr.File(label="image", type="filepath")
+            api_steps = gr.Number(6, label="steps")
+            api_a = gr.Textbox("", label="a")
+            api_b = gr.Textbox("", label="b")
+            api_metrics = gr.Textbox("", label="metrics")
+            api_token = gr.Textbox("", label="token", type="password")
+            api_answer = gr.Textbox(label="answer (JSON)")
+            api_only = gr.Button("API")
+
+    outputs = list(CompareOutputs(status, lesson_text, step, frame_a, frame_b, *strips, plot,
+                                  verdict, share, download, compare_id, why_text, why_mscn,
+                                  why_alpha))
+    plumbing = {"api_visibility": "private"}
+    chains = {"concurrency_id": guard.CHAIN_GROUP, "concurrency_limit": 4,
+              "show_progress": "hidden"}
+    inputs = [upload, steps, metrics, lesson, *fields]
+    go.click(run_compare, inputs, outputs, **plumbing, **chains)
+    for key, button in lesson_buttons.items():
+        button.click(lambda key=key: set_lesson(key), None, [lesson, steps, *fields],
+                     **plumbing).then(run_compare, inputs, outputs, **plumbing, **chains)
+    for control in fields:  # a pair set by hand is no lesson
+        control.input(lambda: "", None, lesson, **plumbing)
+    stop.click(_stop, None, status, concurrency_limit=None, **plumbing)
+    step.release(show_step, [compare_id, step], outputs, show_progress="hidden", **plumbing)
+    demo.load(open_compare_link, None, [tabs, *outputs], **plumbing)
+    api_only.click(compare_chains, [api_image, api_steps, api_a, api_b, api_metrics, api_token],
+                   api_answer, api_name="compare_chains", **chains)
+
+
+def _stop(request: gr.Request) -> Any:
+    """Stop both chains of this tab's comparison (they share the tab's one flag)."""
+    return stop_run("", request)

@@ -1,0 +1,174 @@
+"""Who may do what, for the page's handlers and the API's tools alike: every refusal as a
+`gr.Error` a visitor may read, a run id confined to the runs folder, a file argument that
+gradio itself received, one chain per browser tab, and a new run marked with its owner.
+
+Everything a visitor sends is untrusted: a run is named only by a run id, resolved inside the
+runs folder (`banana_space.store.runids`); a file argument is a file gradio received (`guard.py`);
+each browser tab has at most one chain in flight, with a stop flag that exists from the moment
+the request arrives; an API or MCP chain is stopped by the token its caller gave it; every
+refusal is a `gr.Error` whose text is escaped (toasts render HTML) and holds no server path.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import tempfile
+import threading
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+
+from banana_space.backends import BackendUnavailable
+from banana_space.scores.catalog import (
+    CPU_DEFAULTS,
+    check_visitor_metrics,
+    parse_metric_names,
+    visitor_metrics,
+)
+from banana_space.events import Event, Started
+from banana_space.sources.images import BadImage
+from banana_space.markup import without_paths
+from banana_space.chain.persist import restore
+from banana_space.store.run import Run, RunBusy
+from banana_space.store.runids import BadRunId, open_run, run_path
+from page.door import guard
+from page.door.identity import Visitor
+from page.settings import RECORDED, REPO, SETTINGS
+
+ALREADY_RUNNING = ("A chain is already running for you: press Stop (or wait for it to end) "
+                   "before starting another.")
+# Errors the engine raises for bad input or a run that cannot go ahead: shown, never a crash.
+REFUSALS = (BadImage, BadRunId, ValueError, BackendUnavailable, FileExistsError,
+            FileNotFoundError, RunBusy, guard.Refused)
+
+
+def public_text(text: str) -> str:
+    """`text` without this server's paths: a file under the upload cache, the runs folder or
+    the app keeps only its name (a toast is no place for /tmp/gradio/<hash>/…)."""
+    roots = {str(SETTINGS.runs_root), str(REPO), tempfile.gettempdir(), str(SETTINGS.uploads)}
+    for root in sorted(roots, key=len, reverse=True):
+        text = re.sub(re.escape(root) + r"(?:/[^/\s'\"]+)*/([^/\s'\"]+)", r"\1", text)
+    return text
+
+
+class Refusal(gr.Error):
+    """A `gr.Error` that is this app's answer to a visitor (bad input, a cap reached), never a
+    fault: gradio prints no traceback for it (gradio prints one, ~40 lines, for every other
+    `gr.Error`, so one visitor's refusals would flood the log). Every refusal is one."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, print_exception=False)
+
+
+def refusal(error: Exception) -> Refusal:
+    """The error a visitor sees: no server path, no markup, and no traceback in the log."""
+    return Refusal(html.escape(without_paths(public_text(str(error))), quote=False))
+
+
+def visitor_metric_names(names: str | Sequence[str] | None,
+                         blank: Sequence[str] = CPU_DEFAULTS) -> list[str]:
+    """A visitor's metric list (the page, the API, MCP), read as `parse_metric_names` reads
+    it and held to the metrics this server offers visitors (`catalog.visitor_metrics`, widened
+    by BANANA_VISITOR_METRICS), or a `gr.Error` listing them: before anything is built."""
+    try:
+        chosen = parse_metric_names(names, blank)
+        check_visitor_metrics(chosen, visitor_metrics(SETTINGS.visitor_metrics))
+    except ValueError as error:
+        raise refusal(error) from None
+    return chosen
+
+
+def mine(run: Run, visitor: Visitor) -> Run:
+    """`run` if `visitor` made it, else a refusal: only its maker resumes (rewrites) a run;
+    anyone else opens it by its link, read-only."""
+    if not guard.owns(visitor, run):
+        raise Refusal("Only the visitor who started this run can resume it (a link opens a "
+                      "run read-only); press Run to make a chain of your own.")
+    return run
+
+
+def tab_of(request: gr.Request) -> str:
+    """Which browser tab is asking (gradio's session), for the page's one chain per tab. API
+    and MCP chains have no such slot (`guard.claim_token`): gradio's MCP server sends every
+    MCP call through one client, so a session would be every MCP client's at once."""
+    return request.session_hash or "anonymous"
+
+
+def received(path: Any) -> str:
+    """A file argument as a path gradio received, or a clear `gr.Error` (`guard.received_file`)."""
+    try:
+        return guard.received_file(path)
+    except guard.Refused as error:
+        raise refusal(error) from None
+
+
+def claim(tab: str) -> threading.Event:
+    """The stop flag of `tab`'s new chain (`guard.STOP_FLAGS`); a second chain while one is
+    in flight is refused."""
+    flag = guard.STOP_FLAGS.claim(guard.tab_key(tab), alone=True)
+    if flag is None:
+        raise Refusal(ALREADY_RUNNING)
+    return flag
+
+
+def release(tab: str, flag: threading.Event) -> None:
+    guard.STOP_FLAGS.release(guard.tab_key(tab), flag)
+
+
+def running_for(tab: str) -> threading.Event | None:
+    """The stop flag of `tab`'s chain in flight, if any."""
+    flags = guard.STOP_FLAGS.of(guard.tab_key(tab))
+    return flags[0] if flags else None
+
+
+def confined(run_id: Any) -> Run:
+    """A visitor's run id as a run inside the runs folder, or a clear `gr.Error`. It only
+    looks: a run that is not on disk stays missing (`brought_back` fetches one)."""
+    try:
+        return open_run(SETTINGS.runs_root, run_id)
+    except BadRunId as error:
+        raise refusal(error) from None
+
+
+def brought_back(run_id: Any) -> Run:
+    """`confined`, once the run is brought back where a restart wiped it (a bundled recording
+    copied in, or the run kept on the hub fetched: `persist.restore`): for a run opened or
+    resumed by its id or link, never for a lookup while it is on screen."""
+    try:
+        if restore(SETTINGS.runs_root, run_id, RECORDED, max_bytes=SETTINGS.runs_bytes):
+            guard.restored(run_path(SETTINGS.runs_root, run_id))  # within retention
+    except BadRunId as error:
+        raise refusal(error) from None
+    return confined(run_id)
+
+
+def whole_number(value: Any, what: str) -> int:
+    """A whole number from a form field (which sends 2.5 as readily as 2), or a `gr.Error`;
+    never `true` (Python's bool is an int)."""
+    if isinstance(value, bool):
+        raise gr.Error(f"{what} must be a whole number, not true or false.")
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise Refusal(f"{what} must be a whole number.") from None
+    if not number.is_integer():
+        raise Refusal(f"{what} must be a whole number, not {number:g}.")
+    return int(number)
+
+
+def owned(events: Iterator[Event], visitor: Visitor) -> Iterator[Event]:
+    """A new run's events, its owner recorded (and old runs pruned, `guard.started`) once its
+    first event is on disk: the one place the page and the API do this. Closing this closes
+    the run's events at once (a visitor who goes away stops the chain)."""
+    try:
+        for event in events:
+            if isinstance(event, Started):
+                guard.started(Path(event.run_dir), visitor)
+            yield event
+    finally:
+        close = getattr(events, "close", None)
+        if close is not None:
+            close()

@@ -1,0 +1,222 @@
+"""Who a request comes from (issue 42): a browser, an account, or an API caller's token; and the
+address its connection came from, for the per-address ceilings only (`guard.py`).
+
+A visitor is never an address: in a lecture hall 30 browsers share one.
+- **A browser** holds a random secret of 128 bits in an HttpOnly cookie (`COOKIE`), minted by
+  `BrowserCookie` on any answer to a client that sent none (the page, and gradio_client's
+  first request for the config, which keeps the cookies it is given). It is never derived
+  from an address, and never leaves the request: a run records only a keyed hash of it.
+- **An account**: a visitor signed in with Hugging Face (gradio's OAuth session) owns their
+  runs in any browser.
+- **An API or MCP caller** without a browser owns its runs by the token it gives them.
+- A caller with none of these (raw HTTP with no cookie, no token) owns nothing it can resume;
+  its caps are counted under its address.
+
+Keys: a run records `owner_key`, an HMAC-SHA256 of the credential under the operator's key
+(`BANANA_OWNER_KEY`, a Space secret), so ownership survives a restart and the key on disk
+tells nobody which browser or account made the run. Without that setting the key is new at
+every start (and the log says so once): ownership then lasts until the restart.
+
+The MCP hop: gradio's MCP server calls the app through its own loopback client and forwards
+the MCP request's headers to it (gradio 6.31 `mcp.GradioMCPServer._prepare_tool_call_args`),
+so a header an MCP caller writes (X-Forwarded-For, a cookie) would reach the app as if a
+browser had sent it. `McpCaller` therefore fixes who the MCP caller is on the MCP request
+itself (its real peer, its own cookie) and seals that into one header signed with this
+process's secret; on the loopback request, the sealed caller is the only identity read.
+uvicorn must not rewrite a loopback peer from X-Forwarded-For either (`gradio_patches`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+import secrets
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.datastructures import MutableHeaders
+from starlette.requests import Request, cookie_parser
+from starlette.responses import HTMLResponse
+
+from page.door import gradio_patches
+from page.settings import SETTINGS
+
+__all__ = ["COOKIE", "BrowserCookie", "McpCaller", "SignInErrors", "Visitor", "owner_key",
+           "visitor_of"]
+
+COOKIE = "banana_visitor"
+SECRET = re.compile(r"[0-9a-f]{32}")  # secrets.token_hex(16): 128 bits
+COOKIE_AGE_S = 400 * 24 * 3600  # the longest a browser keeps a cookie (Chrome's cap)
+MCP_CALLER = "x-banana-mcp-caller"
+MCP_PATH = "/gradio_api/mcp"
+SIGN_IN_FAILED = ('<p>Signing in with Hugging Face did not work just now. <a href="/">Back to '
+                  "the page</a>: it works as before without signing in.</p>")
+_SEAL = secrets.token_bytes(32)  # the MCP seal never leaves this process
+_OWNER_KEY = SETTINGS.owner_key.encode() or secrets.token_bytes(32)
+if not SETTINGS.owner_key:
+    print("BANANA_OWNER_KEY is not set: who owns which run is known until this server restarts "
+          "(set it, as a Space secret, to keep it across restarts).", file=sys.stderr)
+
+
+@dataclass(frozen=True)
+class Visitor:
+    """Who asks: their credentials (at most one of each kind) and their connection's address.
+
+    The secret values live only in this object, for one request; everything stored or shown
+    is `owner_key` of them."""
+
+    address: str
+    account: str | None = None
+    browser: str | None = None
+    token: str | None = None
+
+    def credentials(self) -> list[str]:
+        """Each credential as `kind:value`, strongest first (an account, a browser, a token)."""
+        return [f"{kind}:{value}" for kind, value in (("account", self.account),
+                                                      ("browser", self.browser),
+                                                      ("token", self.token)) if value]
+
+    def keys(self) -> set[str]:
+        """Every owner key this visitor holds: a run recorded under any of them is theirs."""
+        return {owner_key(credential) for credential in self.credentials()}
+
+    @property
+    def owner(self) -> str | None:
+        """The key a new run records: the strongest credential's; None without any."""
+        credentials = self.credentials()
+        return owner_key(credentials[0]) if credentials else None
+
+    @property
+    def share(self) -> str:
+        """Whose caps this request counts against: the owner, or the address without one."""
+        return self.owner or owner_key(f"address:{self.address}")
+
+
+def owner_key(credential: str) -> str:
+    """The opaque key stored for `credential` (`kind:value`): keyed, so it reveals nothing."""
+    return hmac.new(_OWNER_KEY, credential.encode(), hashlib.sha256).hexdigest()[:32]
+
+
+def visitor_of(request: Any, token: str = "") -> Visitor:
+    """The visitor behind a starlette request or a `gr.Request`, with the `token` an API or MCP
+    caller gave (blank: none)."""
+    sealed = _sealed(request.headers)
+    address, browser = sealed if sealed is not None else (_peer(request), _browser(request))
+    return Visitor(address=address, account=_account(request), browser=browser,
+                   token=token or None)
+
+
+def _peer(request: Any) -> str:
+    headers = request.headers
+    # Every line of the header, in order: a proxy may add its own line after the client's.
+    lines = (headers.getlist("x-forwarded-for") if hasattr(headers, "getlist") else
+             [headers.get("x-forwarded-for", "")]) if SETTINGS.trust_proxy else []
+    hops = [hop.strip() for line in lines for hop in line.split(",") if hop.strip()]
+    if hops:
+        return hops[-1]
+    client = getattr(request, "client", None)
+    return getattr(client, "host", None) or "unknown"
+
+
+def _browser(request: Any) -> str | None:
+    """The browser secret the request carries, if it has our shape (anything else is none)."""
+    value = cookie_parser(request.headers.get("cookie", "")).get(COOKIE, "")
+    return value if SECRET.fullmatch(value) else None
+
+
+def _account(request: Any) -> str | None:
+    """The Hugging Face account signed in through gradio's OAuth session, if any."""
+    scope = getattr(getattr(request, "request", request), "scope", None)
+    return gradio_patches.signed_in_user(scope) if isinstance(scope, dict) else None
+
+
+def _seal(address: str, browser: str | None) -> str:
+    body = f"{address}|{browser or ''}"
+    return body + "|" + hmac.new(_SEAL, body.encode(), hashlib.sha256).hexdigest()
+
+
+def _sealed(headers: Any) -> tuple[str, str | None] | None:
+    """(address, browser) sealed by `McpCaller` on this process's MCP hop, or None."""
+    value = headers.get(MCP_CALLER)
+    if not value or value.count("|") != 2:
+        return None
+    address, browser, signature = value.split("|")
+    if not hmac.compare_digest(_seal(address, browser or None), value):
+        return None
+    return address, browser or None
+
+
+def _cookie_header() -> str:
+    attributes = f"Path=/; Max-Age={COOKIE_AGE_S}; HttpOnly"
+    # On a Space the page lives in an iframe on huggingface.co: a third-party context, where a
+    # cookie must be Secure, SameSite=None and (for browsers that partition them) Partitioned.
+    attributes += "; Secure; SameSite=None; Partitioned" if SETTINGS.space_id else "; SameSite=Lax"
+    return f"{COOKIE}={secrets.token_hex(16)}; {attributes}"
+
+
+class BrowserCookie:
+    """ASGI middleware: an answer to a client that sent no browser secret gives it one. The
+    request itself stays without one (a client that keeps no cookies is never a browser)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or _browser(Request(scope)) is not None:
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_cookie(message: dict) -> None:
+            if message["type"] == "http.response.start":
+                MutableHeaders(scope=message).append("set-cookie", _cookie_header())
+            await send(message)
+
+        await self.app(scope, receive, send_with_cookie)
+
+
+class McpCaller:
+    """ASGI middleware on gradio's MCP routes: the caller's real address and own cookie are
+    sealed into `MCP_CALLER` (any such header the caller wrote is dropped first), so the
+    loopback call gradio makes for it is this caller's and no one else's."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and MCP_PATH in scope["path"]:
+            request = Request(scope)
+            seal = _seal(_peer(request), _browser(request))
+            headers = MutableHeaders(scope=scope)
+            del headers[MCP_CALLER]
+            headers.append(MCP_CALLER, seal)
+        await self.app(scope, receive, send)
+
+
+class SignInErrors:
+    """ASGI middleware on gradio's sign-in routes (`/login/…`): a provider that is down, or a
+    sign-in that fails, answers one line and a way back to the page, which works as before
+    without signing in (gradio would answer a 500 and print a traceback)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or not scope["path"].startswith("/login/"):
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def watched(message: dict) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watched)
+        except Exception as error:  # noqa: BLE001 (any failure of the provider or the flow)
+            if started:
+                raise
+            print(f"sign-in failed: {type(error).__name__}", file=sys.stderr)
+            await HTMLResponse(SIGN_IN_FAILED, status_code=503)(scope, receive, send)
