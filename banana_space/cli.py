@@ -19,7 +19,6 @@ they would land in the shell's history.
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import signal
 import sys
@@ -170,33 +169,23 @@ def _show(events: Iterator[Event]) -> Finished:
 
 
 def _summary(run_dir: Path) -> str:
+    from .store.run import Run
     from .verdict.analysis import (
-        CHECKPOINT_HEADERS,
         CHECKPOINTS,
         FLOOR_RULE,
         SINCE_INPUT_HEADER,
-        Verdict,
         checkpoints,
         paper_test,
         steps_text,
     )
-    from .store.run import Run
+    from .verdict.columns import cli_cells, cli_header
 
     history = Run(run_dir).load().history
     rows, used = history.verdict(), checkpoints(history.last_step)
-    headers = "".join(f"{header:>10}" for header in CHECKPOINT_HEADERS)
-    lines = [f"{'metric':<14}{headers}  detects  beyond floor  {SINCE_INPUT_HEADER}  "
-             "ρ vs PSNR  ρ from 1st"]
+    lines = [cli_header()]
     for r in rows:
-        cells = "".join(f"{v:>10.3g}" if not math.isnan(v) else f"{'-':>10}"
-                        for v in r.at_checkpoints)
-        since = f"{r.delta_since_input:>13.3g}" if not math.isnan(r.delta_since_input) \
-            else f"{'-':>13}"
         notes = [n for n in (r.undecided_because, r.input_contrast) if n]
-        lines.append(f"{r.metric:<14}{cells}  {Verdict(r.detects).words.terse:<7}  "
-                     f"{Verdict(r.detects_robust).words.terse:<12} {since}  "
-                     f"{r.spearman_vs_psnr:>9.2f}  {r.spearman_from_first:>10.2f}"
-                     + "".join(f"  {note}" for note in notes))
+        lines.append(cli_cells(r) + "".join(f"  {note}" for note in notes))
     read = [f"Δ{step}" for step in used if step in CHECKPOINTS]
     lines.append(f"detects: {paper_test(used)}; "
                  + (f"{', '.join(read)} {'is' if len(read) == 1 else 'are'} from step 1, the "

@@ -15,20 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from .chain import remake
-from .verdict.analysis import (
-    CHECKPOINT_HEADERS,
-    CHECKPOINTS,
-    FIRST_COPY,
-    PROVISIONAL,
-    REFERENCE_METRIC,
-    SINCE_INPUT_HEADER,
-    History,
-    Verdict,
-    VerdictRow,
-    checkpoints,
-    paper_test,
-    provisional,
-)
+from .compare.pair import SideEvent, SideFailed
+from .compare.record import Comparison
+from .verdict.analysis import PROVISIONAL, checkpoints, paper_test, provisional
+from .verdict.history import History, VerdictRow
+from .verdict.columns import VERDICT_HEADERS, Shown, page_cells
 from .backends.simulate import DEFAULT_PROFILE, PROFILES
 from .scores.catalog import FAMILY_NOUNS, PRESET_KEYS, PRESETS
 from .events import Event, Finished, FrameJudged, FrameMade, FrameScored, Notice, Started
@@ -37,15 +28,6 @@ from .verdict.plots import Figure, delta_figure, display_name, raw_figure, value
 from .store.run import THUMB_SIDE, Run, SavedRun
 from .store.rundir import add_judged
 
-# The answer first: does it detect (the paper's test, then the same test beyond the score's
-# noise floor); the raw score at the input, the first copy and now, the paper's Δ now (from step
-# 1) and the change since the input, each with its meaning; then the checkpoints and the rank
-# correlation with fidelity (the last four are left out on a phone: the zip and wider screens
-# have them).
-VERDICT_HEADERS = ["metric", "verdict", "beyond floor", "score: step 0 → 1 → now",
-                   "Δ now (from step 1)", f"{SINCE_INPUT_HEADER} (now)", *CHECKPOINT_HEADERS,
-                   "ρ vs PSNR"]
-VERDICT_COLUMN = VERDICT_HEADERS.index("verdict")
 NOTICE_MARKS = {"info": "ℹ️", "warning": "⚠️"}
 # The 21 metrics Banana100 tried (the catalog's preset), for the page's line on its real chains.
 BANANA100_METRICS = PRESETS[PRESET_KEYS["banana100"]]
@@ -203,52 +185,43 @@ class RunView:
                               for level, text in recent)
 
     def verdict_rows(self) -> list[list[Any]]:
-        """One row per column of scores: the verdict (with why, where there is none), the raw
-        score at steps 0 and 1 and now, the paper's Δ now (from step 1) and the change since the
-        input, each with its meaning, the paper's Δ at its checkpoints ("—" where a checkpoint
-        lies beyond the run so far) and the rank correlation with PSNR. A fidelity column's
-        change since the input is from its anchor (`analysis.anchored`), never from pyiqa's 80 dB
-        cap; its Δ from step 1 needs no anchor."""
-        rows = []
-        last = self.history.last_step
-        going_on = provisional(last, self.steps, self.ended is None)
-        for row in self.history.verdict():
-            info = self.history.infos[row.metric]
-            label = display_name(info) + (" (reference)" if info.role != "metric" else "")
-            deltas = self.history.deltas(row.metric)
-            at = [_fmt(v) if step <= last else "—"
-                  for step, v in zip(CHECKPOINTS, row.at_checkpoints, strict=True)]
-            rho = "" if row.metric == REFERENCE_METRIC else _fmt(row.spearman_vs_psnr)
-            word = Verdict(row.detects).on_page(going_on, used=row.checkpoints_used) + (
-                f" ({row.undecided_because})" if row.undecided_because else "")
-            robust = Verdict(row.detects_robust).on_page(going_on, robust=True)
-            since = "; ".join(t for t in (_meaning(row.delta_since_input), row.input_contrast) if t)
-            rows.append([label, word, robust, self._score_span(row.metric),
-                         _meaning(deltas[-1]) if deltas else "", since, *at, rho])
+        """One row per column of scores, as the verdict table's columns make it
+        (`verdict.columns`, the answer first), then one per metric that could not be used."""
+        shown = Shown(self.history, provisional(self.history.last_step, self.steps,
+                                                self.ended is None))
+        rows = [page_cells(row, shown) for row in self.history.verdict()]
         blank = [""] * (len(VERDICT_HEADERS) - 2)
         rows += [[name, f"unavailable: {why}", *blank] for name, why in self.unavailable.items()]
         return rows
-
-    def _score_span(self, name: str) -> str:
-        """"85.5 → 28.3 → 41.9", the raw scores at the input, the first copy (the paper's base)
-        and now; a fidelity column starts "identical" (frame 0 against itself, which pyiqa
-        writes as a cap)."""
-        info = self.history.infos[name]
-        series = self.history.scores[name]
-        if not series:
-            return ""
-        first = "identical" if info.role == "fidelity" else value_text(name, series[0])
-        shown = [first]
-        if len(series) > FIRST_COPY:  # the paper's base; "?" where it has no score
-            shown.append(value_text(name, series[FIRST_COPY]) or "?")
-        if len(series) > FIRST_COPY + 1:
-            shown.append(value_text(name, series[-1]))
-        return " → ".join(shown)
 
     def model_text(self) -> str:
         said = [f"**step {s}**: {escape_markdown(t)}" for s, t in sorted(self.texts.items())
                 if t.strip()]
         return "\n\n".join(said[-20:]) or "_The generator said nothing (or has no words)._"
+
+
+@dataclass
+class PairView:
+    """A comparison's two sides as two `RunView`s, folded from the pair's events (a side that
+    could not start has none); the record says what each side is and why one failed."""
+
+    comparison: Comparison
+    views: dict[str, RunView] = field(default_factory=lambda: {"A": RunView(), "B": RunView()})
+
+    def apply(self, event: SideEvent | SideFailed) -> PairView:
+        if isinstance(event, SideFailed):
+            self.views.pop(event.side, None)
+        else:
+            self.views[event.side].apply(event.event)
+        return self
+
+    def screen(self) -> PairView:
+        return self
+
+    @classmethod
+    def from_saved(cls, comparison: Comparison, saved: dict[str, SavedRun]) -> PairView:
+        """A finished comparison as saved (`saved`: each side's run that started)."""
+        return cls(comparison, {side: RunView.from_saved(run) for side, run in saved.items()})
 
 
 def simulates_damage(settings: dict[str, Any]) -> bool:
@@ -277,21 +250,9 @@ def recording_notices(saved: SavedRun) -> list[tuple[str, str]]:
                         "(scored on the full frames)")]
 
 
-def _meaning(delta: float) -> str:
-    """An oriented Δ with what it means: "+43.6 better", "−12.2 worse", "0 same"."""
-    if math.isnan(delta):
-        return ""
-    word = "better" if delta > 0 else "worse" if delta < 0 else "same"
-    return f"{delta:+.3g} {word}" if delta else "0 same"
-
-
 def _kind(text: str) -> str:
     """What a notice is about, whatever its numbers."""
     return re.sub(r"\d+(\.\d+)?", "#", re.sub(r"^step \d+: ", "", text))
-
-
-def _fmt(value: float) -> str:
-    return "" if math.isnan(value) else f"{value:.3g}"
 
 
 def _why(reason: str, verb: str) -> str:

@@ -37,7 +37,7 @@ FRAME_SIDE = 1024
 
 def _history(steps: int):
     """25 columns (2 fidelity, 23 metrics), each a seeded random walk over `steps` steps."""
-    from banana_space.verdict.analysis import History
+    from banana_space.verdict.history import History
     from banana_space.common import ScoreInfo
 
     infos = [ScoreInfo("psnr", "fidelity", False), ScoreInfo("ssim", "fidelity", False)]

@@ -1,15 +1,19 @@
 """The page: everything between a visitor and the engine (`banana_space/`), as one package.
 
-- `settings.py`  every setting of the page, read once into a frozen `Settings` (imported first)
-- `disk.py`      what a visitor may put on disk, and its share (no gradio)
-- `guard.py`     who a request comes from, and how much one visitor may hold
-- `access.py`    refusals, run ids confined to the runs folder, one chain per browser tab
-- `form.py`      the Run form: one field per control, and how it becomes a `RunSpec`
-- `outputs.py`   `PageOutputs`: the one output contract of every event that shows a run
-- `handlers.py`  what each button, toggle and page load does
-- `api.py`       the documented API, which is also the MCP server's tools
-- `style.py`     all CSS, browser scripts and the theme
-- `leaderboard_tab.py`  the Leaderboard tab
+- `settings.py`   every setting of the page, read once into a frozen `Settings` (imported first)
+- `content.py`    the page's words and pictures: the claim, About, Help, licences, examples
+- `door/`         who asks, what they may send and how much they may hold: identity, the
+                  queue's join check, shares and caps, stop flags, uploads, URL inputs, request
+                  bodies, private files, the disk, gradio's patched internals, refusals
+- `runner.py`     the one runner: every chain's lifecycle (claim, admit, start or resume,
+                  owner), and its two ends (`stream` to a page's view, `until_end` for the API)
+- `run_tab/`      the Run tab: its layout and wiring (`tab.py`), the form, the handlers, the
+                  first screen's pictures, the output contract
+- `compare_tab/`  the Compare tab: two chains side by side, the lessons, the Why panel; the
+                  sides from what a visitor sends
+- `leaderboard_tab.py`  the Leaderboard tab: the committed results
+- `api.py`        the documented API, which is also the MCP server's tools
+- `style.py`      all CSS, browser scripts and the theme
 
-app.py (at the repository's root, the Space's entry) lays the page out and wires it.
+app.py (at the repository's root, the Space's entry) composes the tabs and launches the page.
 """

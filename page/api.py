@@ -13,29 +13,32 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 from typing import Any
 
 import gradio as gr
 
 from banana_space import gate
-from banana_space.verdict.analysis import FLOOR_RULE, PAPER_TEST, plain_verdict
+from banana_space.verdict.analysis import FLOOR_RULE, PAPER_TEST
+from banana_space.verdict.columns import api_cells
 from banana_space.backends import REGISTRY as BACKENDS
 from banana_space.scores.catalog import CPU_DEFAULTS, FIDELITY, PRESETS, visitor_metrics
-from banana_space.events import Started
 from banana_space.sources.images import load_image
 from banana_space.judges import REGISTRY as JUDGES
 from banana_space.scores.pool import POOL
 from banana_space.prompts import PRESETS as PROMPTS
 from banana_space.chain.quota import per_step_note
+from banana_space.compare.lessons import STEPS
 from banana_space.store.run import Run
 from banana_space.chain.spec import MAX_STEPS, RunSpec
 from page import runner
-from page.door import guard
+from page.door import guard, join
+from page.compare_tab.sides import side_from_json
 from page.door.access import (
     REFUSALS,
     Refusal,
     brought_back,
+    confined,
+    generator_of,
     received,
     refusal,
     visitor_metric_names,
@@ -64,28 +67,11 @@ def link(request: gr.Request, run_id: str) -> str:
     return f"{scheme}://{headers.get('x-forwarded-host') or headers.get('host')}/?run={run_id}"
 
 
-def _number(value: float) -> float | None:
-    return None if value is None or math.isnan(value) else round(value, 4)
-
-
 def summary(run: Run, request: gr.Request) -> dict[str, Any]:
     """What an agent needs from a run: where it is, how it ended, each metric's verdict."""
     saved = run.load()
     meta = saved.meta
-    verdict = {row.metric: {**{k: _number(v) for k, v in row.checkpoint_fields().items()},
-                            "detects": plain_verdict(row.detects),
-                            "detects_robust": plain_verdict(row.detects_robust),
-                            "checkpoints_used": list(row.checkpoints_used),
-                            **({"undecided_because": row.undecided_because}
-                               if row.undecided_because else {}),
-                            "delta_since_input": _number(row.delta_since_input),
-                            "worse_than_input": plain_verdict(row.worse_than_input),
-                            **({"since_input_note": row.input_contrast}
-                               if row.input_contrast else {}),
-                            "spearman_vs_psnr": _number(row.spearman_vs_psnr),
-                            "spearman_from_first": _number(row.spearman_from_first),
-                            **({"role": row.role} if row.role != "metric" else {})}
-               for row in saved.history.verdict()}
+    verdict = {row.metric: api_cells(row) for row in saved.history.verdict()}
     return {"run": run.id, "link": link(request, run.id),
             "status": run.live_status(meta.get("status", "running")),
             "reason": meta.get("reason") or None,
@@ -93,20 +79,6 @@ def summary(run: Run, request: gr.Request) -> dict[str, Any]:
             "verdict": verdict, "unavailable": meta.get("unavailable") or {},
             "notices": [n["message"] for n in meta.get("notices", [])][-NOTICES_SHOWN:],
             "delta": DELTA_RULE}
-
-
-def _until_end(chain: runner.Chain, request: gr.Request) -> Run:
-    """Consume a chain's events; its run. A caller that disconnects stops the run within a
-    step: closing its events records it as interrupted."""
-    run_dir = None
-    for event in chain.events:
-        if isinstance(event, Started) and run_dir is None:
-            run_dir = event.run_dir
-        if not guard.alive(request):
-            chain.events.close()
-            break
-    assert run_dir is not None, "a run always starts with Started"
-    return Run(run_dir)
 
 
 def compact(answer: dict[str, Any]) -> str:
@@ -120,7 +92,7 @@ def _answer(chain: contextlib.AbstractContextManager[runner.Chain], request: gr.
     """Wait for the end of a chain the runner started (`runner.start`, `runner.resume`) and
     answer with its summary."""
     with chain as running:
-        return compact(summary(_until_end(running, request), request))
+        return compact(summary(runner.until_end(running, request), request))
 
 
 def run_chain(image: str | None, steps: float, generator: str, metrics: str, seed: float,
@@ -144,16 +116,7 @@ def run_chain(image: str | None, steps: float, generator: str, metrics: str, see
     """
     if not image:
         raise Refusal("Give an input image.")
-    entry = BACKENDS.get(generator)
-    if entry is None:
-        raise Refusal(f"Unknown generator; valid: {', '.join(BACKENDS)}.")
-    if entry.info.plays_recording:
-        raise Refusal("To score a recorded chain, use score_chain.")
-    options: dict[str, Any] = {}
-    if profile:
-        if not entry.info.takes("profile"):
-            raise Refusal(f"The {generator} generator takes no profile.")
-        options["profile"] = profile
+    generator, options = generator_of(generator, profile)
     steps, seed = whole_number(steps, "Steps"), whole_number(seed, "The seed")
     try:
         loaded = load_image(received(image))
@@ -272,3 +235,83 @@ def check_degradation(original: str | None, edited: str | None,
             return compact(gate.check_degradation(start, edits))
     except REFUSALS as error:
         raise refusal(error) from None
+
+
+def compare_link(request: gr.Request, run_a: str) -> str:
+    """The page that shows both sides: `?compare=` and run A's id."""
+    return link(request, run_a).rsplit("?", 1)[0] + f"?compare={run_a}"
+
+
+def compare_chains(image: str | None, steps: float, a: str, b: str, metrics: str,
+                   token: str = "", request: gr.Request = None) -> str:
+    """Run two replication chains from one image, side by side: settings A and B differ in the
+    generator or profile, the start (as it is or smoothed), the prompt or the seed. The input
+    is scored once; each side is a run of its own (as run_chain's), and both count against
+    your caps. Waits for both to end.
+
+    Args:
+        image: the input image (PNG, JPEG or WebP).
+        steps: each chain's steps, 1-100.
+        a: side A as JSON, every key optional: {"generator": "simulate", "profile":
+            "nano-banana-pro", "smoothed": false, "prompt": "...", "seed": 0}.
+        b: side B, the same way; it must differ from A.
+        metrics: comma-separated metric names this server offers, or presets; blank: the 4
+            CPU classics.
+        token: a secret of yours (16+ characters): stop_run with it stops both chains.
+    Returns:
+        JSON text: runs (A and B, each as run_chain answers, or null for a side that never
+        started), link (one page showing both), failed (side -> why).
+    """
+    if not image:
+        raise Refusal("Give an input image.")
+    side_a, side_b = side_from_json(a, "A"), side_from_json(b, "B")
+    steps = whole_number(steps, "Steps")
+    chosen = visitor_metric_names(metrics)
+    try:
+        loaded = load_image(received(image))
+    except REFUSALS as error:
+        raise refusal(error) from None
+    with runner.start_pair(request, loaded, steps, side_a, side_b, chosen,
+                           token=token) as chain:
+        run_a = runner.until_end(chain, request)
+    comparison = chain.comparison
+    runs = {"A": summary(run_a, request),
+            "B": summary(confined(comparison.b), request) if comparison.b else None}
+    return compact({"runs": runs, "link": compare_link(request, run_a.id),
+                    "failed": comparison.failed})
+
+
+def build() -> None:
+    """The documented API's tools (which are also the MCP server's), each wired to hidden
+    inputs of its own. Not `gr.api`: it hands a function its arguments unprocessed (no
+    `gr.File` to receive an upload into gradio's cache, where `received` checks it), so a file
+    argument would reach a tool as a bare path or URL string."""
+    with gr.Column(visible=False):
+        image = gr.File(label="image", type="filepath")
+        frames = gr.File(label="frames", type="filepath")
+        steps = gr.Number(10, label="steps")  # no precision: 2.5 is refused
+        pair_steps = gr.Number(STEPS, label="steps")
+        generator = gr.Textbox("simulate", label="generator")
+        metrics = gr.Textbox("", label="metrics")
+        seed = gr.Number(0, label="seed")
+        profile = gr.Textbox("", label="profile")
+        run_id = gr.Textbox("", label="run_id")
+        api_key = gr.Textbox("", label="api_key", type="password")
+        token = gr.Textbox("", label="token", type="password")
+        side_a, side_b = gr.Textbox("", label="a"), gr.Textbox("", label="b")
+        original = gr.File(label="original", type="filepath")
+        edited = gr.File(label="edited", type="filepath")
+        answer = gr.Textbox(label="answer (JSON)")
+        tool = gr.Button("API")
+    tool.click(run_chain, [image, steps, generator, metrics, seed, profile, token], answer,
+               api_name="run_chain", **join.CHAIN_EVENTS)
+    tool.click(score_chain, [frames, metrics, token], answer, api_name="score_chain",
+               **join.CHAIN_EVENTS)
+    tool.click(resume_chain, [run_id, api_key, token], answer, api_name="resume_chain",
+               **join.CHAIN_EVENTS)
+    tool.click(open_run, run_id, answer, api_name="open_run")
+    tool.click(list_options, None, answer, api_name="list_options")
+    tool.click(check_degradation, [original, edited], answer, api_name="check_degradation",
+               **join.CHAIN_EVENTS)  # a chain's queue and caps
+    tool.click(compare_chains, [image, pair_steps, side_a, side_b, metrics, token], answer,
+               api_name="compare_chains", **join.CHAIN_EVENTS)

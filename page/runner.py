@@ -1,4 +1,4 @@
-"""The one runner (issue 42): every chain the page or the API starts or resumes goes through
+"""The one runner: every chain the page or the API starts or resumes goes through
 here, so its lifecycle is written once: claim a stop flag, admit its cost, start or resume,
 record its owner, hand its events on.
 
@@ -19,12 +19,14 @@ API's and MCP's tools, a compare mode):
 - Every refusal (a bad spec, a cap reached, not the owner, the run busy) is raised as a
   `access.Refusal` before any event, with nothing left held; `Complete` says a run has nothing
   left to resume (the page shows it as a note, the API as an error).
-- `chain.stop` is the chain's stop flag, `chain.visitor` who asked. Leaving the `with` (the
+- `chain.stop` is the chain's stop flag, `chain.visitor` who asked, `chain.run_id` its run (run
+  A of a pair) once it has started, `chain.comparison` a pair's record. Leaving the `with` (the
   events finished, or closed because the caller went away) stops and records the run and lets
   go of the stop flag and the admitted cost.
 
-How the events are shown is the caller's: `handlers.stream` folds them into the page's view,
-`api` waits for the end and answers JSON.
+How the events are shown is the caller's, through one of two ends: `stream` folds them into a
+view of the page's and sends each screen (the Run and Compare tabs), `until_end` waits for the
+end (the API's tools, which answer JSON).
 """
 
 from __future__ import annotations
@@ -35,21 +37,27 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
-from banana_space.compare.pair import Side, SideEvent, SideFailed
+from banana_space.compare.pair import SideEvent, SideFailed
 from banana_space.compare.pair import start_pair as start_both
+from banana_space.compare.record import Comparison
+from banana_space.compare.sides import Side
 from banana_space.events import Event, Started
 from banana_space.sources.images import LoadedImage
-from banana_space.store.run import RunBusy, SavedRun
+from banana_space.store.run import Run, RunBusy, SavedRun
 from banana_space.chain.runs import Resumption, start_run
 from banana_space.chain.spec import RunSpec
+from page.door import join
+from page.door import stop_flags
 from page.door import guard
-from page.door.access import REFUSALS, brought_back, claim, mine, owned, refusal, release, tab_of
+from page.door.access import REFUSALS, brought_back, claim, mine, refusal, release, tab_of
 from page.door.identity import Visitor, visitor_of
 from page.settings import SETTINGS
 
-__all__ = ["Chain", "Complete", "resume", "start", "start_pair"]
+__all__ = ["Chain", "Complete", "resume", "start", "start_pair", "stream", "until_end"]
+Screen = TypeVar("Screen")
+Shown = TypeVar("Shown")
 
 
 class Complete(Exception):
@@ -64,12 +72,46 @@ class Complete(Exception):
 @dataclass
 class Chain:
     """A chain in flight: its events (each already written to its run), its stop flag, who
-    asked for it, and (for a resumed run) the run as read before it went on, a copy of its own."""
+    asked for it, (for a resumed run) the run as read before it went on, a copy of its own, and
+    (for a comparison) the pair's record; `run_id` is its run (run A of a pair) once started."""
 
-    events: Iterator[Event]
+    events: Iterator[Event] | Iterator[SideEvent | SideFailed]
     stop: threading.Event
     visitor: Visitor
     saved: SavedRun | None = None
+    comparison: Comparison | None = None
+    run_id: str | None = None
+
+
+class View(Protocol[Screen]):
+    """A page's view of a chain: each event folded in gives what to show now."""
+
+    def apply(self, event: Any) -> Screen: ...
+
+    def screen(self) -> Screen: ...
+
+
+def stream(chain: Chain, view: View[Screen], show: Callable[[Screen, bool, bool], Shown]
+           ) -> Iterator[Shown]:
+    """Fold a chain's events into `view` and send each screen as it changes, as
+    `show(screen, stopping, last)`; `last` is True once, for the screen after the end (a run's
+    zip is made after its end is shown, so one more screen offers it). When the visitor
+    disconnects, gradio closes this generator: the chain stops and its run is recorded as
+    interrupted."""
+    for event in chain.events:
+        yield show(view.apply(event), chain.stop.is_set(), False)
+    yield show(view.screen(), chain.stop.is_set(), True)
+
+
+def until_end(chain: Chain, request: Any) -> Run:
+    """Consume a chain's events; its run (run A of a pair). A caller that disconnects stops
+    it within a step: closing its events records the run as interrupted."""
+    for _ in chain.events:
+        if not join.alive(request):
+            chain.events.close()
+            break
+    assert chain.run_id is not None, "a run always starts with Started (a pair with its A)"
+    return Run(SETTINGS.runs_root / chain.run_id)
 
 
 @contextlib.contextmanager
@@ -82,7 +124,7 @@ def start(request: Any, spec: RunSpec, *, token: str | None = None) -> Iterator[
             events = start_run(spec, SETTINGS.runs_root, stop=stop)
         except REFUSALS as error:
             raise refusal(error) from None
-        yield from _until_left(Chain(owned(events, visitor), stop, visitor))
+        yield from _until_left(_owned(Chain(events, stop, visitor)))
 
 
 @contextlib.contextmanager
@@ -94,7 +136,7 @@ def start_pair(request: Any, loaded: LoadedImage, steps: int, a: Side, b: Side,
     each side's run owned by who asked; `chain.events` are `SideEvent`s and `SideFailed`."""
     with _stop_flag(request, token) as (stop, visitor), contextlib.ExitStack() as held:
         try:
-            guard.room_for_more_chains(visitor, 1)
+            join.room_for_more_chains(visitor, 1)
             cost = guard.chain_cost(loaded.image, steps)
             held.enter_context(guard.admitted(visitor, cost))
             held.enter_context(guard.admitted(visitor, cost))
@@ -102,20 +144,33 @@ def start_pair(request: Any, loaded: LoadedImage, steps: int, a: Side, b: Side,
                                 lesson=lesson)
         except REFUSALS as error:
             raise refusal(error) from None
-        yield from _until_left(Chain(_owned_sides(events, visitor), stop, visitor))
+        yield from _until_left(_owned(Chain(events, stop, visitor,
+                                            comparison=events.comparison)))
 
 
-def _owned_sides(events: Iterator[SideEvent | SideFailed], visitor: Visitor
-                 ) -> Iterator[SideEvent | SideFailed]:
-    """A pair's events, each side's run recorded as the visitor's once it is on disk (as
-    `access.owned` does for one run); closing this closes both chains."""
-    try:
-        for event in events:
-            if isinstance(event, SideEvent) and isinstance(event.event, Started):
-                guard.started(Path(event.event.run_dir), visitor)
-            yield event
-    finally:
-        events.close()
+def _owned(chain: Chain) -> Chain:
+    """The chain with its events wrapped so that each new run (each side's, for a pair) is
+    recorded as the visitor's (and old runs pruned, `guard.started`) once its first event is on
+    disk, and its run id noted (run A's, for a pair): the one place the page and the API do
+    this. Closing the events closes the run's (or both runs') at once (a visitor who goes away
+    stops the chain)."""
+    events = chain.events
+
+    def owned() -> Iterator[Any]:
+        try:
+            for event in events:
+                side, made = (event.side, event.event) if isinstance(event, SideEvent) \
+                    else ("A", event)
+                if isinstance(made, Started):
+                    guard.started(Path(made.run_dir), chain.visitor)
+                    if side == "A" and chain.run_id is None:
+                        chain.run_id = Path(made.run_dir).name
+                yield event
+        finally:
+            events.close()
+
+    chain.events = owned()
+    return chain
 
 
 @contextlib.contextmanager
@@ -144,7 +199,7 @@ def resume(request: Any, run_id: Any, *, key: str = "", token: str | None = None
                 events = opened.events(stop=stop, key=key or None)
             except REFUSALS as error:
                 raise refusal(error) from None
-            yield from _until_left(Chain(owned(events, visitor), stop, visitor, saved))
+            yield from _until_left(_owned(Chain(events, stop, visitor, saved)))
 
 
 @contextlib.contextmanager
@@ -157,10 +212,10 @@ def _stop_flag(request: Any, token: str | None) -> Iterator[tuple[threading.Even
         let_go: Callable[[], None] = lambda: release(tab, flag)  # noqa: E731
     else:
         try:
-            flag = guard.claim_token(token)
+            flag = stop_flags.claim_token(token)
         except guard.Refused as error:
             raise refusal(error) from None
-        let_go = lambda: guard.release_token(token, flag)  # noqa: E731
+        let_go = lambda: stop_flags.release_token(token, flag)  # noqa: E731
     try:
         yield flag, visitor_of(request, token or "")
     finally:

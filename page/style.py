@@ -12,6 +12,7 @@ from __future__ import annotations
 import gradio as gr
 
 from banana_space.store.run import FRAME_STEP_JS
+from banana_space.verdict.columns import phone_hidden
 
 # ---- Sharing: one control that copies the link to this view (run + compared frame) ----
 SHARE_HTML = """<div class="share">${value ? `<button type="button">🔗 Copy a link to this view
@@ -48,6 +49,10 @@ SCROLL_TO_RESULT_JS = """() => {
 }"""
 
 
+# The verdict table's columns a phone leaves out (the zip and wider screens have them), as the
+# column table marks them (`verdict.columns`).
+PHONE_HIDDEN = ", ".join(f"#verdict th:nth-child({n}), #verdict td:nth-child({n})"
+                         for n in phone_hidden())
 # ---- Page-wide CSS and JS: the summary's type, alt text, grids that fit a phone ----
 PAGE_CSS = """#claim h1 {margin: 0 0 4px; font-size: 1.6em}
 #claim p {margin: 0; font-size: 1.1em}
@@ -68,10 +73,9 @@ PAGE_CSS = """#claim h1 {margin: 0 0 4px; font-size: 1.6em}
   color: var(--body-text-color-subdued) !important}
 @media (max-width: 640px) {
   #verdict {font-size: 13px}
-  /* Δ5/Δ10/Δ20 and ρ are left out on a phone; the zip and wider screens have them. */
-  #verdict th:nth-child(n+7), #verdict td:nth-child(n+7) {display: none}
   #plot .modebar-container {display: none}
-}"""
+}
+@media (max-width: 640px) {""" + PHONE_HIDDEN + " {display: none}}"
 PAGE_JS = r"""() => {
   // Every picture says what it shows to a reader that cannot see it (gr.ImageSlider has no
   // alt text of its own; the file names say which frames it compares).

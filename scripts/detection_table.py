@@ -30,7 +30,9 @@ from pathlib import Path
 
 import suite_runs
 
-from banana_space.verdict.analysis import INPUT_CONTRASTS, PAPER_TEST, VERDICT_FIELDS, VerdictRow
+from banana_space.verdict.analysis import INPUT_CONTRASTS, PAPER_TEST
+from banana_space.verdict.history import VerdictRow
+from banana_space.verdict.columns import VERDICT_FIELDS, file_cells
 from banana_space.backends.simulate import PROFILES, profiles_of_kind
 from banana_space.scores.catalog import expand_metric_names
 
@@ -96,7 +98,7 @@ def write_verdicts(made: dict, target: Path) -> None:
         for job, (rows, _, _) in made.items():
             for r in rows.values():
                 out.writerow([job.profile, job.start,
-                              *(f"{v:.6g}" if isinstance(v, float) else v for v in r.record())])
+                              *(f"{v:.6g}" if isinstance(v, float) else v for v in file_cells(r))])
 
 
 def into_page(page: Path, key: str, text: str, script: str = "detection_table.py") -> None:

@@ -11,10 +11,7 @@ from banana_space.verdict.analysis import (
     CHECKPOINT_FIELDS,
     CHECKPOINT_HEADERS,
     PAPER_TEST,
-    VERDICT_FIELDS,
-    History,
     Verdict,
-    VerdictRow,
     beyond_floor,
     checkpoints,
     detects_degradation,
@@ -27,7 +24,9 @@ from banana_space.verdict.analysis import (
     spearman,
     undecided_because,
 )
+from banana_space.verdict.history import History, VerdictRow
 from banana_space.common import ScoreInfo
+from banana_space.verdict.columns import VERDICT_FIELDS, api_cells, file_cells
 
 NAN = math.nan
 
@@ -222,10 +221,10 @@ def test_checkpoint_columns_come_from_the_checkpoints() -> None:
     assert CHECKPOINT_FIELDS == ("delta_5", "delta_10", "delta_20")
     assert CHECKPOINT_HEADERS == ("Δ5", "Δ10", "Δ20")
     row = VerdictRow("niqe", "metric", (-1.0, -2.0, math.nan), False, 0.5)
-    assert row.checkpoint_fields()["delta_10"] == -2.0 and row.delta_at(5) == -1.0
-    assert row.record()[:5] == ["niqe", -1.0, -2.0, row.at_checkpoints[2], "no"]
-    assert len(row.record()) == len(VERDICT_FIELDS)
-    assert dict(zip(VERDICT_FIELDS, row.record(), strict=True))["worse_than_input"] == "undecided"
+    assert api_cells(row)["delta_10"] == -2.0 and row.delta_at(5) == -1.0
+    assert file_cells(row)[:5] == ["niqe", -1.0, -2.0, row.at_checkpoints[2], "no"]
+    assert len(file_cells(row)) == len(VERDICT_FIELDS)
+    assert dict(zip(VERDICT_FIELDS, file_cells(row), strict=True))["worse_than_input"] == "undecided"
 
 
 def test_beyond_floor_is_the_rule_every_verdict_applies() -> None:
@@ -249,7 +248,7 @@ def test_a_verdict_names_the_checkpoints_it_was_read_at() -> None:
         made.add(step, {"psnr": 40.0 - step, "niqe": 5.0 + step})
     for row in made.verdict():
         assert row.checkpoints_used == (5,)
-        assert dict(zip(VERDICT_FIELDS, row.record(), strict=True))["checkpoints_used"] == "5"
+        assert dict(zip(VERDICT_FIELDS, file_cells(row), strict=True))["checkpoints_used"] == "5"
     assert VERDICT_FIELDS.index("checkpoints_used") == VERDICT_FIELDS.index("detects_robust") + 1
 
 

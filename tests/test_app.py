@@ -25,7 +25,7 @@ from gradio_client import Client, handle_file
 
 from banana_space.backends.simulate import DEFAULT_PROFILE
 from banana_space.store.run import Run
-from banana_space.view import VERDICT_COLUMN
+from banana_space.verdict.columns import VERDICT_COLUMN
 from page.run_tab.outputs import PageOutputs
 
 pytestmark = pytest.mark.app

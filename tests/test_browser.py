@@ -47,7 +47,7 @@ from PIL import Image
 from playwright.sync_api import Browser, ConsoleMessage, Page
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from banana_space.view import VERDICT_COLUMN
+from banana_space.verdict.columns import VERDICT_COLUMN
 from page.style import THEME
 
 pytestmark = [pytest.mark.browser, pytest.mark.app]
@@ -568,10 +568,10 @@ def test_the_result_reads_at_every_size(visitors: Visitors, viewport: dict[str, 
     }""")
     assert gallery["shown"] >= 4 and gallery["overflow"] <= 1, gallery
     # The gallery's first picture is the app's default example (a photograph with texture).
-    import app
+    from page import content
 
-    first = Path(app.EXAMPLES[0]).stem
-    assert first == Path(app.DEFAULT_EXAMPLE).stem
+    first = Path(content.EXAMPLES[0]).stem
+    assert first == Path(content.DEFAULT_EXAMPLE).stem
     page.locator("#examples img").first.click()
     page.locator("#upload").get_by_text(first).wait_for()
     texts = page.evaluate(COLOURS_JS, "#backend .info-text, #backend [data-testid=block-info]")

@@ -17,8 +17,11 @@ from collections import Counter
 import pytest
 
 from banana_space.compare import pair as compare
-from banana_space.verdict.analysis import VerdictRow
-from banana_space.compare.pair import IDENTICAL, PairRow, Side, read_record, start_pair
+from banana_space.compare import sides
+from banana_space.compare.pair import start_pair
+from banana_space.compare.record import Comparison, PairRow
+from banana_space.compare.sides import IDENTICAL, Side
+from banana_space.verdict.history import VerdictRow
 from banana_space.events import Finished, FrameScored, Started
 from banana_space.sources.images import LoadedImage
 from banana_space.compare.lessons import LESSONS, lesson_sentence
@@ -80,11 +83,11 @@ def test_a_pair_runs_both_chains_and_scores_the_input_once(start, tmp_path, weig
     a, b = started["A"].load(), started["B"].load()
     assert a.history.scores["brisque"][0] == b.history.scores["brisque"][0]
     assert a.history.scores["brisque"][1:] != b.history.scores["brisque"][1:]
-    record = read_record(started["A"])
-    assert record == read_record(started["B"])
-    assert (record["a"], record["b"]) == (started["A"].id, started["B"].id)
-    assert record["sides"]["B"]["options"]["profile"] == "white-noise"
-    assert record["failed"] == {}
+    record = Comparison.read(started["A"])
+    assert record == Comparison.read(started["B"])
+    assert (record.a, record.b) == (started["A"].id, started["B"].id)
+    assert record.sides["B"]["options"]["profile"] == "white-noise"
+    assert record.failed == {}
 
     with zipfile.ZipFile(started["A"].compare_zip_path) as archive:
         names = set(archive.namelist())
@@ -106,8 +109,8 @@ def test_a_side_that_cannot_start_leaves_the_other_running(start, tmp_path) -> N
     assert [(f.side, "needs a key" in f.reason) for f in failed] == [("B", True)]
     assert ended(events)["A"].status == "completed" and "B" not in ended(events)
     (only,) = runs_in(tmp_path)
-    record = read_record(only)
-    assert record["b"] is None and "needs a key" in record["failed"]["B"]
+    record = Comparison.read(only)
+    assert record.b is None and "needs a key" in record.failed["B"]
     with zipfile.ZipFile(only.compare_zip_path) as archive:
         assert {n for n in archive.namelist() if n.endswith(".zip")} == {
             f"A-{only.zip_path.name}"}
@@ -151,7 +154,7 @@ def test_the_lesson_sentence_is_written_from_the_verdicts() -> None:
 def test_every_lesson_is_a_pair_that_differs() -> None:
     assert {"static-vs-noise", "as-is-vs-smoothed", "pro-vs-flux"} <= set(LESSONS)
     for lesson in LESSONS.values():
-        compare.check_pair(lesson.a, lesson.b)
+        sides.check_pair(lesson.a, lesson.b)
 
 
 def test_the_record_is_json_in_both_runs(start, tmp_path) -> None:
@@ -180,15 +183,15 @@ def test_a_side_that_fails_on_the_way_keeps_the_other_and_says_why(start, tmp_pa
     finishes = ended(events)
     assert finishes["A"].status == "completed" and finishes["A"].last_step == 4
     assert finishes["B"].status == "failed" and finishes["B"].last_step == 1
-    record = read_record(Run(root / next(e.event.run_dir for e in events
+    record = Comparison.read(Run(root / next(e.event.run_dir for e in events
                                          if isinstance(e, compare.SideEvent)
                                          and isinstance(e.event, Started)).name))
-    assert set(record["failed"]) == {"B"} and record["failed"]["B"]
-    assert record["failed"]["B"] == finishes["B"].reason
+    assert set(record.failed) == {"B"} and record.failed["B"]
+    assert record.failed["B"] == finishes["B"].reason
 
 
 def test_the_pair_figure_draws_both_runs_on_each_scores_chart() -> None:
-    from banana_space.verdict.analysis import History
+    from banana_space.verdict.history import History
     from banana_space.scores.catalog import metric_info
     from banana_space.compare.plots import mscn_figure, pair_figure
     from banana_space.compare.why import NssReading

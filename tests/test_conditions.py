@@ -70,11 +70,11 @@ def test_the_default_example_is_the_2k_start_nearest_the_papers_conditions() -> 
     paper's example start), never by the verdicts a run on it gives."""
     from PIL import Image
 
-    import app
     from banana_space.scores.catalog import to_tensor
     from banana_space.verdict.conditions import nearest_to_the_paper
     from banana_space.sources.images import MAX_SIDE
     from banana_space.scores.pool import POOL
+    from page import content
 
     brisque = {}
     for path in sorted((REPO / "assets" / "examples").glob("*.png")):
@@ -84,7 +84,7 @@ def test_the_default_example_is_the_2k_start_nearest_the_papers_conditions() -> 
             image.thumbnail((MAX_SIDE, MAX_SIDE), Image.Resampling.LANCZOS)
             brisque[path.name] = POOL.score("brisque", to_tensor(image))
     assert len(brisque) >= 4
-    assert nearest_to_the_paper(brisque) == app.DEFAULT_EXAMPLE
+    assert nearest_to_the_paper(brisque) == content.DEFAULT_EXAMPLE
 
 
 def test_the_nearest_start_is_by_distance_either_way() -> None:

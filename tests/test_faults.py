@@ -32,14 +32,8 @@ from banana_space.backends.simulate import SimulateBackend
 from banana_space.events import Finished, FrameScored, Notice, Started
 from banana_space.scores.pool import POOL, MetricPool
 from banana_space.store.run import Run
-from banana_space.chain.runs import (
-    RunSpec,
-    clear_orphans,
-    open_saved,
-    prune_runs,
-    resume_run,
-    start_run,
-)
+from banana_space.chain.runs import RunSpec, open_saved, resume_run, start_run
+from banana_space.store.retention import clear_orphans, prune_runs
 
 
 class BreaksAtStep(SimulateBackend):

@@ -11,7 +11,8 @@ import re
 from banana_space.scores.catalog import CPU_DEFAULTS
 from banana_space.cli import _summary
 from banana_space.chain.runs import RunSpec, start_run
-from banana_space.view import VERDICT_COLUMN, RunView
+from banana_space.verdict.columns import VERDICT_COLUMN
+from banana_space.view import RunView
 
 RULERS = ("noise_level", "colour_cast")
 METRICS = [*CPU_DEFAULTS, *RULERS]

@@ -7,6 +7,7 @@ together. The layers, lowest first: the engine, the page, the entry."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -97,7 +98,46 @@ def upward_imports(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
 
 def test_no_import_runs_up_the_layers() -> None:
     graph = import_graph()
-    assert "page.run_tab.handlers" in graph["app"] and "banana_space.gpu" in graph["zerogpu"]
+    assert "page.run_tab.tab" in graph["app"] and "banana_space.gpu" in graph["zerogpu"]
     assert upward_imports({"banana_space.x": {"page.y"}, "page.y": set()}) == [
         ("banana_space.x", "page.y")]
     assert upward_imports(graph) == []
+
+
+def wing(module: str) -> str:
+    """The wing a module stands in (`banana_space.scores`, `page.door`), or the module itself
+    where it stands at the top of its package."""
+    parts = module.split(".")
+    return ".".join(parts[:2]) if len(parts) > 2 else module
+
+
+def wing_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    wings: dict[str, set[str]] = {}
+    for module, targets in graph.items():
+        wings.setdefault(wing(module), set()).update(
+            wing(target) for target in targets if wing(target) != wing(module))
+    for targets in list(wings.values()):
+        for target in targets:
+            wings.setdefault(target, set())
+    return wings
+
+
+def test_no_two_wings_import_each_other() -> None:
+    assert cycles(wing_graph({"p.a.x": {"p.b.y"}, "p.b.y": {"p.a.z"}, "p.a.z": set()})) == [
+        ["p.a", "p.b"]]
+    assert cycles(wing_graph(import_graph())) == []
+
+
+def test_every_wing_names_its_rooms() -> None:
+    """At most 15 modules at the top of the engine; each wing's `__init__` has an `__all__` and
+    a docstring that names every module in the wing, so its map cannot go stale."""
+    top = list((REPO / "banana_space").glob("*.py"))
+    assert len(top) <= 15, sorted(p.name for p in top)
+    for init in [p for package in ("banana_space", "page")
+                 for p in (REPO / package).glob("*/__init__.py")]:
+        tree = ast.parse(init.read_text())
+        named = set(re.findall(r"\w+", ast.get_docstring(tree) or ""))
+        rooms = {p.stem for p in init.parent.glob("*.py") if p.name != "__init__.py"}
+        assert rooms <= named, f"{init.relative_to(REPO)} does not name {sorted(rooms - named)}"
+        assert any(isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "__all__"
+                   for node in tree.body), f"{init.relative_to(REPO)} has no __all__"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from banana_space.verdict.analysis import VerdictRow
+from banana_space.verdict.history import VerdictRow
 from banana_space.backends.simulate import PROFILES, profiles_of_kind, varying_nuisances
 from banana_space.common import csv_bytes
 from banana_space.leaderboard import chain_kinds

@@ -15,7 +15,7 @@ from visitors import wait_for
 
 from banana_space import gpu
 from banana_space.chain import quota
-from banana_space.verdict.analysis import History
+from banana_space.verdict.history import History
 from banana_space.backends.diffusers_edit import EditJob, generate, work_size
 from banana_space.backends.simulate import SimulateBackend
 from banana_space.budget import GB, MemoryBudget, Reservation, judged_bytes

@@ -30,7 +30,8 @@ from visitors import chain_args, client, noise, run_args, run_dirs, run_ids, sma
 from banana_space.common import write_atomic
 from banana_space.events import FrameScored, Started
 from banana_space.store.run import Run, RunBusy
-from banana_space.chain.runs import RunSpec, prune_runs, resume_run, start_run
+from banana_space.chain.runs import RunSpec, resume_run, start_run
+from banana_space.store.retention import prune_runs
 
 
 @pytest.fixture(scope="module")

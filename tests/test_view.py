@@ -11,13 +11,12 @@ import numpy as np
 from PIL import Image
 
 from banana_space.verdict import analysis
-from banana_space.verdict.analysis import History
+from banana_space.verdict.history import History
 from banana_space.common import ScoreInfo
 from banana_space.events import Finished, Notice
 from banana_space.verdict.magnifier import CROP, GAP, box_around, largest_difference_box, side_by_side
+from banana_space.verdict.columns import VERDICT_COLUMN, VERDICT_HEADERS
 from banana_space.view import (
-    VERDICT_COLUMN,
-    VERDICT_HEADERS,
     RunView,
     simulates_damage,
     summarise,

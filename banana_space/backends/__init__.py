@@ -3,6 +3,12 @@
 Each backend module exports `ENTRIES`; importing a module is cheap (heavy SDKs load lazily inside
 the backend), so listing backends never loads a model or needs a key. A name registered twice
 is refused at import (`registry.unique_table`).
+
+`base` is a backend's interface (`Backend`, `BackendInfo`, `Option`); one file per generator:
+`simulate` (the offline models of an editor's damage, whose step functions are `artifacts`,
+`mi_ripple` and `controls`), `replay` (a recorded chain), `gemini` (Nano Banana, through
+`gemini_client`, the Gemini API connection it shares with the Gemini judge), `diffusers_edit`
+(the open editors on a GPU).
 """
 
 from __future__ import annotations

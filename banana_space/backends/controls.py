@@ -6,7 +6,7 @@ chains with no damage a person would name. So, beside the generator models of `a
 
 - `white_noise`, a positive control: i.i.d. Gaussian noise per pixel and channel, LIVE's "WN",
   the noise classic metrics were fitted on (and what this project's default static was before
-  Mi-Ripple measured model-made noise: issue 32).
+  Mi-Ripple measured model-made noise).
 - `accumulated_blur`, the positive control: Gaussian blur, one of the distortions classic
   no-reference metrics were trained on (LIVE: Sheikh, Sabir & Bovik, IEEE TIP 2006; BRISQUE is
   trained on LIVE, Mittal, Moorthy & Bovik, IEEE TIP 2012).
@@ -27,7 +27,7 @@ last frame, as every generator model does. An *anchored* step (anchor, rng, stre
 anchor_step) -> pixels computes frame `step` from one fixed frame, the anchor (frame 0 unless a
 run was resumed, then the frame it resumed from, `anchor_step`), so that its effect is exact:
 no 8-bit rounding is fed back (a blur fed back at 8 bits lags behind the exact one at every
-rounding, and on a smooth start it stalls: issue 23 saw no pixel change after about 15 steps),
+rounding, and on a smooth start it stalls: no pixel changed after about 15 steps in our tests),
 and a nuisance cannot walk away from the input (`rng` is the step's own, seeded by the run's
 seed and the step, as a feedback step's).
 """
@@ -73,7 +73,7 @@ def accumulated_blur(anchor: Pixels, rng: np.random.Generator, strength: float, 
     frame j's own to s * sqrt(i) (one 8-bit rounding, frame j's, is then carried).
 
     Calibrated against PSNR to the input only, to the rule every profile follows (about 30 dB
-    at step 10): s = `BLUR_SIGMA` = 0.8 px (also the value issue 23's test used) gives, on the
+    at step 10): s = `BLUR_SIGMA` = 0.8 px (also the value our start-smoothness tests use) gives, on the
     clean starts at 1024 px (`scripts/calibrate_profiles.py`), 28.0 (facade), 28.3 (feathers)
     and 29.5 dB (illustration) at step 10 and 26.2-27.7 dB at step 20; the dunes, with little
     fine detail to lose, 44.3 dB. `strength` scales s.

@@ -114,7 +114,7 @@ def replicate(chain: Chain, stop: threading.Event | None = None
     made: queue.Queue = queue.Queue(maxsize=1)  # producer -> scorer
     scored: queue.Queue = queue.Queue(maxsize=1)  # scorer and judges -> us
     # scorer -> judges: a few frames, each held in the memory budget while it waits, so a
-    # slow judge sets the pace once it is JUDGE_BACKLOG frames behind (issue 41: a 60-step
+    # slow judge sets the pace once it is JUDGE_BACKLOG frames behind (a 60-step
     # 2K run once held 500 MB here, and its place for 20 minutes after its last frame)
     judging: queue.Queue = queue.Queue(maxsize=JUDGE_BACKLOG)
     pace = {"rated": 0, "seconds": 0.0}  # the judges' own, for the wait they announce

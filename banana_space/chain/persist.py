@@ -34,7 +34,7 @@ Restoring is confined like everything a visitor names: the id is checked by `run
 first, only the files a run directory holds are fetched (names and sizes checked from the
 listing), into a staging folder inside the runs folder that is renamed into place at once.
 A restored run keeps its age (run.json's `updated_at` becomes its modification time), so
-retention (`runs.prune_runs`, which the page runs after a restore) sees it as old as it is.
+retention (`retention.prune_runs`, which the page runs after a restore) sees it as old as it is.
 The repo is the operator's: it is read with the Space's token (`hub.operator_token`), which
 is never sent for a dataset a visitor names.
 """

@@ -1,8 +1,8 @@
 """Lessons: one click sets up a comparison that makes one of the paper's points, and the
 sentence of what to look for is written afterwards from the two runs' own verdicts.
 
-Each lesson is a pair of sides (`compare.Side`) and the names of what each side shows; none
-carries a conclusion. `lesson_sentence` reads the A/B verdict rows (`compare.pair_rows`) and
+Each lesson is a pair of sides (`sides.Side`) and the names of what each side shows; none
+carries a conclusion. `lesson_sentence` reads the A/B verdict rows (`record.pair_rows`) and
 says which metrics detect one side's damage and are fooled by the other's, whatever they turn
 out to be: the page never says in advance what a run will show.
 """
@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..scores.catalog import metric_info
-from .pair import PairRow, Side
+from .record import PairRow
+from .sides import Side
 
 STEPS = 6  # enough for the paper's first checkpoint (step 5)
 
@@ -40,8 +41,8 @@ LESSONS: dict[str, Lesson] = {
         Side(options={"profile": "nano-banana-pro"}),
         Side(options={"profile": "nano-banana-pro"}, smoothed=True),
         "the start as it is", "the start smoothed",
-        "Issue 43's audit: the paper's starts were smooth generated images, and a start's "
-        "smoothness can change a classic metric's verdict."),
+        "Our start-smoothness study (docs/start_smoothness.md): the paper's starts were smooth "
+        "generated images, and a start's smoothness can change a classic metric's verdict."),
     "pro-vs-flux": Lesson(
         "Pro-like static vs FLUX.2-like dots",
         Side(options={"profile": "nano-banana-pro"}), Side(options={"profile": "scattered-dots"}),

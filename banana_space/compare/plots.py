@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-from ..verdict.analysis import History
+from ..verdict.history import History
 from ..verdict.plots import (
     FONT_PX,
     METRIC_COLOURS,

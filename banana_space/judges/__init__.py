@@ -1,5 +1,10 @@
 """The registry of reference judges (VLMs that rate a frame 1-5), one plain table like the
-backends' registry, refusing a name registered twice. Importing it loads no model."""
+backends' registry, refusing a name registered twice. Importing it loads no model.
+
+`base` is a judge's interface (`Judge`, `Rating`); `answer` reads a score out of a model's
+answer; one file per judge: `visualquality_r1` (VisualQuality-R1), `qrealign` (Q-ReAlign),
+`gemini_judge` (Gemini as a judge).
+"""
 
 from __future__ import annotations
 

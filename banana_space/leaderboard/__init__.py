@@ -11,7 +11,8 @@ metrics that cannot load are listed as unavailable) and writes `leaderboard.csv`
 frame 0 and the last frame), `suite.json` (the suite, the machine, the time it took) and two
 checks of the suite itself: `nuisances.csv` (PSNR's Δ from step 1 on every nuisance chain: not
 0, or the chain could raise no false alarm) and `colour_floors.csv` (our colour rulers on
-luma-only damage, beside their noise floors).
+luma-only damage, beside their noise floors); `report` writes the HTML page and the chains'
+pictures.
 """
 
 from __future__ import annotations

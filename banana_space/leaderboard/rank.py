@@ -19,7 +19,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ..verdict.analysis import VerdictRow
+from ..verdict.history import VerdictRow
 from .suite import DAMAGE_KINDS
 
 RATES = ("detect_rate", "detect_rate_robust", "false_alarm_rate")

@@ -110,7 +110,7 @@ def _in_float64(image: np.ndarray) -> np.ndarray:
     """The frame in float64. scikit-image's `rgb2gray` and `rgb2lab` multiply by a colour
     matrix, and OpenBLAS picks its float32 kernel by the CPU it runs on: a float32 frame's
     luminance moved by a few ULPs between CPUs with and without AVX-512, enough to move the
-    lattice probe by 1.4e-6 (issue 40). In float64 those ULPs are 1e-16, and the rulers that
+    lattice probe by 1.4e-6 (docs/metrics.md). In float64 those ULPs are 1e-16, and the rulers that
     read a colour conversion cost about the same (bench/rulers.py)."""
     return np.asarray(image, dtype=np.float64)
 

@@ -2,8 +2,8 @@
 
 `run` is a run folder's layout (the one place it is spelled), loading, status, owner and
 writer lock; `rundir` writes a run's events as they happen, and its zip; `runids` turns a
-visitor's run id into a run inside the runs folder, or a refusal; `diskspace` checks there is
-room for the next frame.
+visitor's run id into a run inside the runs folder, or a refusal; `retention` decides which
+runs are kept (by count, bytes and shares); `diskspace` checks there is room for the next frame.
 """
 
-__all__ = ["diskspace", "run", "rundir", "runids"]
+__all__ = ["diskspace", "retention", "run", "rundir", "runids"]

@@ -1,4 +1,4 @@
-"""Free disk space as a resource a run holds (issue 41): what a frame needs, checked before a
+"""Free disk space as a resource a run holds: what a frame needs, checked before a
 run starts and before each frame is written.
 
 On a full disk a run once failed with a generic error, left run.json at "running" and a

@@ -7,7 +7,7 @@ one object (`Run`) that knows it. Nothing else spells a run's file names; everyt
                                 like every cache here, so never zipped or replayed
     DIR/scores.csv              step,metric,score,delta,delta_since_input (long format;
                                 fidelity and judges too; delta from step 1, the paper's base)
-    DIR/verdict.csv             `analysis.VERDICT_FIELDS`: metric, the paper's Δ at its
+    DIR/verdict.csv             `columns.VERDICT_FIELDS`: metric, the paper's Δ at its
                                 checkpoints, detects, detects_robust, checkpoints_used, …
     DIR/steps.csv               per step: seconds, calls, cost, what the model said
     DIR/run.json                settings, versions, status, timings; never a secret
@@ -47,7 +47,9 @@ from typing import Any
 
 from PIL import Image
 
-from ..verdict.analysis import FLOOR_RULE, PAPER_TEST, VERDICT_FIELDS, History, checkpoints
+from ..verdict.analysis import FLOOR_RULE, PAPER_TEST, checkpoints
+from ..verdict.history import History
+from ..verdict.columns import VERDICT_FIELDS
 from ..common import ScoreInfo, csv_text, error_line, temporary_name, write_atomic
 
 META_NAME = "run.json"
@@ -218,7 +220,7 @@ class Run:
             return None
 
     def mark_owner(self, owner: str) -> None:
-        """Record who made the run (an opaque key, never an address) for `runs.prune_runs`'
+        """Record who made the run (an opaque key, never an address) for `retention.prune_runs`'
         shares: a dot-file, so never zipped or replayed."""
         write_atomic(self.path / OWNER_NAME, owner.encode())
 

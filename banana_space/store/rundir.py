@@ -19,7 +19,8 @@ from typing import Any
 
 from PIL import Image
 
-from ..verdict.analysis import VERDICT_FIELDS, History
+from ..verdict.history import History
+from ..verdict.columns import VERDICT_FIELDS, file_cells
 from ..common import csv_bytes, png_bytes, write_atomic
 from ..events import Event, Finished, FrameJudged, FrameMade, FrameScored, Notice, Started
 from ..verdict.plots import plot_page
@@ -145,7 +146,7 @@ class RunDir:
 
     def write_scores(self) -> None:
         """scores.csv and verdict.csv from the scores so far (the verdict's arithmetic is
-        `analysis.History`'s)."""
+        `history.History`'s)."""
         rows = []
         for name, series in self.history.scores.items():
             deltas, since = self.history.deltas(name), self.history.since_input(name)
@@ -155,7 +156,7 @@ class RunDir:
         write_atomic(self.run.scores_file, csv_bytes(
             ["step", "metric", "score", "delta", "delta_since_input"], rows))
         write_atomic(self.run.verdict_file, csv_bytes(
-            list(VERDICT_FIELDS), [r.record() for r in self.history.verdict()]))
+            list(VERDICT_FIELDS), [file_cells(r) for r in self.history.verdict()]))
 
     def _write_tables(self) -> None:
         self.write_scores()

@@ -2,7 +2,7 @@
 
     DIR/.chains/<chain>.json   each chain's scores as soon as it is done (the resume state)
     DIR/scores.csv             chain, step, metric, score
-    DIR/verdicts.csv           chain, then `analysis.VERDICT_FIELDS`: the paper's Δ from
+    DIR/verdicts.csv           chain, then `columns.VERDICT_FIELDS`: the paper's Δ from
                                step 1 at its checkpoints, detects, detects_robust, why a
                                verdict is undecided, the change since the input, …
     DIR/table.csv              metric, chains, detects, fooled, undecided: the paper's test
@@ -15,7 +15,7 @@
 Every file is written whole under a temporary name and renamed into place
 (`common.write_atomic`), so a table killed at any instant leaves complete files, and a rerun
 with the same metrics scores only the chains that have no resume file yet. The verdict math is
-`analysis.History`'s, the same as a single run's.
+`history.History`'s, the same as a single run's.
 """
 
 from __future__ import annotations
@@ -26,7 +26,9 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from ..verdict.analysis import VERDICT_FIELDS, History, Verdict, VerdictRow
+from ..verdict.analysis import Verdict
+from ..verdict.history import History, VerdictRow
+from ..verdict.columns import VERDICT_FIELDS, file_cells
 from ..common import ScoreInfo, csv_bytes, write_atomic
 from ..sources.frames import natural_key
 from .work import ChainResult
@@ -91,7 +93,7 @@ class TableStore:
                       for score in (series[step],)]
         write_atomic(self.out / "scores.csv",
                      csv_bytes(["chain", "step", "metric", "score"], score_rows))
-        verdict_rows = [[name, *r.record()] for name, rows in verdicts.items() for r in rows]
+        verdict_rows = [[name, *file_cells(r)] for name, rows in verdicts.items() for r in rows]
         write_atomic(self.out / "verdicts.csv", csv_bytes(VERDICT_HEADER, verdict_rows))
         write_atomic(self.out / "table.csv", csv_bytes(TABLE_HEADER, table_rows(verdicts)))
         return verdicts

@@ -9,7 +9,7 @@ scores). The reading taken of "normalised": a rescaling of the score by a positi
 leaves every sign, and so every verdict, as it is; the Δ columns stay in the score's own units.
 Ours, for runs shorter than the paper's: the checkpoints that exist are used (and the last step
 when none of them does, if it comes after step 1), and every verdict says which it used
-(`VerdictRow.checkpoints_used`, `paper_test`). A missing score (NaN) is missing: it never
+(`history.VerdictRow.checkpoints_used`, `paper_test`). A missing score (NaN) is missing: it never
 counts as a pass, and a chain with no score at step 1 has no verdict (`undecided_because` says so).
 
 Fidelity (PSNR, SSIM) is scored against the input, the right answer of a replication chain;
@@ -20,21 +20,21 @@ Beside the paper's verdict, ours: the same test against a noise floor (`beyond_f
 the floors of `floors.py`; `FLOOR_RULE` words it); the change since the input (`since_input`,
 the input's own score as the base) and the same checkpoints read from it
 (`worse_than_input`), since a smooth start that one dose of static makes look "natural" can be
-worse than step 1 at every checkpoint and still better than the input (issue 23); and the rank
-correlation with fidelity (`spearman`).
+worse than step 1 at every checkpoint and still better than the input; and the rank
+correlation with fidelity (`spearman`). A run's scores and their verdict rows are
+`history.History`'s, which reads them by these functions.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 
 import numpy as np
 
 from ..common import ScoreInfo
-from .floors import floor_of
 
 CHECKPOINTS = (5, 10, 20)
 FIRST_COPY = 1  # the base of the paper's Δ: step 1, the first copy
@@ -95,10 +95,6 @@ INPUT_CONTRASTS = {
                    "the input at every checkpoint",
     (False, True): "step 1 scored worse than the input; from there it does not fall at every "
                    "checkpoint"}
-# One metric's verdict as verdict.csv (and the table's verdicts.csv, after its chain) writes it.
-VERDICT_FIELDS = ("metric", *CHECKPOINT_FIELDS, "detects", "detects_robust", "checkpoints_used",
-                  "undecided_because", "delta_since_input", "worse_than_input",
-                  "spearman_vs_psnr", "spearman_from_first")
 
 
 @dataclass(frozen=True)
@@ -325,116 +321,3 @@ def spearman(a: Sequence[float], b: Sequence[float]) -> float:
     if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
         return math.nan
     return float(np.corrcoef(rankdata(x), rankdata(y))[0, 1])
-
-
-@dataclass(frozen=True)
-class VerdictRow:
-    metric: str
-    role: str
-    at_checkpoints: tuple[float, ...]  # the paper's Δ (from step 1) at each of CHECKPOINTS
-    detects: bool | None  # the paper's test
-    spearman_vs_psnr: float  # the change since the input, ranked against PSNR's, steps 0..N
-    detects_robust: bool | None = None
-    spearman_from_first: float = math.nan  # the same over steps 1..N: the trend
-    delta_since_input: float = math.nan  # the oriented change since the input, last step
-    worse_than_input: bool | None = None  # every checkpoint worse than the input (ours)
-    undecided_because: str = ""  # why `detects` is None ("" when it is decided)
-    checkpoints_used: tuple[int, ...] = ()  # the steps both tests were read at (`checkpoints`)
-
-    def delta_at(self, step: int) -> float:
-        """The paper's Δ at one of CHECKPOINTS (NaN where the run stops short of it)."""
-        return self.at_checkpoints[CHECKPOINTS.index(step)]
-
-    def checkpoint_fields(self) -> dict[str, float]:
-        """{"delta_5": …, "delta_10": …, "delta_20": …}: the checkpoints as the files and the
-        API name them."""
-        return dict(zip(CHECKPOINT_FIELDS, self.at_checkpoints, strict=True))
-
-    def record(self) -> list[object]:
-        """The row's cells in VERDICT_FIELDS order, verdicts in their plain words."""
-        return [self.metric, *self.at_checkpoints, plain_verdict(self.detects),
-                plain_verdict(self.detects_robust),
-                " ".join(str(step) for step in self.checkpoints_used), self.undecided_because,
-                self.delta_since_input, plain_verdict(self.worse_than_input),
-                self.spearman_vs_psnr, self.spearman_from_first]
-
-    @property
-    def input_contrast(self) -> str:
-        """Where the change since the input tells another story than the paper's Δ from the
-        first copy, in words ("" where the two agree or either is undecided)."""
-        return INPUT_CONTRASTS.get((self.detects, self.worse_than_input), "")
-
-
-def _against_input(info: ScoreInfo, since: Sequence[float]) -> tuple[float, bool | None]:
-    """The change since the input at the last step and `worse_than_input`; neither for
-    fidelity, whose score at the input is the input against itself (pyiqa's cap), so its change
-    since then says nothing its own score does not."""
-    if info.role == "fidelity" or not since:
-        return math.nan, None
-    return since[-1], detects_degradation(since)
-
-
-class History:
-    """All scores of one run so far: column name -> list indexed by step (NaN = missing)."""
-
-    def __init__(self, infos: Sequence[ScoreInfo]) -> None:
-        self.infos = {info.name: info for info in infos}
-        self.scores: dict[str, list[float]] = {info.name: [] for info in infos}
-
-    @property
-    def last_step(self) -> int:
-        return max((len(v) for v in self.scores.values()), default=0) - 1
-
-    def add(self, step: int, scores: Mapping[str, float]) -> None:
-        for name, series in self.scores.items():
-            while len(series) <= step:
-                series.append(math.nan)
-            series[step] = float(scores.get(name, math.nan))
-
-    def deltas(self, name: str) -> list[float]:
-        """The paper's oriented Δ from step 1, for every column alike (fidelity included:
-        its score at step 1 is a measurement, not pyiqa's cap)."""
-        return oriented_deltas(self.scores[name], self.infos[name].lower_better)
-
-    def since_input(self, name: str) -> list[float]:
-        """The oriented change since the input (`since_input`), as the curves draw it."""
-        return since_input(self.scores[name], self.infos[name])
-
-    @property
-    def has_input(self) -> bool:
-        """Whether step 0, the input, has a score (a real chain numbered from 1 with no start
-        has no step 0: `real_chains.score_sampled`)."""
-        return any(series and math.isfinite(series[INPUT]) for series in self.scores.values())
-
-    @property
-    def drawn_from(self) -> str:
-        """What the curves' change is measured from, in words."""
-        return "input" if self.has_input else "step 1"
-
-    def drawn(self, name: str) -> list[float]:
-        """The oriented change the curves draw: since the input; in a run with no input, since
-        step 1, the first copy, for every column alike (one base on one axis). There fidelity is
-        measured against step 1 itself, which has no score of its own (no measurement), so its
-        curve starts where an identical copy would be, the top of its range."""
-        if self.has_input:
-            return self.since_input(name)
-        info, scores = self.infos[name], list(self.scores[name])
-        if (info.role == "fidelity" and info.score_range is not None
-                and len(scores) > FIRST_COPY and not math.isfinite(scores[FIRST_COPY])):
-            low, high = info.score_range
-            scores[FIRST_COPY] = low if info.lower_better else high
-        return since_input(scores, info, base=FIRST_COPY)
-
-    def verdict(self) -> list[VerdictRow]:
-        reference = self.since_input(REFERENCE_METRIC) if REFERENCE_METRIC in self.scores else []
-        rows, used = [], checkpoints(self.last_step)
-        for name, info in self.infos.items():
-            deltas, since = self.deltas(name), self.since_input(name)
-            at = tuple(deltas[s] if s < len(deltas) else math.nan for s in CHECKPOINTS)
-            rows.append(VerdictRow(name, info.role, at,
-                                   detects_degradation(deltas), spearman(since, reference),
-                                   detects_degradation(deltas, floor_of(name)),
-                                   spearman(since[1:], reference[1:]),
-                                   *_against_input(info, since),
-                                   undecided_because(deltas), used))
-        return rows

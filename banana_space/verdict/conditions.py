@@ -2,7 +2,7 @@
 
 Banana100 (arXiv 2604.03400) started its chains from 13 generated images, 11 of them made by
 Nano Banana Pro itself: smooth, as generated images are. Its example start scores BRISQUE 34.1
-(pyiqa's BRISQUE, measured by the audit of issue 43). How smooth a start is can flip a classic
+(pyiqa's BRISQUE, as an independent audit measured it; docs/start_smoothness.md). How smooth a start is can flip a classic
 metric's verdict on the same damage (our finding, measured by scripts/start_smoothness.py into
 docs/start_smoothness.md), so the page says where a visitor's start stands. Pure functions.
 """

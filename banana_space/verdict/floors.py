@@ -10,7 +10,7 @@ floor (fidelity, which compares with frame 0 and is built to see a shift; a plug
 metric that could not load where the floors were measured) has none: its robust verdict is
 undecided. The committed `floors.csv` was measured on the four nuisances that repeat a frame (an
 identical copy, a ±0.5 px shift, a lossless re-save, a mild JPEG re-encode), before the four
-that draw afresh at every step existed (issue 43); a rerun of the script measures all eight.
+that draw afresh at every step existed; a rerun of the script measures all eight.
 """
 
 from __future__ import annotations

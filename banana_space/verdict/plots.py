@@ -30,7 +30,8 @@ import math
 from functools import lru_cache
 from typing import Any
 
-from .analysis import History, Verdict, detects_degradation, normalised, range_scaled
+from .analysis import Verdict, detects_degradation, normalised, range_scaled
+from .history import History
 from ..common import ScoreInfo
 
 Figure = dict[str, Any]  # {"data": [trace, ...], "layout": {...}}, as plotly.js takes it

@@ -10,25 +10,18 @@ comparison's link is `?compare=<run A's id>`: it reopens both sides from run A's
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import gradio as gr
 
-from banana_space.verdict.analysis import Verdict
+from banana_space.verdict.columns import pair_cells, pair_headers
 from banana_space.backends import REGISTRY as BACKENDS
 from banana_space.backends.simulate import PROFILES
 from banana_space.scores.catalog import CPU_DEFAULTS, visitor_metrics
-from banana_space.compare.pair import (
-    SMOOTH_SIGMA,
-    Side,
-    SideFailed,
-    last_checkpoint,
-    pair_rows,
-    read_record,
-)
+from banana_space.compare.record import Comparison, pair_rows
+from banana_space.compare.sides import SMOOTH_SIGMA
 from banana_space.compare.plots import alpha_figure, mscn_figure, pair_figure
 from banana_space.sources.images import load_image
 from banana_space.compare.lessons import LESSONS, STEPS, lesson_sentence
@@ -37,12 +30,13 @@ from banana_space.prompts import DEFAULT_PROMPT
 from banana_space.store.run import Run
 from banana_space.chain.runs import open_saved
 from banana_space.chain.spec import MAX_STEPS
-from banana_space.view import RunView
+from banana_space.view import PairView, RunView
 from banana_space.compare.why import WHY_LABEL, read_saved_frame, why_sentence
 from page import runner
-from page.door import guard
+from page.door import join
 from page.door.access import (
     REFUSALS,
+    Refusal,
     brought_back,
     received,
     refusal,
@@ -51,12 +45,10 @@ from page.door.access import (
 )
 from page.run_tab.handlers import stop_run
 from page.run_tab.outputs import plot_data, strip_html
-from page.compare_tab.pair import compare_chains, side_of
+from page.compare_tab.sides import side_of
 from page.settings import SETTINGS
 from page.style import SHARE_CSS, SHARE_HTML, SHARE_JS, STRIP_CSS, STRIP_JS
 
-PAIR_HEADERS = ["score", "A: verdict", "A: Δ at its last checkpoint", "B: verdict",
-                "B: Δ at its last checkpoint"]
 NOT_YET = "The answer appears here once both runs have their first checkpoint."
 
 
@@ -84,17 +76,9 @@ class CompareOutputs(NamedTuple):
 
 def verdict_table(views: dict[str, RunView]) -> list[list[str]]:
     """The A/B verdict table: each score's verdict by the paper's test and its Δ at the last
-    checkpoint the run reached, on both sides."""
+    checkpoint the run reached, on both sides (`verdict.columns`' A/B columns)."""
     rows = pair_rows(views["A"].history, views["B"].history if "B" in views else None)
-
-    def cells(row: Any) -> list[str]:
-        if row is None:
-            return ["—", "—"]
-        delta = last_checkpoint(row)
-        return [Verdict(row.detects).on_page(used=row.checkpoints_used),
-                "" if math.isnan(delta) else f"{delta:+.3g}"]
-
-    return [[row.metric, *cells(row.a), *cells(row.b)] for row in rows]
+    return [pair_cells(row.metric, (row.a, row.b)) for row in rows]
 
 
 def _frame(view: RunView | None, step: int) -> Any:
@@ -126,18 +110,19 @@ def why_panel(views: dict[str, RunView], step: int) -> tuple[str, Any, Any]:
             plot_data(alpha_figure(alphas, step)))
 
 
-def screen(views: dict[str, RunView], step: int | None, record: dict[str, Any],
-           stopping: bool = False, with_why: bool = True) -> CompareOutputs:
+def screen(pair: PairView, step: int | None, stopping: bool = False,
+           with_why: bool = True) -> CompareOutputs:
     """Both sides as the tab shows them, at `step` (None: the newest both have)."""
+    views, comparison = pair.views, pair.comparison
     newest = max(v.last_step for v in views.values())
     step = max(0, newest if step is None else min(step, newest))
-    lines = [f"**{side}** ({Side(**_side(record, side)).label()}): {views[side].status()}"
+    lines = [f"**{side}** ({comparison.label(side)}): {views[side].status()}"
              if side in views else f"**{side}** ❌ failed to start: "
-                                    f"{escape_markdown(record['failed'].get(side, ''))}"
+                                    f"{escape_markdown(comparison.failed.get(side, ''))}"
              for side in ("A", "B")]
     if stopping:
         lines.insert(0, "⏹ **Stopping both…** (the frames made so far are kept)")
-    lesson = LESSONS.get(record.get("lesson") or "")
+    lesson = LESSONS.get(comparison.lesson or "")
     sentence = ""
     if lesson and "B" in views:
         sentence = lesson_sentence(lesson.a_shows, lesson.b_shows,
@@ -164,18 +149,14 @@ def screen(views: dict[str, RunView], step: int | None, record: dict[str, Any],
         why_text=why[0], why_mscn=why[1], why_alpha=why[2])
 
 
-def _side(record: dict[str, Any], side: str) -> dict[str, Any]:
-    return record["sides"][side]
-
-
 def run_compare(upload: str | None, steps: float, metrics: list[str], lesson: str,
                 a_generator: str, a_profile: str, a_smoothed: bool, a_prompt: str, a_seed: float,
                 b_generator: str, b_profile: str, b_smoothed: bool, b_prompt: str, b_seed: float,
                 request: gr.Request) -> Iterator[CompareOutputs]:
     """Start both chains from the upload and stream both sides as they come (the side fields
-    in `page.compare_tab.pair.SIDE_FIELDS`' order: gradio hands a request only to a named parameter)."""
+    in `pair.SIDE_FIELDS`' order: gradio hands a request only to a named parameter)."""
     if not upload:
-        raise gr.Error("Upload an image first (or keep the example).")
+        raise Refusal("Upload an image first (or keep the example).")
     side_a = side_of(a_generator, a_profile, a_smoothed, a_prompt, a_seed, "A")
     side_b = side_of(b_generator, b_profile, b_smoothed, b_prompt, b_seed, "B")
     steps, chosen = whole_number(steps, "Steps"), visitor_metric_names(metrics)
@@ -183,38 +164,28 @@ def run_compare(upload: str | None, steps: float, metrics: list[str], lesson: st
         loaded = load_image(received(upload))
     except REFUSALS as error:
         raise refusal(error) from None
-    record = {"sides": {"A": side_a.public(), "B": side_b.public()}, "failed": {},
-              "lesson": lesson or None}
-    views = {"A": RunView(), "B": RunView()}
     with runner.start_pair(request, loaded, steps, side_a, side_b, chosen,
                            lesson=lesson or None) as chain:
-        for event in chain.events:
-            if isinstance(event, SideFailed):
-                record["failed"][event.side] = event.reason
-                views.pop(event.side, None)
-                continue
-            views[event.side].apply(event.event)
-            yield screen(views, None, record, chain.stop.is_set(), with_why=False)
-    yield screen(views, None, record)
+        yield from runner.stream(chain, PairView(chain.comparison),
+                                 lambda pair, stopping, last: screen(pair, None, stopping,
+                                                                     with_why=last))
 
 
 def reopen(run_id: str, step: float | None = None) -> CompareOutputs:
     """Both sides of the comparison whose run A is `run_id`, as saved (anyone may look)."""
-    run_a = brought_back(run_id)
-    record = read_record(run_a)
-    if record is None:
-        raise gr.Error("That run is not part of a comparison.")
-    views = {}
+    comparison = Comparison.read(brought_back(run_id))
+    if comparison is None:
+        raise Refusal("That run is not part of a comparison.")
+    saved = {}
     for side in ("A", "B"):
-        if record[side.lower()]:
+        if comparison.run_id(side):
             try:
-                saved, _ = open_saved(brought_back(record[side.lower()]).path)
+                saved[side], _ = open_saved(brought_back(comparison.run_id(side)).path)
             except FileNotFoundError:
-                raise gr.Error("That comparison was deleted (old runs are removed to make "
-                               "room).") from None
-            views[side] = RunView.from_saved(saved)
+                raise Refusal("That comparison was deleted (old runs are removed to make "
+                              "room).") from None
     chosen = None if step is None else whole_number(step, "The step")
-    return screen(views, chosen, record)
+    return screen(PairView.from_saved(comparison, saved), chosen)
 
 
 def open_compare_link(request: gr.Request) -> tuple[Any, ...]:
@@ -298,7 +269,7 @@ def build(demo: gr.Blocks, default_upload: str, tabs: gr.Tabs) -> None:
                           html_template='<div class="strip">${value}</div>',
                           css_template=STRIP_CSS, js_on_load=STRIP_JS) for name in "AB"]
         plot = gr.Plot(show_label=False, elem_id="compare-plot")
-        verdict = gr.Dataframe(headers=PAIR_HEADERS, label="A/B: does each score detect it? "
+        verdict = gr.Dataframe(headers=pair_headers(), label="A/B: does each score detect it? "
                                "(the paper's test)", interactive=False, wrap=True,
                                elem_id="compare-verdict", buttons=[])
         share = gr.HTML("", elem_id="compare-share", html_template=SHARE_HTML,
@@ -312,23 +283,11 @@ def build(demo: gr.Blocks, default_upload: str, tabs: gr.Tabs) -> None:
             with gr.Row():
                 why_mscn = gr.Plot(show_label=False, elem_id="why-mscn")
                 why_alpha = gr.Plot(show_label=False, elem_id="why-alpha")
-        # the API's own inputs, never shown
-        with gr.Column(visible=False):
-            api_image = gr.File(label="image", type="filepath")
-            api_steps = gr.Number(6, label="steps")
-            api_a = gr.Textbox("", label="a")
-            api_b = gr.Textbox("", label="b")
-            api_metrics = gr.Textbox("", label="metrics")
-            api_token = gr.Textbox("", label="token", type="password")
-            api_answer = gr.Textbox(label="answer (JSON)")
-            api_only = gr.Button("API")
 
     outputs = list(CompareOutputs(status, lesson_text, step, frame_a, frame_b, *strips, plot,
                                   verdict, share, download, compare_id, why_text, why_mscn,
                                   why_alpha))
-    plumbing = {"api_visibility": "private"}
-    chains = {"concurrency_id": guard.CHAIN_GROUP, "concurrency_limit": 4,
-              "show_progress": "hidden"}
+    plumbing, chains = join.PLUMBING, join.CHAIN_EVENTS
     inputs = [upload, steps, metrics, lesson, *fields]
     go.click(run_compare, inputs, outputs, **plumbing, **chains)
     for key, button in lesson_buttons.items():
@@ -339,8 +298,6 @@ def build(demo: gr.Blocks, default_upload: str, tabs: gr.Tabs) -> None:
     stop.click(_stop, None, status, concurrency_limit=None, **plumbing)
     step.release(show_step, [compare_id, step], outputs, show_progress="hidden", **plumbing)
     demo.load(open_compare_link, None, [tabs, *outputs], **plumbing)
-    api_only.click(compare_chains, [api_image, api_steps, api_a, api_b, api_metrics, api_token],
-                   api_answer, api_name="compare_chains", **chains)
 
 
 def _stop(request: gr.Request) -> Any:

@@ -15,12 +15,12 @@ import html
 import re
 import tempfile
 import threading
-from collections.abc import Iterator, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 import gradio as gr
 
+from banana_space.backends import REGISTRY as BACKENDS
 from banana_space.backends import BackendUnavailable
 from banana_space.scores.catalog import (
     CPU_DEFAULTS,
@@ -28,12 +28,13 @@ from banana_space.scores.catalog import (
     parse_metric_names,
     visitor_metrics,
 )
-from banana_space.events import Event, Started
 from banana_space.sources.images import BadImage
 from banana_space.markup import without_paths
 from banana_space.chain.persist import restore
 from banana_space.store.run import Run, RunBusy
 from banana_space.store.runids import BadRunId, open_run, run_path
+from page.door import stop_flags
+from page.door import uploads
 from page.door import guard
 from page.door.identity import Visitor
 from page.settings import RECORDED, REPO, SETTINGS
@@ -92,35 +93,35 @@ def mine(run: Run, visitor: Visitor) -> Run:
 
 def tab_of(request: gr.Request) -> str:
     """Which browser tab is asking (gradio's session), for the page's one chain per tab. API
-    and MCP chains have no such slot (`guard.claim_token`): gradio's MCP server sends every
+    and MCP chains have no such slot (`stop_flags.claim_token`): gradio's MCP server sends every
     MCP call through one client, so a session would be every MCP client's at once."""
     return request.session_hash or "anonymous"
 
 
 def received(path: Any) -> str:
-    """A file argument as a path gradio received, or a clear `gr.Error` (`guard.received_file`)."""
+    """A file argument as a path gradio received, or a clear `gr.Error` (`uploads.received_file`)."""
     try:
-        return guard.received_file(path)
+        return uploads.received_file(path)
     except guard.Refused as error:
         raise refusal(error) from None
 
 
 def claim(tab: str) -> threading.Event:
-    """The stop flag of `tab`'s new chain (`guard.STOP_FLAGS`); a second chain while one is
+    """The stop flag of `tab`'s new chain (`stop_flags.STOP_FLAGS`); a second chain while one is
     in flight is refused."""
-    flag = guard.STOP_FLAGS.claim(guard.tab_key(tab), alone=True)
+    flag = stop_flags.STOP_FLAGS.claim(stop_flags.tab_key(tab), alone=True)
     if flag is None:
         raise Refusal(ALREADY_RUNNING)
     return flag
 
 
 def release(tab: str, flag: threading.Event) -> None:
-    guard.STOP_FLAGS.release(guard.tab_key(tab), flag)
+    stop_flags.STOP_FLAGS.release(stop_flags.tab_key(tab), flag)
 
 
 def running_for(tab: str) -> threading.Event | None:
     """The stop flag of `tab`'s chain in flight, if any."""
-    flags = guard.STOP_FLAGS.of(guard.tab_key(tab))
+    flags = stop_flags.STOP_FLAGS.of(stop_flags.tab_key(tab))
     return flags[0] if flags else None
 
 
@@ -149,7 +150,7 @@ def whole_number(value: Any, what: str) -> int:
     """A whole number from a form field (which sends 2.5 as readily as 2), or a `gr.Error`;
     never `true` (Python's bool is an int)."""
     if isinstance(value, bool):
-        raise gr.Error(f"{what} must be a whole number, not true or false.")
+        raise Refusal(f"{what} must be a whole number, not true or false.")
     try:
         number = float(value)
     except (TypeError, ValueError):
@@ -159,16 +160,20 @@ def whole_number(value: Any, what: str) -> int:
     return int(number)
 
 
-def owned(events: Iterator[Event], visitor: Visitor) -> Iterator[Event]:
-    """A new run's events, its owner recorded (and old runs pruned, `guard.started`) once its
-    first event is on disk: the one place the page and the API do this. Closing this closes
-    the run's events at once (a visitor who goes away stops the chain)."""
-    try:
-        for event in events:
-            if isinstance(event, Started):
-                guard.started(Path(event.run_dir), visitor)
-            yield event
-    finally:
-        close = getattr(events, "close", None)
-        if close is not None:
-            close()
+def generator_of(generator: str, profile: str, side: str = "") -> tuple[str, dict[str, Any]]:
+    """A generator that makes chains, by the name a visitor gave, and its profile as its
+    options (blank: the default), or a `Refusal` (naming the side, for a comparison's).
+
+    Returns:
+        (the generator's name, its options: {"profile": …} or {}).
+    """
+    where = f"Side {side}: " if side else ""
+    entry = BACKENDS.get(generator)
+    if entry is None:
+        raise Refusal(f"{where}Unknown generator; valid: {', '.join(BACKENDS)}.")
+    if entry.info.plays_recording:
+        raise Refusal(f"{where}{generator} plays a recorded chain; to score one, use "
+                      "score_chain.")
+    if profile and not entry.info.takes("profile"):
+        raise Refusal(f"{where}The {entry.info.name} generator takes no profile.")
+    return entry.info.name, ({"profile": profile} if profile else {})

@@ -1,4 +1,4 @@
-"""A limit on every request body (issue 41): ASGI middleware in front of gradio.
+"""A limit on every request body: ASGI middleware in front of gradio.
 
 gradio reads a queue join or a REST call (`/gradio_api/queue/join`, `/gradio_api/call/*`)
 whole, whatever its size, keeps each session's input values, and prints a join with too few
@@ -7,7 +7,7 @@ four 100 MB joins wrote 400 MB of log. No request of the page or the API needs m
 prompt, a few names and file references (the files themselves go to `/upload`), so every body
 is held to `BODY_BYTES`; a body past it is answered 413 before gradio sees a byte of it, and
 what was read of it is dropped unread and unlogged. Two routes carry files and keep caps of
-their own: `/upload` (gradio's `max_file_size`, and `guard.UploadGuard`'s per-visitor share)
+their own: `/upload` (gradio's `max_file_size`, and `uploads.UploadGuard`'s per-visitor share)
 and the MCP server, whose tool calls carry their images inline as data: URLs (base64: 4/3 of
 the file). No gradio here: plain ASGI.
 """

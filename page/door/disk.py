@@ -4,7 +4,7 @@ Runs (frames, zips), uploads (gradio's upload folder: files sent to `/upload`, a
 server saves of a data: URL), input previews and the hub files replays fetched
 (`banana_space.sources.hub.chains_cache`) are all counted: uploads may take a quarter of the budget,
 previews a hundredth, hub files a tenth (`handlers.room_for_replay` makes room before each
-replay), runs the rest (`banana_space.chain.runs.prune_runs` keeps them within it, and each visitor
+replay), runs the rest (`banana_space.store.retention.prune_runs` keeps them within it, and each visitor
 within a tenth of it). The upload folder belongs to this runs folder
 (named after it), so the files a killed process left there are removed when the next one starts.
 
@@ -19,7 +19,7 @@ import os
 import shutil
 from pathlib import Path
 
-from banana_space.chain.runs import clear_orphans
+from banana_space.store.retention import clear_orphans
 from page.settings import SETTINGS
 
 RUNS_ROOT = SETTINGS.runs_root

@@ -1,4 +1,4 @@
-"""Everything this app does to gradio's (and uvicorn's) internals, in one room (issue 42).
+"""Everything this app does to gradio's (and uvicorn's) internals, in one room.
 
 Where gradio 6.31 has a public way, the app uses it instead: `gr.Error(print_exception=False)`
 for a refusal (`access.Refusal`), per-event `concurrency_limit` and `concurrency_id`, the

@@ -1,4 +1,4 @@
-"""Who a request comes from (issue 42): a browser, an account, or an API caller's token; and the
+"""Who a request comes from: a browser, an account, or an API caller's token; and the
 address its connection came from, for the per-address ceilings only (`guard.py`).
 
 A visitor is never an address: in a lecture hall 30 browsers share one.

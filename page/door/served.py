@@ -3,7 +3,7 @@
 The runs folder is served as it lies (`app.py`: `set_static_paths`, `allowed_paths`), so that
 frames stream without a copy; gradio's `blocked_paths` names whole paths only, never a kind of
 file. A run keeps a few files of its own beside its frames, each a dot-name: `.owner` (who made
-it: anyone holding two run links could tell whether one visitor made both, issue 41),
+it: anyone holding two run links could tell whether one visitor made both),
 `.writer.lock`, and a writer's temporaries. This ASGI middleware answers 404 to a request on a
 file route (`/file=…`, `/file/…`) for a dot-name; the previews' folder (`.previews`) is a
 folder, its files have plain names and are served. No gradio here: plain ASGI.

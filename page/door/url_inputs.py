@@ -4,7 +4,7 @@ Gradio's MCP guide has agents pass file inputs as URLs, and gradio fetches a Fil
 path is a URL itself (`processing_utils.async_ssrf_protected_download`): through safehttpx,
 which checks the host's address but reads the whole body into memory, with no size limit,
 and asks Google's DNS when the local answer is private. So the queue refuses every URL gradio
-would fetch (`guard.install`), and this module fetches the https ones first, into the upload
+would fetch (`join.install`), and this module fetches the https ones first, into the upload
 folder, where they become files the caller sent:
 
 - `https` only, at every hop; at most `MAX_REDIRECTS` redirects, each checked again;

@@ -1,8 +1,10 @@
 """The Run tab: one chain at a time, streamed as it is made.
 
-`form` is the Run form (one field per control, and how it becomes a `RunSpec`); `outputs`
-the one output contract of every event that shows a run; `handlers` what each button and
-page load does.
+`tab` lays the tab out and wires it; `form` is the Run form (one field per control, and how it
+becomes a `RunSpec`); `handlers` what Run, Stop, Resume, opening a run and the compared frame
+do; `pictures` what a visitor starts from (recordings, real chains, example pictures, the
+upload's preview and its condition); `outputs` the one output contract of every event that
+shows a run.
 """
 
-__all__ = ["form", "handlers", "outputs"]
+__all__ = ["form", "handlers", "outputs", "pictures", "tab"]

@@ -1,39 +1,34 @@
-"""The page's event handlers: what each button, toggle and page load does (app.py wires them).
+"""The Run tab's event handlers: what Run, Stop, Resume, a hub replay, opening a run and the
+compared frame do (`tab.py` wires them; the first screen's pictures are `pictures.py`'s).
 
-Each answers with the page's one output contract (`page.run_tab.outputs.PageOutputs`); who may do what
-is `page.door.access`'s, the Run form's fields `page.run_tab.form`'s, and every run-state question (is it
+Each answers with the page's one output contract (`outputs.PageOutputs`); who may do what is
+`page.door.access`'s, the Run form's fields `form.py`'s, and every run-state question (is it
 live, complete, zipped?) the engine's (`banana_space.chain.runs`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import re
-import secrets
 import threading
-import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import gradio as gr
 from PIL import Image
 
-from banana_space.scores.catalog import to_tensor
-from banana_space.common import png_bytes, write_atomic
-from banana_space.verdict.conditions import start_note
-from banana_space.sources.images import BadImage, load_image
+from banana_space.sources.images import BadImage
 from banana_space.markup import escape_markdown
 from banana_space.verdict.plots import delta_figure, raw_figure
 from banana_space.chain.quota import page_note, steps_for_the_smallest_day
-from banana_space.chain.real_chains import PLAN, dataset_starts, examples, plan_from_env, preparing
+from banana_space.chain.real_chains import examples
 from banana_space.chain.remake import remake_all, remake_frame
 from banana_space.store.run import Run
 from banana_space.store.runids import copy_in
 from banana_space.chain.runs import open_saved
 from banana_space.view import RunView
 from page import runner
+from page.door import stop_flags
+from page.door import uploads
 from page.door import guard
 from page.door.access import (
     REFUSALS,
@@ -47,29 +42,21 @@ from page.door.access import (
     tab_of,
     whole_number,
 )
-from page.door.disk import PREVIEWS, make_room
+from page.door.disk import make_room
 from page.run_tab.form import RunForm, chosen_options, form_event, spec_of
 from page.door.identity import visitor_of
 from page.run_tab.outputs import STOPPING, PageOutputs, compared, magnify, plot_data, share_link, shown
-from page.settings import RECORDED, REPO, SETTINGS
+from page.settings import RECORDED, SETTINGS
 
-# Buttons for real chains, shown once they are prepared (banana_space/chain/real_chains.py).
-REAL_SLOTS = max(PLAN.count, len(plan_from_env().chains))
-REAL_CHAINS_POLL_S = 5  # how often a page asks again while the real chains are prepared
-PREVIEW_SIDE = 512  # the page shows it 120 px tall
-PREVIEW_LIFETIME_S = 3600
 FRAME_QUERY = re.compile(r"[0-9]{1,4}")  # `?frame=`: a step, 0-100 (a few digits to spare)
 
 
 def stream(view: RunView, chain: runner.Chain) -> Iterator[PageOutputs]:
-    """Fold a chain's events into the view and send each screen as it changes. When the
-    visitor disconnects, gradio closes this generator: the run is recorded as interrupted
-    (`banana_space.chain.runs`) and its chain stops. The zip is made after the end is shown: one
-    more screen offers it, with the magnifier (which a stopped run's first screen leaves out,
-    to say "Stopped" at once)."""
-    for event in chain.events:
-        yield shown(view.apply(event), chain.stop.is_set(), magnified=False)
-    yield shown(view.screen(), chain.stop.is_set())
+    """A chain on the Run tab, screen by screen (`runner.stream`); the screen after the end
+    offers the zip and the magnifier (which a stopped run's first screen leaves out, to say
+    "Stopped" at once)."""
+    return runner.stream(chain, view, lambda screen, stopping, last: shown(
+        screen, stopping, magnified=last))
 
 
 def _run(form: RunForm, request: gr.Request) -> Iterator[PageOutputs]:
@@ -136,7 +123,7 @@ def stop_run(token: str = "", request: gr.Request = None) -> Any:
         A line saying the chain is stopping.
     """
     if token:
-        flags = guard.token_flags(token)
+        flags = stop_flags.token_flags(token)
     else:
         mine = running_for(tab_of(request))
         flags = [mine] if mine is not None else []
@@ -196,7 +183,7 @@ def room_for_replay(source: str, request: gr.Request) -> None:
         if needed > SETTINGS.hub_bytes:
             raise guard.Refused(f"This replay fetches {needed / 1e6:,.0f} MB; this server keeps "
                                 f"at most {SETTINGS.hub_bytes / 1e6:,.0f} MB of hub files.")
-        guard.count_hub_bytes(visitor_of(request), needed)
+        uploads.count_hub_bytes(visitor_of(request), needed)
     except REFUSALS as error:
         raise refusal(error) from None
     make_room(chains_cache(), needed, SETTINGS.hub_bytes)
@@ -254,53 +241,6 @@ def open_recorded(name: str, raw: bool) -> PageOutputs:
     return show_saved(run, raw)
 
 
-def real_chain_buttons() -> list[Any]:
-    """The examples' heading and the real-chain buttons (`REAL_SLOTS` of them), for the real
-    chains prepared so far (`banana_space.chain.real_chains`): they come first, with their licence;
-    the bundled recordings after them are our simulations, and say so."""
-    real = [e for e in examples(SETTINGS.runs_root, RECORDED) if e.real]
-    credits = sorted({e.credit for e in real if e.credit})
-    heading = ("**Real chains first** — open instantly: Banana100's own chains (real), each "
-               "by its path in the dataset, "
-               + "; ".join(escape_markdown(c) for c in credits)
-               + ". **Below them, our simulations** (a model of the damage, not a real "
-               "editor's output)." if real else
-               "**Recorded chains** — open instantly, no key or GPU. These are **simulated** "
-               "(a model of the damage, not a real editor's output).")
-    return [heading, *(gr.update(value=real[i].label, visible=True) if i < len(real)
-                       else gr.update(visible=False) for i in range(REAL_SLOTS))]
-
-
-def example_gallery(bundled: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    """The example pictures, (thumbnail, caption): Banana100's own starts first where the hub
-    was reachable (`real_chains.dataset_starts`, each captioned with its licence), then ours
-    (`bundled`, captioned by name)."""
-    return [(str(start.thumb), start.caption) for start in dataset_starts(SETTINGS.runs_root)
-            ] + bundled
-
-
-def picked_example(caption: str | None, index: int, bundled: dict[str, str]) -> str:
-    """The picture behind a clicked example: a dataset start's full frame, or one of ours
-    (`bundled`: caption -> path), by its caption (the gallery's order changes when the starts
-    arrive, so an index may name another picture), by its place where the click had none;
-    never a path a visitor names."""
-    offered = {start.caption: str(start.image) for start in dataset_starts(SETTINGS.runs_root)
-               } | bundled
-    if caption is None and 0 <= index < len(offered):
-        caption = list(offered)[index]
-    if caption not in offered:
-        raise Refusal("Pick one of the example pictures.")
-    return offered[caption]
-
-
-def real_chains_tick() -> list[Any]:
-    """`real_chain_buttons` again, for a page opened before the real chains were ready (the
-    visitor who wakes a sleeping Space), and its timer: it stops once the preparation has
-    ended, with chains or without (offline)."""
-    more_may_come = preparing()  # asked first: the buttons read after it are then final
-    return [*real_chain_buttons(), gr.Timer(active=more_may_come)]
-
-
 def open_real_chain(index: int, raw: bool) -> PageOutputs:
     """Copy the `index`-th prepared real chain into the runs folder (once), then show it."""
     real = [e for e in examples(SETTINGS.runs_root, RECORDED) if e.real]
@@ -333,64 +273,6 @@ def on_load(request: gr.Request) -> PageOutputs:
     return opened._replace(before_after=before_after, magnifier=magnifier, share=share,
                            plot=marked_plot(opened.run_id, step, False),
                            compare_step={**opened.compare_step, "value": step})
-
-
-def preview(upload: str | None) -> tuple[Any, str]:
-    """The upload's preview (hidden while there is none) and its size and notes."""
-    nothing = gr.update(value=None, visible=False)
-    if not upload or Path(upload).suffix.lower() == ".zip":
-        return nothing, ""
-    try:
-        loaded = load_image(guard.received_file(upload))
-    except (BadImage, guard.Refused) as error:
-        return nothing, f"⚠️ {escape_markdown(public_text(str(error)))}"
-    w, h = loaded.image.size
-    small = loaded.image.copy()
-    small.thumbnail((PREVIEW_SIDE, PREVIEW_SIDE))
-    return (gr.update(value=write_preview(small), visible=True),
-            f"{w} × {h}" + "".join(f" · {escape_markdown(n)}" for n in loaded.notes))
-
-
-SMOOTHNESS_TABLE = REPO / "docs" / "start_smoothness.md"  # scripts/start_smoothness.py's table
-gr.set_static_paths([SMOOTHNESS_TABLE])  # linked from the note beside the input
-CONDITION_SIDE = 2048  # px: the paper's starts are 2K; a larger upload is measured at that
-
-
-def start_condition(upload: str | None) -> str:
-    """Beside the input: its BRISQUE against the paper's example start, and why that matters
-    (`conditions.start_note`); nothing for a zip, or where the preview already says why not."""
-    from banana_space.scores.pool import POOL, MetricUnavailable
-
-    if not upload or Path(upload).suffix.lower() == ".zip":
-        return ""
-    try:
-        image = load_image(guard.received_file(upload)).image
-    except (BadImage, guard.Refused):
-        return ""
-    image.thumbnail((CONDITION_SIDE, CONDITION_SIDE), Image.Resampling.LANCZOS)
-    try:
-        brisque = POOL.score("brisque", to_tensor(image))
-    except MetricUnavailable:
-        return ""
-    return start_note(brisque, f"/gradio_api/file={quote(str(SMOOTHNESS_TABLE))}")
-
-
-def write_preview(image: Image.Image) -> str:
-    """The preview as a file of its own under the served runs folder, written atomically.
-    Returned as a PIL image, gradio would write it to a path named by its content, in place:
-    eight visitors previewing one photo rewrote the file while it was being served to the
-    others, who got a truncated image. Previews older than an hour are deleted, and the oldest
-    beyond their share of the disk (`SETTINGS.previews_bytes`)."""
-    PREVIEWS.mkdir(parents=True, exist_ok=True)
-    for old in PREVIEWS.glob("*.png"):
-        with contextlib.suppress(FileNotFoundError):
-            if time.time() - old.stat().st_mtime > PREVIEW_LIFETIME_S:
-                old.unlink()
-    path = PREVIEWS / f"{secrets.token_hex(8)}.png"
-    data = png_bytes(image)
-    make_room(PREVIEWS, len(data), SETTINGS.previews_bytes)
-    write_atomic(path, data)
-    return str(path)
 
 
 def compare(run_id: str | None, step: float) -> tuple[Any, Any, Any]:

@@ -1,0 +1,172 @@
+"""The queue's door: every event that joins gradio's queue is checked here first, once gradio is
+the one `gradio_patches` was written for (`install`).
+
+- every number field a real number (`_check_numbers`);
+- a URL given as a file is never fetched by gradio: an https URL to a public address is fetched
+  by `url_inputs` into the upload folder, counted like an upload and named as one; any other
+  URL is refused (`_fetch_urls`);
+- a chain (`CHAIN_GROUP`): at most `chains_per_visitor` queued or running per visitor
+  (`chains_per_address` per address), `chains_waiting` waiting in all; cheap events (page load,
+  Stop, opening a run, list_options) are never refused: the queue itself has no size limit;
+- a preview (`PREVIEW_GROUP`): at most `PREVIEWS_PER_VISITOR` of a visitor's queued or running
+  (each decodes the whole upload, within the memory budget), `PREVIEWS_AT_ONCE` of everyone's
+  at once.
+A chain whose caller disconnected is stopped by its handler (`alive`). What this reads of
+gradio's queue is `gradio_patches`'.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+
+from page.door import body_limit as bodies
+from page.door import disk, gradio_patches, url_inputs
+from page.door.guard import Refused, Served
+from page.door.identity import Visitor, visitor_of
+from page.door.uploads import admit_bytes
+from page.settings import SETTINGS
+
+CHAIN_GROUP = "runs"  # the concurrency id every chain event shares
+# Scoring is CPU-bound and a small Space has 2 cores: 4 chains at once share them (each waits
+# mostly on its generator anyway), set on every chain event (gradio takes a group's limit from
+# the first event it sees, so one event without it once let 8 run).
+CHAINS_AT_ONCE = 4
+CHAIN_EVENTS = {"concurrency_id": CHAIN_GROUP, "concurrency_limit": CHAINS_AT_ONCE,
+                "show_progress": "hidden"}  # a chain's status line says what is happening
+# The page's plumbing is private: reachable only by what the page posts (and confined there
+# like everything else), never listed or offered to API clients or agents.
+PLUMBING = {"api_visibility": "private"}
+PREVIEW_GROUP = "previews"  # the upload's preview: PREVIEWS_AT_ONCE decode at once
+PREVIEWS_AT_ONCE = 2
+# Queued or running: a page asks twice per change of its upload (the preview and the start's
+# condition), and its load may overlap its first change.
+PREVIEWS_PER_VISITOR = 4
+PREVIEWS_WAITING = 32
+
+
+def install(demo: gr.Blocks) -> None:
+    """Check every chain that joins `demo`'s queue (after `demo.queue()`), once gradio is the
+    one `page.door.gradio_patches` was written for."""
+    gradio_patches.check()
+    Served.demo = demo
+    gradio_patches.wrap_join(demo._queue, lambda body, request: _join_refusal(demo, body,
+                                                                             request))
+    gradio_patches.file_without_litter()
+
+
+async def _join_refusal(demo: gr.Blocks, body: Any, request: Any) -> str | None:
+    """Why an event may not join the queue now, or None (its URL files fetched first)."""
+    fn = demo.fns.get(body.fn_index) if body.fn_index is not None else None
+    try:
+        if fn is not None:
+            _check_numbers(fn.inputs, body.data)
+            await _fetch_urls(body.data, request)
+        if fn is not None and fn.concurrency_id == CHAIN_GROUP:
+            _check_chain_room(demo, visitor_of(request))
+        if fn is not None and fn.concurrency_id == PREVIEW_GROUP:
+            _check_preview_room(demo, visitor_of(request))
+    except Refused as refusal:
+        return str(refusal)
+    return None
+
+
+def _check_numbers(inputs: list[Any], data: Any) -> None:
+    """gradio's Number and Slider take `true` as 1, round 1.5 where a precision is set, and
+    answer a string, null or NaN with ~30 lines of traceback: a number field's value
+    is a finite number (or blank, in a Number: an option left to its default) before the event
+    joins the queue, else one line saying so. The value itself is not echoed."""
+    for block, value in zip(inputs, data if isinstance(data, list) else [], strict=False):
+        if not isinstance(block, gr.Number | gr.Slider) or (
+                value is None and isinstance(block, gr.Number)):
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(
+                value):
+            kind = ("true or false" if isinstance(value, bool) else "blank" if value is None
+                    else "NaN or infinite" if isinstance(value, float) else "text"
+                    if isinstance(value, str) else f"a {type(value).__name__}")
+            raise Refused(f"{block.label or 'A number field'} must be a number, not {kind}.")
+
+
+async def _fetch_urls(data: Any, request: Any) -> None:
+    """Each file argument gradio would download (a FileData whose path is a URL), fetched here
+    instead (`page.door.url_inputs`) and given as an upload of the caller's, or `Refused`."""
+    for file_data in _url_file_data(data):
+        try:
+            path = await url_inputs.fetch(file_data["path"], Path(disk.UPLOADS) / "urls",
+                                          Served.demo.max_file_size or bodies.UPLOAD_BYTES)
+        except url_inputs.UrlRefused as error:
+            raise Refused(str(error)) from None
+        try:
+            admit_bytes(request, path.stat().st_size)  # counted as an upload of that size
+        except Refused:
+            path.unlink(missing_ok=True)
+            raise
+        file_data.update(path=str(path), url=None)
+        Served.demo.upload_file_set.add(str(path))
+
+
+def _url_file_data(data: Any) -> Iterator[dict]:
+    """File arguments gradio would download: a FileData whose path is an http(s) URL."""
+    if isinstance(data, dict):
+        path = data.get("path")
+        if isinstance(path, str) and path.startswith(("http://", "https://")):
+            yield data
+        for value in data.values():
+            yield from _url_file_data(value)
+    elif isinstance(data, list):
+        for value in data:
+            yield from _url_file_data(value)
+
+
+def _check_preview_room(demo: gr.Blocks, visitor: Visitor) -> None:
+    """A preview decodes a whole upload (a flat 8000² PNG of 200 KB is 1 GB decoded): each
+    visitor has at most `PREVIEWS_PER_VISITOR` queued or running, and `PREVIEWS_WAITING`
+    wait in all (thirty previews of one such PNG once peaked at 9 GB)."""
+    waiting, running = gradio_patches.events_in_flight(demo._queue, PREVIEW_GROUP)
+    if sum(visitor_of(event.request).share == visitor.share for event in waiting + running) >= \
+            PREVIEWS_PER_VISITOR:
+        raise Refused(f"You have {PREVIEWS_PER_VISITOR} previews being made; wait for them.")
+    if len(waiting) >= PREVIEWS_WAITING:
+        raise Refused("Many previews are being made; try again in a moment.")
+
+
+def _check_chain_room(demo: gr.Blocks, visitor: Visitor) -> None:
+    waiting, running = gradio_patches.events_in_flight(demo._queue, CHAIN_GROUP)
+    others = [visitor_of(event.request) for event in waiting + running]
+    mine = sum(other.share == visitor.share for other in others)
+    if mine >= SETTINGS.chains_per_visitor:
+        raise Refused(f"You have {mine} chains queued or running; at most "
+                      f"{SETTINGS.chains_per_visitor} per visitor. Wait for one to end, or "
+                      "stop one.")
+    here = sum(other.address == visitor.address for other in others)
+    if here >= SETTINGS.chains_per_address:
+        raise Refused(f"{here} chains are queued or running from your network already; at most "
+                      f"{SETTINGS.chains_per_address} per address. Try again in a few minutes.")
+    if len(waiting) >= SETTINGS.chains_waiting:
+        raise Refused(f"{len(waiting)} chains are waiting already; try again in a few minutes.")
+
+
+def room_for_more_chains(visitor: Visitor, more: int) -> None:
+    """`Refused` where `more` chains beyond the one this event is would pass the visitor's
+    cap (`SETTINGS.chains_per_visitor`): a comparison runs two chains in one queued event, and
+    counts as two."""
+    if Served.demo is None:
+        return
+    waiting, running = gradio_patches.events_in_flight(Served.demo._queue, CHAIN_GROUP)
+    mine = sum(visitor_of(event.request).share == visitor.share for event in waiting + running)
+    if mine + more > SETTINGS.chains_per_visitor:
+        raise Refused(f"A comparison runs {more + 1} chains, and you have {mine} queued or "
+                      f"running counting it as one; at most {SETTINGS.chains_per_visitor} per "
+                      "visitor. Wait for one to end, or stop one.")
+
+
+def alive(request: gr.Request) -> bool:
+    """False once the client that asked for this event has gone; True outside the queue."""
+    if Served.demo is None or request is None:
+        return True
+    return not gradio_patches.is_dead(Served.demo._queue, request.request)
