@@ -67,7 +67,7 @@ def test_the_licences_page_has_the_table_and_the_page_links_to_it() -> None:
     licences = (REPO / "docs" / "licences.md").read_text()
     for thing in ("PolyForm Noncommercial", "CC BY-NC-SA 4.0", "FLUX.1 [dev] Non-Commercial"):
         assert thing in licences, thing
-    assert "#licences-and-terms" in (REPO / "app.py").read_text()
+    assert "#licences-and-terms" in (REPO / "page" / "content.py").read_text()
 
 
 NON_COMMERCIAL = ("**for non-commercial use**, because every metric comes from pyiqa "
@@ -77,12 +77,9 @@ NON_COMMERCIAL = ("**for non-commercial use**, because every metric comes from p
 def test_the_card_and_the_page_say_the_same_about_non_commercial_use() -> None:
     """The card's `license: apache-2.0` is the code's; near its top the card says, in the
     page footer's words, that the Space as a whole is for non-commercial use."""
-    import re
+    from page.content import FOOTER as footer
 
     card = (REPO / "README.md").read_text().split("---\n", 2)[2]
-    footer = re.search(r'gr\.Markdown\((".*?)elem_id="footer"', (REPO / "app.py").read_text(),
-                       re.DOTALL).group(1)
-    footer = "".join(re.findall(r'"([^"]*)"', footer))
     near_top = " ".join(card[:card.index("## Start the app")].split())
     assert NON_COMMERCIAL in footer and NON_COMMERCIAL in near_top
     assert NON_COMMERCIAL in " ".join(card[card.index("## Licences and terms"):].split())

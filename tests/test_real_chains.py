@@ -214,7 +214,7 @@ def test_the_example_pictures_offer_the_datasets_starts_first(on_hub, held_out, 
                                                               monkeypatch) -> None:
     import gradio as gr
 
-    from page.run_tab import handlers
+    from page.run_tab import pictures as handlers
 
     on_hub(one_based(held_out))
     monkeypatch.setattr(handlers, "SETTINGS", replace(handlers.SETTINGS,
@@ -299,7 +299,7 @@ def test_a_page_opened_while_the_chains_are_prepared_shows_them_when_they_are(
     are ready it offers the recordings and keeps asking; after, the real chain and stops."""
     import huggingface_hub.constants
 
-    from page.run_tab import handlers
+    from page.run_tab import pictures as handlers
 
     monkeypatch.setattr(handlers, "SETTINGS", replace(handlers.SETTINGS,
                                                       runs_root=tmp_path / "runs"))

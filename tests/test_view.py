@@ -11,6 +11,7 @@ import numpy as np
 from PIL import Image
 
 from banana_space.verdict import analysis
+from banana_space.verdict import history as verdict_history
 from banana_space.verdict.history import History
 from banana_space.common import ScoreInfo
 from banana_space.events import Finished, Notice
@@ -170,7 +171,7 @@ def first_step_history() -> History:
 
 
 def test_a_score_better_at_step_1_than_the_input_is_said_in_words(monkeypatch) -> None:
-    monkeypatch.setattr(analysis, "floor_of", lambda name: {"niqe": 2.0, "brisque": 1.0}.get(name))
+    monkeypatch.setattr(verdict_history, "floor_of", lambda name: {"niqe": 2.0, "brisque": 1.0}.get(name))
     text = summarise(first_step_history(), 20, running=False)
     assert "2 of 3 standard metrics (pyiqa's, the kind the paper tests) detect the damage " \
         "(brisque, niqe), 1 is fooled (piqe)**" in text
