@@ -3,9 +3,10 @@
 `pair_figure`: one small chart per score, both runs' curves on it, A solid and B dashed in the
 score's one colour (`plots.METRIC_COLOURS`; the references black and grey), each the
 range-scaled change since the input that the run's own chart draws (`plots.scaled_curve`).
-`mscn_figure` and `alpha_figure`: the "Why is it fooled?" panel (`why.py`): the MSCN
-histograms of the input, step 1 and step i against their fitted generalised Gaussians, and the
-fitted shape α per step on both sides.
+`mscn_figure` and `contribution_figure`: the "Why is it fooled?" panel (`why.py`): the MSCN
+histograms of the input, step 1 and step i against their fitted generalised Gaussians, and
+each decomposed score's change from step 1 to step i split over its model's feature groups
+(ours: Shapley values that add up to the change, `scores/explain.py`).
 """
 
 from __future__ import annotations
@@ -13,9 +14,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
+from ..scores.catalog import metric_info
+from ..scores.explain import FEATURE_GROUPS
 from ..verdict.analysis import History
 from ..verdict.plots import (
     FONT_PX,
+    MARK_COLOUR,
     METRIC_COLOURS,
     REFERENCE_COLOURS,
     TEMPLATE,
@@ -25,9 +29,14 @@ from ..verdict.plots import (
     display_name,
     scaled_curve,
 )
-from .why import GAUSSIAN_ALPHA, NssReading, bin_centres, ggd_density
+from .why import Explanation, NssReading, bin_centres, ggd_density
 
 SIDE_DASHES = {"A": "solid", "B": "dash"}
+SIDE_COLOURS = {"A": "#0072B2", "B": "#E69F00"}  # Okabe-Ito blue and orange
+SUM_LABEL = "sum: the change"
+X_TITLE = "score units (ours)"
+BARS_TITLE = ("What moved each score from step 1 to step {step}<br><sup>our split over its "
+              "model's feature groups: the bars add up to the hatched sum</sup>")
 PAIR_TITLE = "Change vs the input, one chart per score: A solid, B dashed (below 0 = worse)"
 # The three frames of the MSCN panel, each its own colour (Okabe-Ito).
 FRAME_COLOURS = ("#000000", "#0072B2", "#D55E00", "#009E73")
@@ -108,22 +117,48 @@ def mscn_figure(readings: Mapping[str, NssReading], title: str) -> Figure:
     return {"data": traces, "layout": layout}
 
 
-def alpha_figure(alphas: Mapping[str, Sequence[float]], marked: int | None = None) -> Figure:
-    """The fitted shape α per step on each side (A solid, B dashed), with the Gaussian's
-    α = 2 as a grey line."""
-    traces = [{"type": "scatter", "x": list(range(len(values))), "y": _clean(values),
-               "mode": "lines+markers", "name": f"{side}: α",
-               "line": {"color": "#0072B2", "width": 3, "dash": SIDE_DASHES[side]}}
-              for side, values in alphas.items()]
-    shapes = [{"type": "line", "xref": "x domain", "x0": 0, "x1": 1, "yref": "y",
-               "y0": GAUSSIAN_ALPHA, "y1": GAUSSIAN_ALPHA,
-               "line": {"color": "#6b6b6b", "width": 1, "dash": "dot"}}]
-    if marked is not None:
-        shapes.append(_marker_line(marked))
-    layout = {"template": TEMPLATE, "font": {"size": FONT_PX}, "height": 260, "shapes": shapes,
-              "title": {"text": "Fitted shape α per step (2 = Gaussian)",
-                        "font": {"size": FONT_PX + 1}, "x": 0.01},
-              "xaxis": {"title": {"text": "step"}, "dtick": 1},
-              "yaxis": {"title": {"text": "α"}},
-              "margin": {"l": 64, "r": 10, "t": 50, "b": 40}}
+def contribution_figure(explained: Mapping[str, Mapping[str, Explanation | str]],
+                        step: int) -> Figure | None:
+    """One horizontal bar chart per decomposed score (`why.explain_sides`): each feature
+    group's share of the change from step 1 to `step`, in the score's units, A and B side by
+    side, and their sum, hatched, which is the change itself. None when nothing was
+    decomposed."""
+    metrics = list(dict.fromkeys(metric for items in explained.values()
+                                 for metric, item in items.items()
+                                 if isinstance(item, Explanation)))
+    if not metrics:
+        return None
+    from plotly.subplots import make_subplots
+
+    groups = [*FEATURE_GROUPS, SUM_LABEL]
+    titles = [f"{metric}: {metric_info(metric).direction}" for metric in metrics]
+    grid = make_subplots(rows=1, cols=len(metrics), shared_yaxes=True, subplot_titles=titles,
+                         horizontal_spacing=0.06)
+    grid.update_annotations(font={"size": FONT_PX})
+    layout = grid.to_plotly_json()["layout"]
+    traces = []
+    for i, metric in enumerate(metrics):
+        axis = "" if i == 0 else str(i + 1)
+        for side, items in explained.items():
+            item = items.get(metric)
+            if not isinstance(item, Explanation):
+                continue
+            decomposition = item.decomposition
+            traces.append({
+                "type": "bar", "orientation": "h", "y": groups, "name": side, "meta": metric,
+                "x": [*decomposition.contributions.values(), decomposition.delta],
+                "legendgroup": side, "showlegend": i == 0, "xaxis": f"x{axis}",
+                "yaxis": f"y{axis}",
+                "marker": {"color": SIDE_COLOURS[side],
+                           "pattern": {"shape": [""] * len(FEATURE_GROUPS) + ["/"]}},
+                "hovertemplate": f"{side} · {metric}<br>%{{y}}: %{{x:+.3g}}<extra></extra>"})
+        layout[f"xaxis{axis}"] = {**layout.get(f"xaxis{axis}", {}), "zeroline": True,
+                                  "zerolinecolor": MARK_COLOUR, "title": {"text": X_TITLE}}
+    layout["yaxis"] = {**layout["yaxis"], "autorange": "reversed"}
+    layout.update({
+        "template": TEMPLATE, "font": {"size": FONT_PX}, "height": 400, "barmode": "group",
+        "title": {"text": BARS_TITLE.format(step=step), "font": {"size": FONT_PX + 1},
+                  "x": 0.01},
+        "legend": {"orientation": "h", "y": -0.2},
+        "margin": {"l": 200, "r": 10, "t": 80, "b": 40}})
     return {"data": traces, "layout": layout}
