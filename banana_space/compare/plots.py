@@ -15,7 +15,7 @@ import math
 from collections.abc import Mapping, Sequence
 
 from ..scores.catalog import metric_info
-from ..scores.explain import FEATURE_GROUPS
+from ..scores.explain import FEATURE_GROUPS, Decomposition
 from ..verdict.analysis import History
 from ..verdict.plots import (
     FONT_PX,
@@ -112,17 +112,17 @@ def mscn_figure(readings: Mapping[str, NssReading], title: str) -> Figure:
               "title": {"text": title, "font": {"size": FONT_PX + 1}, "x": 0.01},
               "xaxis": {"title": {"text": "MSCN coefficient"}},
               "yaxis": {"title": {"text": "density"}, "type": "log", "range": DENSITY_RANGE},
-              "legend": {"orientation": "h", "y": -0.25},
+              "legend": {"orientation": "h", "y": -0.3, "yanchor": "top"},
               "margin": {"l": 64, "r": 10, "t": 50, "b": 40}}
     return {"data": traces, "layout": layout}
 
 
 def contribution_figure(explained: Mapping[str, Mapping[str, Explanation | str]],
                         step: int) -> Figure | None:
-    """One horizontal bar chart per decomposed score (`why.explain_sides`): each feature
-    group's share of the change from step 1 to `step`, in the score's units, A and B side by
-    side, and their sum, hatched, which is the change itself. None when nothing was
-    decomposed."""
+    """One horizontal bar chart per decomposed score (`why.explain_sides`), one above the
+    other: each feature group's share of the change from step 1 to `step`, in the score's
+    units, A and B side by side, and their sum, hatched, which is the change itself. None when
+    nothing was decomposed."""
     metrics = list(dict.fromkeys(metric for items in explained.values()
                                  for metric, item in items.items()
                                  if isinstance(item, Explanation)))
@@ -130,35 +130,40 @@ def contribution_figure(explained: Mapping[str, Mapping[str, Explanation | str]]
         return None
     from plotly.subplots import make_subplots
 
-    groups = [*FEATURE_GROUPS, SUM_LABEL]
-    titles = [f"{metric}: {metric_info(metric).direction}" for metric in metrics]
-    grid = make_subplots(rows=1, cols=len(metrics), shared_yaxes=True, subplot_titles=titles,
-                         horizontal_spacing=0.06)
+    titles = [f"{metric} ({metric_info(metric).direction})" for metric in metrics]
+    grid = make_subplots(rows=len(metrics), cols=1, subplot_titles=titles,
+                         vertical_spacing=0.3 / len(metrics))
     grid.update_annotations(font={"size": FONT_PX})
     layout = grid.to_plotly_json()["layout"]
     traces = []
-    for i, metric in enumerate(metrics):
-        axis = "" if i == 0 else str(i + 1)
-        for side, items in explained.items():
-            item = items.get(metric)
-            if not isinstance(item, Explanation):
-                continue
-            decomposition = item.decomposition
-            traces.append({
-                "type": "bar", "orientation": "h", "y": groups, "name": side, "meta": metric,
-                "x": [*decomposition.contributions.values(), decomposition.delta],
-                "legendgroup": side, "showlegend": i == 0, "xaxis": f"x{axis}",
-                "yaxis": f"y{axis}",
-                "marker": {"color": SIDE_COLOURS[side],
-                           "pattern": {"shape": [""] * len(FEATURE_GROUPS) + ["/"]}},
-                "hovertemplate": f"{side} · {metric}<br>%{{y}}: %{{x:+.3g}}<extra></extra>"})
-        layout[f"xaxis{axis}"] = {**layout.get(f"xaxis{axis}", {}), "zeroline": True,
-                                  "zerolinecolor": MARK_COLOUR, "title": {"text": X_TITLE}}
-    layout["yaxis"] = {**layout["yaxis"], "autorange": "reversed"}
+    for row, metric in enumerate(metrics):
+        axis = "" if row == 0 else str(row + 1)
+        traces += [_bars(side, metric, items[metric].decomposition, axis, first=row == 0)
+                   for side, items in explained.items()
+                   if isinstance(items.get(metric), Explanation)]
+        layout[f"xaxis{axis}"] = {**layout[f"xaxis{axis}"], "zeroline": True,
+                                  "zerolinecolor": MARK_COLOUR}
+        layout[f"yaxis{axis}"] = {**layout[f"yaxis{axis}"], "autorange": "reversed"}
+    layout[f"xaxis{len(metrics) if len(metrics) > 1 else ''}"]["title"] = {"text": X_TITLE}
     layout.update({
-        "template": TEMPLATE, "font": {"size": FONT_PX}, "height": 400, "barmode": "group",
+        "template": TEMPLATE, "font": {"size": FONT_PX}, "barmode": "group",
+        "height": 110 + 260 * len(metrics),
         "title": {"text": BARS_TITLE.format(step=step), "font": {"size": FONT_PX + 1},
                   "x": 0.01},
-        "legend": {"orientation": "h", "y": -0.2},
-        "margin": {"l": 200, "r": 10, "t": 80, "b": 40}})
+        "legend": {"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 1,
+                   "xanchor": "right"},
+        "margin": {"l": 190, "r": 10, "t": 90, "b": 50}})
     return {"data": traces, "layout": layout}
+
+
+def _bars(side: str, metric: str, decomposition: Decomposition, axis: str,
+          first: bool) -> dict:
+    """One side's bars for one score: a bar per group, then the hatched sum."""
+    return {"type": "bar", "orientation": "h", "y": [*FEATURE_GROUPS, SUM_LABEL],
+            "x": [*decomposition.contributions.values(), decomposition.delta],
+            "name": side, "meta": metric, "legendgroup": side, "showlegend": first,
+            "xaxis": f"x{axis}", "yaxis": f"y{axis}",
+            "marker": {"color": SIDE_COLOURS[side],
+                       "pattern": {"shape": [""] * len(FEATURE_GROUPS) + ["/"],
+                                   "fillmode": "overlay", "fgcolor": "#ffffff"}},
+            "hovertemplate": f"{side} · {metric}<br>%{{y}}: %{{x:+.3g}}<extra></extra>"}

@@ -148,7 +148,7 @@ class Explanation:
         along = [item for item in ranked if item[1] * d.delta > 0][:NAMED_GROUPS]
         against = [item for item in ranked if item[1] * d.delta < 0][:NAMED_GROUPS]
         rest = [value for group, value in ranked if (group, value) not in along + against]
-        parts = [f"{_groups(along)} moved it most towards {self.reads_as}"]
+        parts = [f"{_groups(along)} moved it most towards {self.reads_as}"] if along else []
         if against:
             parts.append(f"{_groups(against)} pushed the other way")
         if rest:
