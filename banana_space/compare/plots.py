@@ -108,12 +108,14 @@ def mscn_figure(readings: Mapping[str, NssReading], title: str) -> Figure:
         traces.append({"type": "scatter", "x": x.tolist(), "y": fitted.tolist(),
                        "mode": "lines", "name": f"{label}: fitted GGD, α {reading.alpha:.2f}",
                        "line": {"color": colour, "width": 2}})
-    layout = {"template": TEMPLATE, "font": {"size": FONT_PX}, "height": 360,
+    # The legend sits at the foot of the figure, in pixels, under the axis's title however
+    # the page sizes the plot.
+    layout = {"template": TEMPLATE, "font": {"size": FONT_PX}, "height": 460,
               "title": {"text": title, "font": {"size": FONT_PX + 1}, "x": 0.01},
               "xaxis": {"title": {"text": "MSCN coefficient"}},
               "yaxis": {"title": {"text": "density"}, "type": "log", "range": DENSITY_RANGE},
-              "legend": {"orientation": "h", "y": -0.3, "yanchor": "top"},
-              "margin": {"l": 64, "r": 10, "t": 50, "b": 40}}
+              "legend": {"orientation": "h", "yref": "container", "y": 0, "yanchor": "bottom"},
+              "margin": {"l": 64, "r": 10, "t": 50, "b": 160, "autoexpand": False}}
     return {"data": traces, "layout": layout}
 
 
