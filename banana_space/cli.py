@@ -9,6 +9,8 @@
                         [--dry-run]
     banana-space leaderboard [--out DIR] [--add SOURCE]... [--workers N] [--ray [ADDRESS]]
     banana-space check ORIGINAL EDITED...    (has an edit degraded the image? JSON)
+    banana-space why RUN --metric brisque|niqe --step K [--json]
+                                             (what moved the score from step 1 to step K)
 
 (`python -m banana_space …` is the same command from a checkout.)
 
@@ -81,6 +83,12 @@ def _parser(prog: str) -> argparse.ArgumentParser:
                                 "quality gate for editing agents)")
     check.add_argument("original", type=Path)
     check.add_argument("edited", type=Path, nargs="+", help="one edit, or a chain in order")
+    why = commands.add_parser("why", help="what moved a score from step 1 to step K: our exact "
+                              "decomposition over its model's feature groups (brisque, niqe)")
+    why.add_argument("run_dir", type=Path, metavar="RUN", help="a run directory")
+    why.add_argument("--metric", required=True, help="brisque or niqe")
+    why.add_argument("--step", type=int, required=True, help="K, compared with step 1")
+    why.add_argument("--json", action="store_true", help="print one JSON object")
     return parser
 
 
@@ -215,6 +223,8 @@ def main(argv: list[str] | None = None, prog: str = "banana-space") -> int:
             return _leaderboard(args, stop)
         if args.command == "check":
             return _check(args)
+        if args.command == "why":
+            return _why(args)
         events = _events(args, stop)
         finished = _show(events)
     except (BadImage, ValueError, FileNotFoundError, FileExistsError, RuntimeError) as error:
@@ -291,4 +301,24 @@ def _check(args: argparse.Namespace) -> int:
     original = load_image(args.original).image
     edited = [image for path in args.edited for image in edits_in(path)]
     print(json.dumps(check_degradation(original, edited), indent=1))
+    return 0
+
+
+def _why(args: argparse.Namespace) -> int:
+    """The decomposition of one score's change in a run: its sentence and one line per
+    feature group, or the JSON object (docs/cli.md)."""
+    import json
+
+    from .compare.why import WHY_LABEL, explain_step
+
+    explanation = explain_step(args.run_dir, args.metric, args.step)
+    if args.json:
+        print(json.dumps(explanation.as_json(), indent=1, ensure_ascii=False))
+        return 0
+    decomposition = explanation.decomposition
+    print(explanation.sentence())
+    for group, value in decomposition.contributions.items():
+        print(f"  {group:<28}{value:+12.4g}")
+    print(f"  {'sum: the change':<28}{decomposition.delta:+12.4g}")
+    print(WHY_LABEL)
     return 0

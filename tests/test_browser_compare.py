@@ -1,23 +1,24 @@
 """The Compare tab in Debian's Chromium (page/compare_tab/tab.py): the "model-like static against white
 noise" lesson, one click on the default example at 6 steps, shows two strips, both runs' curves
 on each score's chart (A solid, B dashed, one colour), an A/B verdict table, a lesson sentence
-written from the verdicts and the "Why is it fooled?" panel, whose α per step is pyiqa's
-BRISQUE feature of the same frames; its share link, opened cold in a new browser context, shows
+written from the verdicts and the "Why is it fooled?" panel, whose bars add up to each side's
+change of BRISQUE since step 1 (pyiqa's, of the same frames) and whose sentences read that
+change as the metric does; its share link, opened cold in a new browser context, shows
 both runs. A screenshot of the lesson lands in $BANANA_SCREENSHOTS (docs/screenshots)."""
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 from urllib.parse import unquote
 
 import pytest
+import torch
 from PIL import Image
-from pyiqa.archs.brisque_arch import natural_scene_statistics
-from pyiqa.utils.color_util import to_y_channel
 from test_browser import SCREENSHOTS, Visitors, app_url, visitors  # noqa: F401 - fixtures
 
-from banana_space.scores.catalog import to_tensor
+from banana_space.scores.catalog import build_metric, to_tensor
 from banana_space.compare.lessons import STEPS
 
 pytestmark = [pytest.mark.browser, pytest.mark.app]
@@ -32,13 +33,14 @@ SIDES_JS = """() => {
   const traces = ((graph && graph.data) || []).map(t => ({
       name: t.name, axis: t.yaxis || 'y', colour: t.line.color, dash: t.line.dash,
       points: Array.from(t.y || []).filter(v => v !== null).length}));
-  const alpha = document.querySelector('#why-alpha .js-plotly-plot');
+  const bars = document.querySelector('#why-bars .js-plotly-plot');
   const headers = [...document.querySelectorAll('#compare-verdict thead th')]
       .map(th => th.innerText.trim());
   const rows = [...document.querySelectorAll('#compare-verdict [role=row].virtual-row')].map(
       row => [...row.querySelectorAll('[role=gridcell]')].map(cell => cell.innerText.trim()));
   return {a: strip('a'), b: strip('b'), traces: traces, headers: headers, rows: rows,
-          alphas: ((alpha && alpha.data) || []).map(t => ({name: t.name, y: Array.from(t.y)})),
+          bars: ((bars && bars.data) || []).map(t => ({side: t.name, metric: t.meta,
+                                                       x: Array.from(t.x)})),
           share: document.querySelector('#compare-share a')?.getAttribute('href') ?? '',
           lesson: document.querySelector('#compare-lesson')?.innerText ?? '',
           why: document.querySelector('#why-text')?.innerText ?? '',
@@ -47,14 +49,13 @@ SIDES_JS = """() => {
 BOTH_SHOWN = ("document.querySelectorAll('#compare-strip-a .strip img').length === {n} && "
               "document.querySelectorAll('#compare-strip-b .strip img').length === {n} && "
               "document.querySelectorAll('#compare-verdict .virtual-row').length > 0 && "
-              "document.querySelector('#why-alpha .js-plotly-plot') !== null")
+              "document.querySelector('#why-bars .js-plotly-plot') !== null")
 
 
-def pyiqa_alpha(frame: Path) -> float:
-    """BRISQUE's first feature of a frame file, by pyiqa's own functions."""
-    with Image.open(frame) as image:
-        luma = to_y_channel(to_tensor(image.convert("RGB")), 255.0)
-    return float(natural_scene_statistics(luma, 7, 7.0 / 6)[0, 0])
+def brisque_of(frame: Path) -> float:
+    """BRISQUE of a frame file, as the runs scored it."""
+    with Image.open(frame) as image, torch.inference_mode():
+        return float(build_metric("brisque", "cpu")(to_tensor(image.convert("RGB"))))
 
 
 def served_path(href: str) -> Path:
@@ -96,12 +97,20 @@ def test_the_static_against_noise_lesson_side_by_side(visitors: Visitors) -> Non
     # the lesson's sentence, written from those verdicts
     assert "model-like static" in seen["lesson"] and "white noise" in seen["lesson"]
     assert "By the paper's test in these two runs" in seen["lesson"]
-    # Why: our reading, labelled so; α per step is pyiqa's BRISQUE feature of the same frames
-    assert "Our reading of the paper's explanation, not the paper's" in seen["why"]
-    alphas = {trace["name"].split(":")[0]: trace["y"] for trace in seen["alphas"]}
+    # Why: ours, labelled so; each side's bars add up to its change of BRISQUE and NIQE since
+    # step 1, BRISQUE's is that of the frames shown, and the sentence reads it as BRISQUE does
+    assert "Ours, not the paper's" in seen["why"]
+    bars = {(trace["side"], trace["metric"]): trace["x"] for trace in seen["bars"]}
+    assert set(bars) == {(side, metric) for side in "AB" for metric in ("brisque", "niqe")}
+    for (side, metric), values in bars.items():
+        assert math.fsum(values[:-1]) == pytest.approx(values[-1], rel=1e-9, abs=1e-12)
+        reads = "better" if values[-1] < 0 else "worse"  # both: lower is better
+        said = next(line for line in seen["why"].splitlines()
+                    if line.startswith(f"{side} · {metric}:"))
+        assert f"reads as {reads}." in said, said
     for side, hrefs in (("A", seen["a"]), ("B", seen["b"])):
-        assert alphas[side] == pytest.approx([pyiqa_alpha(served_path(h)) for h in hrefs],
-                                             abs=1e-6)  # float32 α, sent as JSON
+        change = brisque_of(served_path(hrefs[STEPS])) - brisque_of(served_path(hrefs[1]))
+        assert bars[side, "brisque"][-1] == pytest.approx(change, rel=1e-6)
 
     page.locator("#compare-tab").screenshot(path=SCREENSHOTS / "compare-lesson.png")
 

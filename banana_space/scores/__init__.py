@@ -4,7 +4,8 @@
 orientation, range and builder; `pool` makes each metric once per process; `scoring` scores one
 frame with them; `rulers` are our own measures of one frame; `plugins` reads other people's
 metrics from entry points; `equivalents` and `nss` are exact equivalents of pyiqa's code where
-pyiqa's way is pathological at 2K (each tested equal to pyiqa).
+pyiqa's way is pathological at 2K (each tested equal to pyiqa); `explain` splits BRISQUE's and
+NIQE's change between two frames over their models' feature groups (ours: Shapley values).
 """
 
-__all__ = ["catalog", "equivalents", "nss", "plugins", "pool", "rulers", "scoring"]
+__all__ = ["catalog", "equivalents", "explain", "nss", "plugins", "pool", "rulers", "scoring"]

@@ -231,24 +231,34 @@ class FilteredNIQE(torch.nn.Module):
         if x.device.type != "cpu":
             return calculate_niqe(x, self.crop_border, self.test_y_channel, self.color_space,
                                   self.mu_pris_param, self.cov_pris_param)
+        return self.from_features(self.features(x))
+
+    def features(self, x: torch.Tensor) -> torch.Tensor:
+        """pyiqa's `calculate_niqe` up to the fit, on the CPU: the 36 features (18 per scale)
+        of each whole 96 x 96 block, (b, blocks, 36) in float64."""
         if x.shape[1] == 3:
             x = luma_255(x) if self.color_space == "yiq" else to_y_channel(
                 x, 255, self.color_space)
         elif x.shape[1] == 1:
             x = x * 255
         image = diff_round(x).to(torch.float64)
-        mu_pristine = self.mu_pris_param.to(image).repeat(image.size(0), 1)
-        cov_pristine = self.cov_pris_param.to(image).repeat(image.size(0), 1, 1)
         if self.crop_border != 0:
             border = self.crop_border
             image = image[..., border:-border, border:-border]
-        return _niqe(image, mu_pristine, cov_pristine)
+        return _block_features(image)
+
+    def from_features(self, features: torch.Tensor) -> torch.Tensor:
+        """pyiqa's `niqe` from the blocks' features on: the distance of their multivariate
+        Gaussian to the pristine one (eq. 10), one score per row of the batch."""
+        mu_pristine = self.mu_pris_param.to(features).repeat(features.size(0), 1)
+        cov_pristine = self.cov_pris_param.to(features).repeat(features.size(0), 1, 1)
+        invcov = torch.linalg.pinv((cov_pristine + nancov(features)) / 2)
+        diff = (mu_pristine - nanmean(features, dim=1)).unsqueeze(1)
+        return torch.sqrt(torch.bmm(torch.bmm(diff, invcov), diff.transpose(1, 2)).squeeze())
 
 
-def _niqe(image: torch.Tensor, mu_pristine: torch.Tensor, cov_pristine: torch.Tensor,
-          block: int = 96) -> torch.Tensor:
-    """pyiqa's `niqe`: whole 96 x 96 blocks, two scales, the distance of their features'
-    Gaussian to the pristine one (eq. 10)."""
+def _block_features(image: torch.Tensor, block: int = 96) -> torch.Tensor:
+    """pyiqa's `niqe` up to the fit: whole 96 x 96 blocks, two scales, 18 features each."""
     height, width = image.shape[-2] // block * block, image.shape[-1] // block * block
     image = image[..., :height, :width]
     features = []
@@ -258,10 +268,7 @@ def _niqe(image: torch.Tensor, mu_pristine: torch.Tensor, cov_pristine: torch.Te
                                   fun=niqe_block_features))
         if scale == 1:
             image = half_size(image / 255.0) * 255.0
-    features = torch.cat(features, -1)
-    invcov = torch.linalg.pinv((cov_pristine + nancov(features)) / 2)
-    diff = (mu_pristine - nanmean(features, dim=1)).unsqueeze(1)
-    return torch.sqrt(torch.bmm(torch.bmm(diff, invcov), diff.transpose(1, 2)).squeeze())
+    return torch.cat(features, -1)
 
 
 def brisque_features(luma: torch.Tensor, kernel_size: int, sigma: float) -> torch.Tensor:
@@ -293,6 +300,10 @@ class FittedBRISQUE(torch.nn.Module):
         self.original = original
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.from_features(self.features(x))
+
+    def features(self, x: torch.Tensor) -> torch.Tensor:
+        """pyiqa's `brisque` up to the model: the 36 features (18 per scale), (b, 36)."""
         net = self.original
         if net.test_y_channel and x.size(1) == 3:
             x = luma_255(x)
@@ -303,6 +314,12 @@ class FittedBRISQUE(torch.nn.Module):
             if scale:
                 x = half_size(x)
             features.append(brisque_features(x, net.kernel_size, net.kernel_sigma))
-        features = scale_features(torch.cat(features, dim=-1))
-        kernel = rbf_kernel(features=features, sv=net.sv.to(x).t(), gamma=net.gamma)
-        return kernel @ net.sv_coef.to(x) - net.rho
+        return torch.cat(features, dim=-1)
+
+    def from_features(self, features: torch.Tensor) -> torch.Tensor:
+        """pyiqa's `brisque` from the features on: scaled by the model's ranges, then its
+        SVR (an RBF kernel on the support vectors), one score per row."""
+        net = self.original
+        scaled = scale_features(features)
+        kernel = rbf_kernel(features=scaled, sv=net.sv.to(features).t(), gamma=net.gamma)
+        return kernel @ net.sv_coef.to(features) - net.rho

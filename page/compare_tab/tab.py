@@ -22,7 +22,7 @@ from banana_space.backends.simulate import PROFILES
 from banana_space.scores.catalog import CPU_DEFAULTS, visitor_metrics
 from banana_space.compare.record import Comparison, pair_rows
 from banana_space.compare.sides import SMOOTH_SIGMA
-from banana_space.compare.plots import alpha_figure, mscn_figure, pair_figure
+from banana_space.compare.plots import contribution_figure, mscn_figure, pair_figure
 from banana_space.sources.images import load_image
 from banana_space.compare.lessons import LESSONS, STEPS, lesson_sentence
 from banana_space.markup import escape_markdown
@@ -31,7 +31,7 @@ from banana_space.store.run import Run
 from banana_space.chain.runs import open_saved
 from banana_space.chain.spec import MAX_STEPS
 from banana_space.view import PairView, RunView
-from banana_space.compare.why import WHY_LABEL, read_saved_frame, why_sentence
+from banana_space.compare.why import explain_sides, read_saved_frame, why_text
 from page import runner
 from page.door import join
 from page.door.access import (
@@ -69,7 +69,7 @@ class CompareOutputs(NamedTuple):
     compare_id: Any
     why_text: Any
     why_mscn: Any
-    why_alpha: Any
+    why_bars: Any
 
 
 # ---- what the tab shows -------------------------------------------------------------------------
@@ -87,14 +87,13 @@ def _frame(view: RunView | None, step: int) -> Any:
 
 
 def why_panel(views: dict[str, RunView], step: int) -> tuple[str, Any, Any]:
-    """The "Why is it fooled?" panel at `step`: the sentence, the MSCN histograms (side A's
-    input, step 1 and step i, and B's step i) and α per step on both sides."""
+    """The "Why is it fooled?" panel at `step`: the sentences written from each side's
+    decomposed change since step 1 and its bars, and the MSCN histograms (side A's input,
+    step 1 and step i, and B's step i)."""
     last = min(v.last_step for v in views.values())
     if last < 1 or any(v.ended is None for v in views.values()):
-        return "The MSCN reading appears once both runs have ended.", None, None
+        return "The decomposition appears once both runs have ended.", None, None
     step = max(1, min(step, last))
-    alphas = {side: [read_saved_frame(view.frame_path(s)).alpha
-                     for s in range(view.last_step + 1)] for side, view in views.items()}
     readings = {"input": read_saved_frame(views["A"].frame_path(0)),
                 "A step 1": read_saved_frame(views["A"].frame_path(1)),
                 f"A step {step}": read_saved_frame(views["A"].frame_path(step))}
@@ -102,12 +101,13 @@ def why_panel(views: dict[str, RunView], step: int) -> tuple[str, Any, Any]:
         readings = {**dict(list(readings.items())[:2]),
                     f"A step {step}": readings[f"A step {step}"],
                     f"B step {step}": read_saved_frame(views["B"].frame_path(step))}
-    sentences = [f"**{side}:** {why_sentence(values, min(step, len(values) - 1))}"
-                 for side, values in alphas.items()]
-    text = "\n\n".join([*sentences, f"*{WHY_LABEL}*"])
-    return (text, plot_data(mscn_figure(readings, f"MSCN coefficients at step {step} "
-                                                  "against the fitted generalised Gaussian")),
-            plot_data(alpha_figure(alphas, step)))
+    explained = explain_sides({side: v.run_dir for side, v in views.items() if v.run_dir},
+                              {side: list(v.history.infos) for side, v in views.items()}, step)
+    bars = contribution_figure(explained, step)
+    return (why_text(explained, step),
+            plot_data(mscn_figure(readings, f"MSCN coefficients at step {step} "
+                                            "against the fitted generalised Gaussian")),
+            plot_data(bars) if bars else None)
 
 
 def screen(pair: PairView, step: int | None, stopping: bool = False,
@@ -146,7 +146,7 @@ def screen(pair: PairView, step: int | None, stopping: bool = False,
         download=gr.update(value=str(run_a.compare_zip_path) if zipped else None,
                            visible=zipped),
         compare_id=run_a.id if run_a else None,
-        why_text=why[0], why_mscn=why[1], why_alpha=why[2])
+        why_text=why[0], why_mscn=why[1], why_bars=why[2])
 
 
 def run_compare(upload: str | None, steps: float, metrics: list[str], lesson: str,
@@ -282,11 +282,11 @@ def build(demo: gr.Blocks, default_upload: str, tabs: gr.Tabs) -> None:
             why_text = gr.Markdown(elem_id="why-text")
             with gr.Row():
                 why_mscn = gr.Plot(show_label=False, elem_id="why-mscn")
-                why_alpha = gr.Plot(show_label=False, elem_id="why-alpha")
+                why_bars = gr.Plot(show_label=False, elem_id="why-bars")
 
     outputs = list(CompareOutputs(status, lesson_text, step, frame_a, frame_b, *strips, plot,
                                   verdict, share, download, compare_id, why_text, why_mscn,
-                                  why_alpha))
+                                  why_bars))
     plumbing, chains = join.PLUMBING, join.CHAIN_EVENTS
     inputs = [upload, steps, metrics, lesson, *fields]
     go.click(run_compare, inputs, outputs, **plumbing, **chains)
