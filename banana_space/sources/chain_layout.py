@@ -37,7 +37,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 
@@ -217,24 +217,25 @@ def as_chain(frames: Frames) -> Frames:
 
 def copies_only(frames: Frames) -> Frames:
     """The frames, if each is a copy of the step before it (`not_copies`); each frame is decoded
-    once here, one at a time.
+    once here, one at a time. A frame that cannot be decoded is not compared: it is refused
+    where it is read for scoring, as always (a replay fails at its step, keeping the frames
+    before it; the table reports the chain and skips it).
 
     Raises:
-        BadImage: two neighbours are not copies (or a frame cannot be read).
+        BadImage: two neighbours are not copies.
     """
-    why = not_copies((step, _decoded(frames, i)) for i, step in enumerate(frames.steps))
+    why = not_copies(_decodable(frames))
     if why:
         raise BadImage(f"{frames.label} is not a chain: {why}")
     return frames
 
 
-def _decoded(frames: Frames, index: int) -> Image.Image:
-    try:
-        return frames.frame(index).image
-    except BadImage as error:
-        step, name = frames.steps[index], PurePosixPath(frames.names[index]).name
-        named = f" ({name})" if name != str(step) else ""  # an animation's frames are numbers
-        raise BadImage(f"{frames.label}, step {step}{named}: {error}") from None
+def _decodable(frames: Frames) -> Iterator[tuple[int, Image.Image]]:
+    for index, step in enumerate(frames.steps):
+        try:
+            yield step, frames.frame(index).image
+        except BadImage:
+            continue
 
 
 # Two neighbouring frames of a replication chain are one edit apart; unrelated pictures are
