@@ -22,7 +22,9 @@ the chain's steps come from those names, never from the order a listing or a sor
 - a gap in the numbers is kept: a missing step has no frame and no score, and the verdicts say
   which checkpoints they had (`verdict/analysis.py`);
 - anything else is refused in one line saying what was expected: a name with no number that is
-  not the input, two frames of one step, numbers from 2 up, two frames in one subfolder.
+  not the input, two inputs or an input beside a step 0, two frames of one step, numbers from 2
+  up or past `MAX_STEP`, two frames in one subfolder (a folder of chains), a copy's name among
+  numbered frames.
 
 An animation's frames are in the order it plays, and a run directory's are named by step
 (`store/run.py`): they keep theirs. From every source, neighbouring frames (steps k and k + 1)

@@ -94,8 +94,8 @@ def hidden_path(relative: Path) -> bool:
 def frames_in_run(run: Path) -> Frames:
     """One of our run directories: its lossless frames by the steps their names give
     (`step_005.png` is step 5; a sampled chain's gaps are kept)."""
-    by_step = {int(re.fullmatch(FRAME_STEP_JS, p.name).group(1)): p  # type: ignore[union-attr]
-               for p in frame_files(Run(run).frames_dir)}
+    named = ((re.fullmatch(FRAME_STEP_JS, p.name), p) for p in frame_files(Run(run).frames_dir))
+    by_step = {int(found.group(1)): path for found, path in named if found}
     steps = sorted(by_step)
     return Frames(run.name, [str(by_step[s].relative_to(run)) for s in steps],
                   lambda name: load_image(run / name), steps=tuple(steps))
