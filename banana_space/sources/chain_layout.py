@@ -57,7 +57,7 @@ INPUT_NAMES = ("input", "original", "start", "source")  # a frame named so is st
 # The largest step number read: a larger number is a date or a camera's counter, not a step
 # (Banana100's chains are 100 steps; 10,000 calls to an editor would take days).
 MAX_STEP = 10_000
-EXPECTED = ("expected frames numbered from 0 (step_000.png …, or one frame per numbered "
+EXPECTED = ("expected frames numbered from 0 (frame_000.png …, or one frame per numbered "
             "subfolder: 0/frame.png …), or copies numbered from 1 beside an input named "
             f"{', '.join(INPUT_NAMES[:-1])} or {INPUT_NAMES[-1]}")
 _DIGITS = re.compile(r"(\d+)(?!.*\d)")  # the last run of digits in a name
