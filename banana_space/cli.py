@@ -161,7 +161,7 @@ def _show(events: Iterator[Event]) -> Finished:
             bar = tqdm(total=event.steps + 1, initial=event.first_step, unit="frame")
             tqdm.write(f"run directory: {event.run_dir}")
         elif isinstance(event, FrameScored):
-            bar.update(1)
+            bar.update(event.step + 1 - bar.n)  # a recording's gap is a step not made
             bar.set_postfix({k: f"{v:.3g}" for k, v in list(event.scores.items())[:4]})
         elif isinstance(event, FrameJudged):
             scores = ", ".join(f"{k} {v:.3g}" for k, v in event.scores.items())

@@ -80,6 +80,7 @@ class RunView:
             if not self.history.infos:
                 self.history = History(event.infos)
         elif isinstance(event, FrameMade):
+            self.gaps |= frozenset(range(self.last_step + 1, event.step))  # a recording's gap
             self.last_step = event.step
             self.offered = max(self.offered, event.step)
         elif isinstance(event, FrameScored):

@@ -132,10 +132,11 @@ run_chain.__doc__ = run_chain.__doc__.replace("{gpu_cost}", per_step_note())
 
 def score_chain(frames: str | None, metrics: str, token: str = "",
                 request: gr.Request = None) -> str:
-    """Score a chain recorded elsewhere: every frame against frame 0, with the paper's verdict.
+    """Score a chain recorded elsewhere: every frame against step 0, with the paper's verdict.
 
     Args:
-        frames: a zip of the chain's images (natural order: 2.png before 10.png), or a GIF/WebP.
+        frames: a zip of the chain's images named by step (step_000.png …, or input.png beside
+            copies 1.png …; a gap stays a gap), or a GIF/WebP.
         metrics: comma-separated metric names this server offers (list_options'
             metrics_offered) or presets (rulers, classics); blank: the 4 CPU classics.
         token: a secret of yours (16+ characters): stop_run with it stops this chain.

@@ -145,8 +145,11 @@ def test_bad_settings_list_what_is_valid(photo, tmp_path) -> None:
 
 
 def _frames(count: int, size: tuple[int, int] = (48, 32)) -> list[Image.Image]:
+    """Copies of one picture, each with noise of its own: a chain (unrelated pictures are
+    refused, `chain_layout.not_copies`), every frame's bytes its own."""
     rng = np.random.default_rng(0)
-    return [Image.fromarray(rng.integers(0, 255, (size[1], size[0], 3), dtype=np.uint8))
+    base = rng.integers(0, 255, (size[1], size[0], 3)).astype(float)
+    return [Image.fromarray(np.clip(base + rng.normal(0, 4, base.shape), 0, 255).astype(np.uint8))
             for _ in range(count)]
 
 
@@ -180,10 +183,10 @@ def test_replay_zip_and_gif(tmp_path) -> None:
     assert [f.image.tobytes() for f in _replayed(archive, tmp_path / "z")] == [
         f.tobytes() for f in frames]
     gif = tmp_path / "chain.gif"
-    grey = [Image.new("RGB", (32, 32), (v, v, v)) for v in (10, 120, 240)]
+    grey = [Image.new("RGB", (32, 32), (v, v, v)) for v in (100, 110, 120)]  # copies, 28 dB apart
     grey[0].save(gif, save_all=True, append_images=grey[1:], duration=100, loop=0)
     scored = _replayed(gif, tmp_path / "g")
-    assert [f.image.getpixel((5, 5))[0] for f in scored] == [10, 120, 240]
+    assert [f.image.getpixel((5, 5))[0] for f in scored] == [100, 110, 120]
 
 
 def test_cli_run_then_score_the_frames_it_made(photo_path, tmp_path, capsys) -> None:

@@ -20,8 +20,8 @@ from PIL import Image
 from shard_data import parquet_shards, row_group_spans
 
 from banana_space.common import png_bytes
-from banana_space.sources.images import BadImage
 from banana_space.sources.dispatch import open_frames
+from banana_space.sources.images import BadImage
 
 REPO = Path(__file__).resolve().parent.parent
 DATASET = "kenantang/Banana100"
@@ -206,13 +206,16 @@ def test_replay_reads_a_chain_from_parquet_rows_by_range_only_where_its_frames_a
                 if name == first and start <= s[2] and last >= s[1]]
 
 
-def test_a_chain_straddling_two_shards_and_the_ways_to_name_one(shard_hub, shard_chains
-                                                                ) -> None:
+def test_a_chain_straddling_two_shards_and_the_ways_to_name_one(shard_hub, shard_files,
+                                                                shard_chains) -> None:
     dog = open_frames(f"hf://datasets/{DATASET}/data/dog")  # below the shards' folder
     assert [_pixels(dog.frame(i).image) for i in range(7)] == [
         _pixels(f) for f in shard_chains["dog"]]
-    assert {name.split("#")[0] for name in dog.names} == {
-        "data/train-00000-of-00002.parquet", "data/train-00001-of-00002.parquet"}
+    assert dog.names == [f"dog/{k}.png" for k in range(7)]  # each row by its path: its step
+    images = {name for name, first, last in shard_hub.ranges  # image bytes from both shards
+              for _, start, end in row_group_spans(shard_files[name])
+              if first <= end and last >= start}
+    assert images == {"data/train-00000-of-00002.parquet", "data/train-00001-of-00002.parquet"}
     with pytest.raises(BadImage, match=r"holds 2 chains \(cat, dog\): add one's name"):
         open_frames(f"hf://datasets/{DATASET}")
     with pytest.raises(BadImage, match="no chain called .*/mouse in the shards' rows"):
@@ -245,3 +248,33 @@ def test_table_reads_parquet_shards_on_the_hub(shard_files, tmp_path) -> None:
                 f"{DATASET}/cat", f"{DATASET}/dog"}
         assert server.fetched() == ["README.md"]  # shards by range only, never whole
         assert "licence: CC BY-NC-SA 4.0" in (out / "report.html").read_text()
+
+
+def test_a_hub_folder_is_read_by_its_names_and_refused_before_any_frame_is_fetched(
+        tmp_path, monkeypatch) -> None:
+    """The layout rules hold on the hub as on a local folder (`chain_layout.py`): copies
+    numbered from 1 beside `input.png` are steps 1… after the input, with a gap kept; without
+    the input, the listing alone refuses the chain, and nothing is downloaded."""
+    import huggingface_hub.constants
+
+    with Image.open(REPO / "assets" / "examples" / "chelsea.png") as photo:
+        chain = noisy_chain(photo.convert("RGB"), 3)
+    steps = (0, 1, 2, 3, 5, 6)
+    files = {"README.md": CARD, "held/input.png": png_bytes(chain[0]),
+             **{f"held/{k}.png": png_bytes(chain[k]) for k in steps[1:]},
+             **{f"copies/{k}.png": png_bytes(chain[k]) for k in steps[1:]}}
+    with FakeHub({DATASET: files}) as server:
+        monkeypatch.setenv("HF_ENDPOINT", server.url)
+        monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+        monkeypatch.setattr(huggingface_hub.constants, "HF_HOME", str(tmp_path / "hf-home"))
+        frames = open_frames(f"hf://datasets/{DATASET}/held")
+        assert frames.steps == steps
+        assert [_pixels(frames.frame(i).image) for i in range(len(steps))] == [
+            _pixels(chain[k]) for k in steps]
+        assert "no frame for step 4 (the names skip it): no score there" in frames.notes
+        fetched = len(server.fetched())
+        with pytest.raises(BadImage, match=f"hf://datasets/{DATASET}/copies: expected frames "
+                                           "numbered from 0 .* found copies numbered from 1 "
+                                           "and no input"):
+            open_frames(f"hf://datasets/{DATASET}/copies")
+        assert len(server.fetched()) == fetched

@@ -226,8 +226,10 @@ def test_on_the_leaderboard_it_is_an_entry_scored_at_its_checkpoints(operator_ch
     assert entries["judge_gemini"].unavailable  # listed, never asked here (it bills a key)
     chain = tmp_path / "chain"
     chain.mkdir()
-    for step in range(7):
-        textured(96, 64, seed=step).save(chain / f"step_{step:03d}.png")
+    base = np.asarray(textured(96, 64), dtype=float)
+    for step in range(7):  # copies of one picture (unrelated pictures are refused as a chain)
+        copy = base + np.random.default_rng(step).normal(0, 4, base.shape)
+        Image.fromarray(np.clip(copy, 0, 255).astype(np.uint8)).save(chain / f"step_{step:03d}.png")
     result = score_chain_ref(find_chains([str(chain)])[0], ("entropy", "judge_qrealign"))
     assert not result.error and result.frames == 7
     rated = [step for step, score in enumerate(result.scores["judge_qrealign"])

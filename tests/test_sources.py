@@ -1,12 +1,15 @@
-"""Sources of frames (`banana_space.sources.dispatch`): every kind of source in natural order, and the
-safety checks that keep a hostile file from exhausting memory (issue 18, item 2): a zip bomb
-is refused from its directory before anything is inflated, an animated image from its header
-before any frame is decoded, and each frame under the upload pixel limit. Memory is bounded by
-a subprocess's peak RSS, never by a time."""
+"""Sources of frames (`banana_space.sources.dispatch`): every kind of source read by its layout
+(held-out layouts at their true step numbers, unrelated pictures and unreadable names refused in
+one line, an animation's and a run's own order kept, a gap kept through `score`), and the safety
+checks that keep a hostile file from exhausting memory (issue 18, item 2): a zip bomb is refused
+from its directory before anything is inflated, an animated image from its header before any
+frame is decoded, and each frame under the upload pixel limit. Memory is bounded by a
+subprocess's peak RSS, never by a time."""
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import struct
 import subprocess
@@ -16,9 +19,12 @@ import zlib
 from pathlib import Path
 
 import pytest
+from chains import noisy_chain
 from PIL import Image
 
 from banana_space.common import png_bytes
+from banana_space.sources.chain_layout import EXPECTED
+from banana_space.sources.dispatch import open_frames
 from banana_space.sources.frames import (
     MAX_MEMBER_BYTES,
     MAX_RATIO,
@@ -27,7 +33,6 @@ from banana_space.sources.frames import (
     natural_key,
 )
 from banana_space.sources.images import MAX_DECLARED_PIXELS, BadImage
-from banana_space.sources.dispatch import open_frames
 
 REPO = Path(__file__).resolve().parent.parent
 BOMB_BYTES = 2 * 2**30  # zeros in one member: what the issue's 2.6 MB upload held
@@ -223,3 +228,140 @@ def _peak_kb(pid: int) -> int:
         if line.startswith("VmHWM:"):
             return int(line.split()[1])
     raise AssertionError("no VmHWM")
+
+
+# Held-out local layouts (`chain_layout.py`): name -> the file each step is saved as.
+LAYOUTS = {
+    "numbered from 0": {k: f"step_{k:03d}.png" for k in range(6)},
+    "numbered from 1, the input named apart": {0: "input.png",
+                                               **{k: f"{k}.png" for k in range(1, 6)}},
+    "one frame per numbered subfolder": {k: f"{k}/frame.png" for k in range(6)},
+    "step_NN subfolders from 1 beside the original": {
+        0: "original.png", **{k: f"step_{k:02d}/out.png" for k in range(1, 6)}},
+    "a gap at step 3": {k: f"{k}.png" for k in (0, 1, 2, 4, 5)},
+    "macOS's copies": {0: "frame.png", 1: "frame copy.png",
+                       **{k: f"frame copy {k}.png" for k in range(2, 6)}},
+}
+
+
+def _write_layout(root: Path, files: dict[int, str], frames: list[Image.Image],
+                  zipped: bool) -> Path:
+    if zipped:
+        with zipfile.ZipFile(root / "chain.zip", "w") as archive:
+            for step, name in files.items():
+                archive.writestr(f"my chain/{name}", png_bytes(frames[step]))
+        return root / "chain.zip"
+    for step, name in files.items():
+        (root / "chain" / name).parent.mkdir(parents=True, exist_ok=True)
+        frames[step].save(root / "chain" / name)
+    return root / "chain"
+
+
+@pytest.mark.parametrize("zipped", [False, True], ids=["folder", "zip"])
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_held_out_layouts_are_read_with_their_true_step_numbers(photo, tmp_path, layout,
+                                                                zipped) -> None:
+    files = LAYOUTS[layout]
+    chain = noisy_chain(photo, 1, 6)
+    frames = open_frames(_write_layout(tmp_path, files, chain, zipped))
+    assert frames.steps == tuple(files)
+    for index, step in enumerate(frames.steps):  # each step's own pixels
+        assert frames.frame(index).image.tobytes() == chain[step].tobytes(), step
+    gap = [note for note in frames.notes if note.startswith("no frame for")]
+    assert gap == (["no frame for step 3 (the names skip it): no score there"]
+                   if layout == "a gap at step 3" else [])
+
+
+def _examples(names: tuple[str, ...]) -> list[Image.Image]:
+    pictures = []
+    for name in names:
+        with Image.open(REPO / "assets" / "examples" / name) as picture:
+            pictures.append(picture.convert("RGB").resize((96, 64)))
+    return pictures
+
+
+def test_unrelated_pictures_are_refused_from_a_folder_a_zip_and_an_animation(tmp_path) -> None:
+    pictures = _examples(("chelsea.png", "coffee.png", "astronaut.png", "rocket.jpg"))
+    layout = {k: f"{k}.png" for k in range(4)}
+    gif = tmp_path / "slides.gif"
+    pictures[0].save(gif, save_all=True, append_images=pictures[1:], duration=100)
+    for source in (_write_layout(tmp_path, layout, pictures, False),
+                   _write_layout(tmp_path, layout, pictures, True), gif):
+        with pytest.raises(BadImage) as refused:
+            open_frames(source)
+        assert str(refused.value).startswith(f"{source.name} is not a chain: steps 0 and 1 are ")
+        assert str(refused.value).endswith("neighbouring copies are more than 18 dB")
+
+
+@pytest.mark.parametrize(("files", "found"), [
+    ({k: f"frame_{k:04d}.png" for k in range(1, 4)}, "found copies numbered from 1 and no input"),
+    ({k: f"{name}.png" for k, name in enumerate(("first", "second", "third"))},
+     "found no step number in any name ('first.png', 'second.png' …)"),
+])
+def test_names_that_do_not_say_the_steps_are_refused_in_one_line(photo, tmp_path, files,
+                                                                 found) -> None:
+    chain = noisy_chain(photo, 1, 4)
+    for zipped in (False, True):
+        source = _write_layout(tmp_path, files, chain, zipped)
+        with pytest.raises(BadImage) as refused:
+            open_frames(source)
+        assert str(refused.value) == f"{source.name}: {EXPECTED}; {found}"
+
+
+def test_an_animation_and_a_run_directory_keep_their_own_order(photo, tmp_path) -> None:
+    chain = noisy_chain(photo, 1, 5)
+    gif = tmp_path / "frame_9.gif"  # the name says nothing: the order it plays is the order
+    chain[0].save(gif, save_all=True, append_images=chain[1:], duration=100)
+    assert open_frames(gif).steps == (0, 1, 2, 3, 4)
+    run = tmp_path / "run"
+    (run / "frames").mkdir(parents=True)
+    (run / "run.json").write_text(json.dumps({"format": 1}))
+    for step in (0, 1, 2, 5):  # a sampled run: its gaps are kept
+        chain[min(step, 4)].save(run / "frames" / f"step_{step:03d}.png")
+    frames = open_frames(run)
+    assert frames.steps == (0, 1, 2, 5)
+    assert frames.frame(3).image.tobytes() == chain[4].tobytes()
+    (run / "frames" / "step_000.png").unlink()  # a real chain sampled from its first copy
+    with pytest.raises(BadImage, match="run has no step 0: it was recorded from step 1"):
+        open_frames(run)
+
+
+def test_score_keeps_a_gap_and_the_verdict_says_which_checkpoint_it_lacks(photo,
+                                                                          tmp_path) -> None:
+    """The CLI's `score` (the replay backend, as the page's upload): steps 0-6 without 5 are
+    scored at their own numbers; step 5 has no frame and no score, so Δ5 is missing and
+    each verdict says so, instead of reading step 6 as step 5."""
+    from banana_space.cli import main
+    from banana_space.store.run import Run
+
+    chain = noisy_chain(photo, 1, 7)
+    source = _write_layout(tmp_path, {k: f"{k}.png" for k in (0, 1, 2, 3, 4, 6)}, chain, True)
+    assert main(["score", str(source), "--out", str(tmp_path / "run"), "--metrics",
+                 "entropy"]) == 0
+    saved = Run(tmp_path / "run").load()
+    assert saved.last_step == 6 and not saved.run.has_frame(5) and saved.run.has_frame(6)
+    with Image.open(saved.run.frame_path(6)) as frame:
+        assert frame.convert("RGB").tobytes() == chain[6].tobytes()
+    entropy = saved.history.scores["entropy"]
+    assert [math.isnan(score) for score in entropy] == [False] * 5 + [True, False]
+    rows = {row.metric: row for row in saved.history.verdict()}
+    assert rows["entropy"].undecided_because == "no score at step 5"
+    assert "no frame for step 5 (the names skip it): no score there" in \
+        saved.meta["settings"]["input_notes"]
+
+
+def test_a_replayed_gap_streams_as_a_gap(photo, tmp_path) -> None:
+    """The page's view of a replay as it runs: the missing step is a gap in the strip (no
+    frame to show), never a broken picture, and the run completes at the recording's last
+    step."""
+    from banana_space.chain.runs import start_run
+    from banana_space.chain.spec import RunSpec
+    from banana_space.view import RunView
+
+    chain = noisy_chain(photo, 1, 5)
+    source = _write_layout(tmp_path, {k: f"{k}.png" for k in (0, 1, 2, 4)}, chain, False)
+    view = RunView()
+    for event in start_run(RunSpec.replay(str(source), metrics=["entropy"]), tmp_path / "runs"):
+        screen = view.apply(event)
+    assert [pair is None for pair in screen.strip] == [False, False, False, True, False]
+    assert screen.status.startswith("✅ **Completed** · step 4 of 4")

@@ -163,3 +163,49 @@ def test_scoring_only_the_checkpoints_leaves_the_rest_unscored_and_resumes_by_st
     scores = store.results[refs[0].name].scores["brisque"]
     assert [math.isfinite(s) for s in scores] == [True, True, False, True, False, False, True]
     assert TableStore(out, METRICS).load([refs[0].name]) == []  # every frame: not this one
+
+
+def test_the_table_reads_each_chain_by_its_names_and_keeps_a_gap(tmp_path) -> None:
+    """Numbered subfolders beside an input are one chain; a chain with no frame for step 5
+    is scored at its true steps (NaN at 5, so Δ5 is missing and its verdict says so); a
+    folder of unrelated pictures is reported and skipped, not scored as a chain."""
+    import math
+
+    from chains import noisy_chain
+    from PIL import Image
+
+    from banana_space.table import find_chains, run_table
+    from banana_space.table.store import TableStore
+
+    with Image.open(REPO / "assets" / "examples" / "chelsea.png") as photo:
+        chain = noisy_chain(photo.convert("RGB"), 5)
+    root = tmp_path / "chains"
+    (root / "gap").mkdir(parents=True)
+    for step in (0, 1, 2, 3, 4, 6):
+        chain[step].save(root / "gap" / f"frame_{step}.png")
+    (root / "folders").mkdir()
+    chain[0].save(root / "folders" / "input.png")
+    for step in range(1, 7):
+        (root / "folders" / f"{step:02d}").mkdir()
+        chain[step].save(root / "folders" / f"{step:02d}" / "out.png")
+    (root / "gallery").mkdir()
+    for step, name in enumerate(("chelsea.png", "coffee.png", "rocket.jpg")):
+        with Image.open(REPO / "assets" / "examples" / name) as picture:
+            picture.convert("RGB").resize((96, 64)).save(root / "gallery" / f"{step}.png")
+    refs = find_chains([str(root)])
+    assert {ref.name: len(ref.files) for ref in refs} == {
+        "chains/folders": 7, "chains/gallery": 3, "chains/gap": 6}
+    out = tmp_path / "out"
+    assert run_table(refs, ["entropy"], out, workers=1, load_seconds=600)
+    store = TableStore(out, ["entropy"])
+    assert store.load([ref.name for ref in refs]) == ["chains/folders", "chains/gap"]
+    histories = store.histories()
+    gap, folders = (histories[f"chains/{name}"].scores["entropy"] for name in ("gap", "folders"))
+    assert [math.isnan(score) for score in gap] == [False] * 5 + [True, False]
+    # The same pixels at the same steps, however the folder names them.
+    assert folders[:5] == gap[:5] and folders[6] == gap[6] and not math.isnan(folders[5])
+    verdicts = {r["chain"]: r for r in _rows(out / "verdicts.csv") if r["metric"] == "entropy"}
+    assert verdicts["chains/gap"]["undecided_because"] == "no score at step 5"
+    assert verdicts["chains/folders"]["checkpoints_used"] == "5"
+    broken = json.loads(resume_file(out, "chains/gallery").read_text())["error"]
+    assert broken.startswith("chains/gallery is not a chain: steps 0 and 1 are ")

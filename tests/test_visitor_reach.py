@@ -55,10 +55,16 @@ TOKEN = "a-secret-of-this-test-" + secrets.token_hex(8)
 RESTORED = [f"20250101-00000{i}-abcdef" for i in range(KEEP_RUNS + 2)]  # kept on the hub
 
 
-def png(seed: int) -> bytes:
+def png(seed: int, copy_of: int | None = None) -> bytes:
+    """A noise picture; or, with `copy_of`, a copy of picture `copy_of` with noise of its own
+    (a chain's frames are copies of each other: unrelated pictures are refused as one)."""
     buffer = io.BytesIO()
     rng = np.random.default_rng(seed)
-    Image.fromarray(rng.integers(0, 255, (48, 64, 3), dtype=np.uint8)).save(buffer, "PNG")
+    pixels = rng.integers(0, 255, (48, 64, 3), dtype=np.uint8)
+    if copy_of is not None:
+        base = np.random.default_rng(copy_of).integers(0, 255, (48, 64, 3)).astype(float)
+        pixels = np.clip(base + rng.normal(0, 4, base.shape), 0, 255).astype(np.uint8)
+    Image.fromarray(pixels).save(buffer, "PNG")
     return buffer.getvalue()
 
 
@@ -76,7 +82,7 @@ def a_kept_run(tmp: Path) -> dict[str, bytes]:
 @pytest.fixture(scope="module")
 def app(tmp_path_factory) -> dict:
     root = tmp_path_factory.mktemp("reach")
-    chain = {f"chain/{i}.png": png(i) for i in range(4)}
+    chain = {f"chain/{i}.png": png(i, copy_of=0) for i in range(4)}
     kept = a_kept_run(root / "made")
     runs_repo = {}
     for age, run_id in enumerate(RESTORED):  # each a day older than the one after it

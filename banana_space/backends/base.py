@@ -51,7 +51,8 @@ class BackendInfo:
     # The keyword options the page and the CLI may pass to the constructor (e.g. "strength").
     options: tuple[Option, ...] = ()
     # True for a backend that plays back a recording: its input is a `source` (folder, zip,
-    # animated image), not an image, and it brings frame 0 itself (`first_frame()`).
+    # animated image), not an image, and it brings frame 0 itself (`first_frame()`) and the
+    # steps it has frames for (`steps`: a gap is not made).
     plays_recording: bool = False
 
     @property

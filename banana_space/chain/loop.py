@@ -60,6 +60,7 @@ class Chain:
     start: int = 0  # the step `image` is; > 0 when resuming from a run directory
     reference: Image.Image | None = None  # frame 0, when resuming
     judged: frozenset[int] | None = None  # steps the judges rate (None: every one; quota.py)
+    recorded: frozenset[int] | None = None  # a recording's steps (None: every step is made)
 
 
 @dataclass(frozen=True)
@@ -351,6 +352,8 @@ def _produce(chain: Chain, stop: threading.Event, abandoned: threading.Event,
     for step in range(chain.start + 1, chain.steps + 1):
         if stop.is_set() or abandoned.is_set():
             break
+        if chain.recorded is not None and step not in chain.recorded:
+            continue  # a gap in a recording: no frame and no score, as in its source
         try:
             made = make_step(chain.backend, image, chain.prompt, chain.seed, step,
                              lambda m, s=step: put(Notice(m, s, "info")))

@@ -10,9 +10,10 @@ with the recordings' metrics, and writes each as a finished run under the runs f
 `.real-chains/` (a dot-name: never pruned, never a visitor's run id). The app copies one in
 when it is opened, as it does a bundled recording.
 
-The dataset's layout has never been seen from here, so it is read defensively (`layout.py`):
-step numbers come from the file names; a chain numbered from 1 holds copies only, and its
-input is the start the dataset keeps for it, found by name (where there is none, the run has
+The dataset's layout has never been seen from here, so it is read defensively, by the rules
+every reader keeps (`sources/chain_layout.py`, `sources/dataset_layout.py`): step numbers come
+from the file names; a chain numbered from 1 holds copies only, and its input is the one it
+names, else the start the dataset keeps for it, found by name (where there is none, the run has
 no step 0 and says fidelity is measured from step 1); a folder of starts is never a chain, nor
 one whose neighbouring frames are not copies of each other (the log names each one). A chain
 is labelled by its path in the dataset, never with a model the dataset does not name, and the
@@ -44,12 +45,12 @@ from PIL import Image
 from ..scores.catalog import CPU_DEFAULTS
 from ..common import write_atomic
 from ..events import Finished, FrameMade, FrameScored, Notice, Started
-from ..sources.chain_layout import (
+from ..sources.chain_layout import not_copies
+from ..sources.dataset_layout import (
     METADATA_NAMES,
     chain_folder,
     described,
     find_start,
-    not_copies,
     numbered,
     starts_folders,
 )
@@ -62,8 +63,8 @@ from ..table.discover import ChainRef
 LOG = logging.getLogger(__name__)
 FOLDER = ".real-chains"  # under the runs folder
 INDEX = "chains.json"  # the prepared runs, in the order the page lists them
-# How a chain's steps are read: 2, from the numbers in its file names (`layout.py`). Runs
-# prepared by an earlier reading (1: a file's index was its step) are prepared again.
+# How a chain's steps are read: 2, from the numbers in its file names (`chain_layout.py`).
+# Runs prepared by an earlier reading (1: a file's index was its step) are prepared again.
 READING = 2
 LABEL = "Banana100 chain"  # then its path in the dataset (`chain_label`); no model claimed
 # A visitor's run waits 30 s for a metric to load (pool.LOAD_SECONDS); this job is scored
@@ -99,7 +100,7 @@ def plan_from_env(plan: Plan = PLAN) -> Plan:
 
 
 def chains_only(refs: Sequence[ChainRef]) -> list[ChainRef]:
-    """The refs that may be chains: never a folder of starts (`layout.starts_folders`), nor
+    """The refs that may be chains: never a folder of starts (`dataset_layout.starts_folders`), nor
     one whose file names are not a run of step numbers, nor an archive (its frames' names are
     read only once it is fetched whole); the log names each one passed over, with why."""
     starts = starts_folders(refs)
@@ -149,27 +150,27 @@ class Sampled:
 def sampled_frames(ref: ChainRef, steps: Sequence[int],
                    refs: Sequence[ChainRef] = ()) -> Sampled:
     """The chain at each of `steps` it has, by the step numbers in its file names
-    (`layout.numbered`), fetching only those frames. A chain numbered from 1 holds copies
-    only: copy k is step k, and its step 0 is the start `refs` keep for it, found by name
-    (`layout.find_start`); where there is none, it has no step 0."""
-    from ..sources.dispatch import open_chain
+    (`dataset_layout.numbered`), fetching only those frames. A chain numbered from 1 holds copies
+    only: copy k is step k, and its step 0 is the input it names, else the start `refs` keep
+    for it, found by name (`dataset_layout.find_start`); where there is none, it has no step 0."""
+    from ..sources.dispatch import chain_files
 
     numbers = numbered(ref)
     if isinstance(numbers, str):
         raise ValueError(f"{ref.name} is not a chain: {numbers}")
-    by_step = dict(zip(numbers.steps, numbers.files, strict=True))
-    wanted = [s for s in steps if s in by_step]
-    frames = open_chain(replace(ref, files=tuple(by_step[s] for s in wanted)))
-    fetched = [(step, frames.frame(i).image) for i, step in enumerate(wanted)]
+    by_step = {s: f for s, f in zip(numbers.steps, numbers.files, strict=True) if s in steps}
+    frames = chain_files(replace(ref, files=tuple(by_step.values()), paths=()))
+    index = {name: i for i, name in enumerate(frames.names)}  # by name: files come sorted
+    fetched = [(step, frames.frame(index[file]).image) for step, file in by_step.items()]
     if numbers.has_input:
-        return Sampled(fetched, "its file names run from 0: step 0 is its input")
+        return Sampled(fetched, "its file names give its steps: step 0 is its input")
     start = find_start(ref, refs) if 0 in steps else None
     if start is None:
         return Sampled(fetched, "its file names run from 1 (copies only) and the dataset keeps "
                                 "no start for it by name: it has no step 0, and fidelity "
                                 "(PSNR, SSIM) is measured from step 1, the first copy")
     starts, file = start
-    image = open_chain(replace(starts, files=(file,))).frame(0).image
+    image = chain_files(replace(starts, files=(file,), paths=())).frame(0).image
     path = dict(zip(starts.files, starts.paths or starts.files, strict=True))[file]
     return Sampled([(0, image), *fetched], f"its file names run from 1 (copies only): copy k is "
                                            f"step k, and step 0 is its start {path}, found "
@@ -224,7 +225,7 @@ def _finished(path: Path) -> bool:
 
 
 def dataset_metadata(dataset: str) -> list[dict[str, str]]:
-    """The rows of the dataset's own metadata files (`layout.METADATA_NAMES`), each
+    """The rows of the dataset's own metadata files (`dataset_layout.METADATA_NAMES`), each
     `file_name` made a path in the dataset; [] where it has none (or they cannot be read)."""
     from ..sources.hub import HubPath, fetch, list_files
 

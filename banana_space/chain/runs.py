@@ -76,7 +76,7 @@ def start_run(spec: RunSpec, root: Path, *, stop: threading.Event | None = None,
     if backend.info.plays_recording:  # the recording brings its own frame 0
         loaded = backend.first_frame()
         image, notes = loaded.image, notes + loaded.notes
-        steps = min(steps, backend.frame_count - 1)
+        steps = max(step for step in backend.steps if step <= steps)
     if image is None:
         raise ValueError("no input image")
     judges = create_judges(list(spec.judges), spec.judge_options)
@@ -89,8 +89,14 @@ def start_run(spec: RunSpec, root: Path, *, stop: threading.Event | None = None,
     opening = _opening(scorer, run.path, steps, settings, 0,
                        [Notice(note, 0, "info") for note in notes])
     chain = Chain(image, backend, scorer, steps, spec.prompt, spec.seed,
-                  judged=judged_steps(steps, spec.judge_at))
+                  judged=judged_steps(steps, spec.judge_at), recorded=_recorded_steps(backend))
     return _recorded(run, opening, replicate(chain, stop))
+
+
+def _recorded_steps(backend: Backend) -> frozenset[int] | None:
+    """The steps a recording has frames for (its gaps are not made), or None: a generator
+    makes every step."""
+    return frozenset(backend.steps) if backend.info.plays_recording else None
 
 
 def resume_run(path: Path, *, stop: threading.Event | None = None, pool: MetricPool = POOL,
@@ -186,7 +192,8 @@ class Resumption:
                                    "info")])
         chain = Chain(saved.frame(saved.last_step), backend, scorer, spec.steps, spec.prompt,
                       spec.seed, start=saved.last_step, reference=saved.frame(0),
-                      judged=judged_steps(spec.steps, spec.judge_at))
+                      judged=judged_steps(spec.steps, spec.judge_at),
+                      recorded=_recorded_steps(backend))
         return _recorded(writer, opening, replicate(chain, stop))
 
 

@@ -1,12 +1,14 @@
 """Sources of frames: whatever holds a recorded chain, turned into one ordered list of frames.
 
-The one dispatcher that replay, `score`, `table` and the leaderboard read through. A source is
-a folder of frames, a zip, an animated GIF/WebP, one of our run directories (`frames.py`), the
-rows of parquet/arrow shards (`shards.py`), or a chain on the Hugging Face hub,
+The one dispatcher that replay, `score`, `table`, the page's upload and the leaderboard read
+through. A source is a folder of frames, a zip, an animated GIF/WebP, one of our run directories
+(`frames.py`), the rows of parquet/arrow shards (`shards.py`), or a chain on the Hugging Face hub,
 `hf://datasets/OWNER/NAME[/PATH]` (`hub.py`); a chain the table found is a `ChainRef`
 (`listing.py`). Every reader applies the same checks (zip bombs, declared sizes, the pixel
-limit; see `frames.py`). The readers never import this module, so nothing here is a circle:
-frames <- listing <- shards <- hub <- sources.
+limit; see `frames.py`) and the same layout (`chain_layout.py`): steps from names, the input by
+name, gaps kept, neighbours that are copies; an animation and a run keep their own order. The
+readers never import this module, so nothing here is a circle:
+frames <- chain_layout <- listing <- shards <- hub <- dispatch.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from .frames import (
     hidden_path,
     is_image_name,
 )
+from .chain_layout import as_chain
 from .images import BadImage, BadSource
 from .listing import ChainFormat, ChainRef
 from ..store.run import Run
@@ -33,7 +36,8 @@ from ..store.run import Run
 if TYPE_CHECKING:
     from .shards import ShardSource
 
-__all__ = ["HUB_PREFIX", "Frames", "open_chain", "open_frames", "open_local", "shards_at"]
+__all__ = ["HUB_PREFIX", "Frames", "chain_files", "open_chain", "open_frames", "open_local",
+           "shards_at"]
 
 
 def open_frames(source: str | Path) -> Frames:
@@ -61,20 +65,30 @@ def open_frames(source: str | Path) -> Frames:
 
 
 def open_chain(ref: ChainRef) -> Frames:
-    """The frames of a chain the table found (`table.discover`), fetching a hub chain's files
-    first (cached by huggingface_hub); a chain of shard rows reads only the row groups that
-    hold its frames.
+    """The frames of a chain the table found (`table.discover`), read as a chain
+    (`chain_layout.as_chain`).
 
     Args:
         ref: where the chain lies and what holds it.
 
     Returns:
-        Its frames, in order (the caller decides what too few means).
+        Its frames, in step order, with their steps (the caller decides what too few means).
+
+    Raises:
+        BadImage: it cannot be read, or is not a chain; one line.
     """
+    return as_chain(chain_files(ref))
+
+
+def chain_files(ref: ChainRef) -> Frames:
+    """A listed chain's frames as the reader finds them (no layout read, no frame decoded;
+    a dataset's sampled chains read them so, `real_chains.py`): a hub chain's files are fetched
+    first (cached by huggingface_hub); a chain of shard rows reads only the row groups that
+    hold its frames, each named by its path where the ref keeps them."""
     if ref.kind == ChainFormat.ROWS:
         from .shards import frames_in_rows  # pyarrow only for shards
 
-        return frames_in_rows(ref.files, shards_at(ref.root), ref.name)
+        return frames_in_rows(ref.files, shards_at(ref.root), ref.name, ref.paths)
     if ref.root.startswith(HUB_PREFIX):
         from .hub import fetch, parse_hub
 
@@ -114,24 +128,27 @@ def open_local(path: Path) -> Frames:
             folder of frames, a zip or an animation; the first that fits is read.
 
     Returns:
-        Its frames, in order (`open_frames` checks there are at least 2).
+        Its frames, in step order, with their steps (`open_frames` checks there are at least
+        2); the input is step 0.
 
     Raises:
-        BadImage: nothing there can be read as a chain.
+        BadImage: nothing there can be read as a chain; one line saying why.
     """
     shards = path if path.exists() else _dataset_above(path)
     if shards and _holds_shards(shards):  # a shard, a folder of them, or a chain in their rows
         from .shards import frames_in_local_shards  # pyarrow only for shards
 
-        return frames_in_local_shards(shards, path.relative_to(shards).as_posix().strip("."))
+        chain = path.relative_to(shards).as_posix().strip(".")
+        return as_chain(frames_in_local_shards(shards, chain))
+    if path.is_dir() and Run(path).exists():
+        return as_chain(frames_in_run(path))
     if path.is_dir():
-        if Run(path).exists():
-            return frames_in_run(path)
         files = [p for p in path.rglob("*")
                  if p.is_file() and not hidden_path(p.relative_to(path))]
-        return frames_from_files(path, [str(p.relative_to(path)) for p in files], path.name)
+        return as_chain(frames_from_files(path, [str(p.relative_to(path)) for p in files],
+                                          path.name))
     if path.is_file():
-        return frames_in_file(path)
+        return as_chain(frames_in_file(path))
     raise BadSource(f"{path.name} is not a folder, zip or animated image")
 
 

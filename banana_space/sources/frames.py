@@ -1,7 +1,9 @@
-"""Reading the frames of one chain from local files: a folder of frames (sorted naturally:
-`2.png` before `10.png`), a zip of frames, an animated GIF/WebP, one of our run directories (its
-`frames/`). `sources.py` dispatches any source (these, parquet/arrow shards, a hub dataset) to
-the reader here or in `shards.py`/`hub.py`, so every source gets the same checks:
+"""Reading the frames of one chain from local files: a folder of frames, a zip of frames, an
+animated GIF/WebP (in the order it plays), one of our run directories (its `frames/`, by step).
+A folder's or a zip's files come in natural order (`2.png` before `10.png`) with the names they
+have; their steps are read from those names by `chain_layout.py`. `dispatch.py` sends any source
+(these, parquet/arrow shards, a hub dataset) to the reader here or in `shards.py`/`hub.py`, so
+every source gets the same checks:
 
 - a zip's declared sizes, compression ratio and total are checked before any member is
   inflated, and no member is ever read past its declared size: a zip bomb (a 2.6 MB upload
@@ -10,10 +12,10 @@ the reader here or in `shards.py`/`hub.py`, so every source gets the same checks
   frames are read in order from one open decoder, each decoded once (`Animation`);
 - every frame is decoded by `load_image`, under the same pixel limit as an upload.
 
-Frames are decoded one at a time, on demand; frame 0 is the chain's input. A zip is read in
-memory and never extracted, so a member named `../../x.png` cannot write anywhere. Names that
-come from a source are plain text in every message here: nothing is turned into markup. This
-module imports no other reader, so `shards.py` and `hub.py` build on it without a circle.
+Frames are decoded one at a time, on demand; the first is the chain's input, step 0. A zip is
+read in memory and never extracted, so a member named `../../x.png` cannot write anywhere. Names
+that come from a source are plain text in every message here: nothing is turned into markup.
+This module imports no other reader, so `shards.py` and `hub.py` build on it without a circle.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from .images import BadImage, LoadedImage, load_frame, load_image, open_image
-from ..store.run import Run, frame_files
+from ..store.run import FRAME_STEP_JS, Run, frame_files
 
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".webp", ".bmp", ".tif", ".tiff", ".gif"}
 ANIMATION_SUFFIXES = {".gif", ".webp"}  # a lone one in a folder is a chain by itself
@@ -52,17 +54,26 @@ RATIO_FROM_BYTES = 2**20
 
 @dataclass
 class Frames:
-    """A chain's frames in order, decoded one at a time on demand."""
+    """A chain's frames in order, decoded one at a time on demand, each with its step."""
 
     label: str  # what the source is called in messages: a file name or a hub path
     names: list[str]  # one per frame, in order
     read: Callable[[str], LoadedImage]
     notes: list[str] = field(default_factory=list)  # what was skipped, and credits
+    # Each frame's step, rising: a gap is a step the chain has no frame for. Default: 0, 1, …
+    steps: tuple[int, ...] = ()
+    # The steps are still to be read from the names (a folder's, a zip's, rows' paths:
+    # `chain_layout.as_chain`); False: the order and the steps are the source's own.
+    steps_in_names: bool = False
+
+    def __post_init__(self) -> None:
+        self.steps = tuple(self.steps) or tuple(range(len(self.names)))
 
     def __len__(self) -> int:
         return len(self.names)
 
     def frame(self, index: int) -> LoadedImage:
+        """The frame at `index` in order (its step is `steps[index]`)."""
         return self.read(self.names[index])
 
 
@@ -81,9 +92,13 @@ def hidden_path(relative: Path) -> bool:
 
 
 def frames_in_run(run: Path) -> Frames:
-    """One of our run directories: its lossless frames, frame 0 first."""
-    names = [str(p.relative_to(run)) for p in frame_files(Run(run).frames_dir)]
-    return frames_from_files(run, names, run.name)
+    """One of our run directories: its lossless frames by the steps their names give
+    (`step_005.png` is step 5; a sampled chain's gaps are kept)."""
+    named = ((re.fullmatch(FRAME_STEP_JS, p.name), p) for p in frame_files(Run(run).frames_dir))
+    by_step = {int(found.group(1)): path for found, path in named if found}
+    steps = sorted(by_step)
+    return Frames(run.name, [str(by_step[s].relative_to(run)) for s in steps],
+                  lambda name: load_image(run / name), steps=tuple(steps))
 
 
 def frames_from_files(root: Path, names: list[str], label: str) -> Frames:
@@ -96,7 +111,7 @@ def _sorted(label: str, names: list[str], read: Callable[[str], LoadedImage]) ->
     skipped = sorted(set(names) - set(images))
     notes = [f"skipped {len(skipped)} non-image file(s): {', '.join(skipped[:5])}"
              + (" …" if len(skipped) > 5 else "")] if skipped else []
-    return Frames(label, sorted(images, key=natural_key), read, notes)
+    return Frames(label, sorted(images, key=natural_key), read, notes, steps_in_names=True)
 
 
 def check_zip(infos: list[zipfile.ZipInfo], label: str) -> None:

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from ..common import error_line
+from .chain_layout import Numbered, as_chain, chain_steps
 from .frames import (
     ANIMATION_SUFFIXES,
     ARCHIVE_SUFFIXES,
@@ -43,15 +44,14 @@ from .frames import (
     frames_from_files,
     frames_in_file,
     is_image_name,
-    natural_key,
 )
 from .images import BadImage, BadSource
 from ..store.run import FRAMES, META_NAME
 from .shards import chain_rows, frames_in_rows, is_shard_name
 
 HUB_PATTERN = re.compile(r"hf://datasets/([A-Za-z0-9][\w.-]*/[\w.-]+)(?:/(.*))?")
-# A replayed chain (app, `score`) uses at most MAX_STEPS + 1 = 101 frames: fetch no more.
-MAX_REPLAY_FRAMES = 101
+# A replayed chain (app, `score`) plays steps 0 to MAX_STEPS = 100: fetch no frame past them.
+LAST_REPLAYED_STEP = 100
 MAX_CARD_BYTES = 1 << 20
 MAX_ARROW_BYTES = 2 * 2**30
 # All the files one replay downloads whole: 101 lossless 2K frames (~6 MB each) fit 3 times.
@@ -308,21 +308,28 @@ def _parent_listing(hub: HubPath) -> list[tuple[str, int]]:
 
 def _frame_files(hub: HubPath, listing: list[tuple[str, int]]
                  ) -> tuple[list[tuple[str, int]], list[str]]:
-    """The frame files a replay of the folder `hub` reads from its listing (a run directory's
-    frames only; at most the first 101), and a note where some were left out."""
+    """The frame files a replay of the folder `hub` reads from its listing, in step order by
+    their names (`chain_layout.chain_steps`; a run directory's frames only; steps 0 to 100),
+    and a note where some were left out.
+
+    Raises:
+        BadSource: the names are not a chain's; nothing is fetched.
+    """
     prefix = f"{hub.path}/" if hub.path else ""
     if any(name == f"{prefix}{META_NAME}" for name, _ in listing):  # one of our runs
         listing = [(n, s) for n, s in listing if n.startswith(f"{prefix}{FRAMES}/")]
-    images = sorted(((n, s) for n, s in listing if is_image_name(n)
-                     and not any(p.startswith(".") for p in n.split("/"))),
-                    key=lambda item: natural_key(item[0]))
-    return _at_most_replayed(images)
+    sizes = {n: s for n, s in listing if is_image_name(n)
+             and not any(p.startswith(".") for p in n.split("/"))}
+    if not sizes:
+        return [], []
+    kept, notes = _replayed(chain_steps(list(sizes), f"{hub.root}/{hub.path}".rstrip("/")))
+    return [(name, sizes[name]) for name in kept], notes
 
 
 def open_hub_frames(source: str) -> Frames:
     """One chain on the hub: an archive or animation, one of our run directories, the images
-    under a folder, or a chain among the rows of parquet/arrow shards; the credit is the last
-    note."""
+    under a folder, or a chain among the rows of parquet/arrow shards, read as a chain
+    (`chain_layout.as_chain`); the credit is the last note."""
     hub = parse_hub(source)
     suffix = Path(hub.path).suffix.lower()
     if suffix in ARCHIVE_SUFFIXES | ANIMATION_SUFFIXES:
@@ -335,6 +342,7 @@ def open_hub_frames(source: str) -> Frames:
         frames = _chain_in_shards(hub, source, [(hub.path, 0)])
     else:
         frames = _hub_folder(hub, source)
+    frames = as_chain(frames)
     frames.notes.append(credit(hub.repo_id))
     return frames
 
@@ -344,9 +352,10 @@ def _hub_folder(hub: HubPath, source: str) -> Frames:
         listing = list_files(hub)
     except NotOnHub:  # a chain inside shards: its folder exists only in the rows' paths
         return _chain_in_shards(hub, source)
-    images, notes = _frame_files(hub, listing)
-    if not images and any(is_shard_name(n) for n, _ in listing):
+    if not any(is_image_name(n) for n, _ in listing) and any(is_shard_name(n)
+                                                            for n, _ in listing):
         return _chain_in_shards(hub, source, listing)
+    images, notes = _frame_files(hub, listing)
     if not images:
         raise BadImage(f"no images under {source}")
     check_sizes(images)
@@ -356,18 +365,22 @@ def _hub_folder(hub: HubPath, source: str) -> Frames:
     return frames
 
 
-def _at_most_replayed(files: list[Any]) -> tuple[list[Any], list[str]]:
-    if len(files) <= MAX_REPLAY_FRAMES:
-        return files, []
-    return files[:MAX_REPLAY_FRAMES], [
-        f"only the first {MAX_REPLAY_FRAMES} of {len(files)} frames were used"]
+def _replayed(numbers: Numbered) -> tuple[list[str], list[str]]:
+    """The files of steps 0 to `LAST_REPLAYED_STEP`, and a note where there are more."""
+    kept = [file for step, file in zip(numbers.steps, numbers.files, strict=True)
+            if step <= LAST_REPLAYED_STEP]
+    if len(kept) == len(numbers.files):
+        return kept, []
+    return kept, [f"only steps 0–{LAST_REPLAYED_STEP} were used ({len(kept)} of "
+                  f"{len(numbers.files)} frames)"]
 
 
 def _chain_in_shards(hub: HubPath, source: str,
                      listing: Sequence[tuple[str, int]] | None = None) -> Frames:
     """The chain `source` names among the rows of the shards under it, or of the nearest
     folder above it that exists: `hf://datasets/OWNER/NAME/chain_07` is the rows whose paths
-    lie in `chain_07/`, as `table` names that chain."""
+    lie in `chain_07/`, as `table` names that chain; only the rows of steps 0 to 100 are
+    read."""
     folder = hub.path
     while listing is None:
         folder = str(Path(folder).parent).strip(".")
@@ -378,8 +391,9 @@ def _chain_in_shards(hub: HubPath, source: str,
                 raise
     names = (hub.path, hub.path[len(folder):].strip("/")) if hub.path != folder else ()
     shards = HubShards(hub.repo_id)
-    refs, notes = _at_most_replayed(chain_rows(listing, shards, source, names))
-    frames = frames_in_rows(refs, shards, source)
+    rows = chain_rows(listing, shards, source, names)
+    kept, notes = _replayed(chain_steps(list(rows), source))
+    frames = frames_in_rows([rows[path] for path in kept], shards, source, kept)
     frames.notes.extend(notes)
     return frames
 

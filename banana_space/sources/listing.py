@@ -1,11 +1,13 @@
 """Which files make a chain: the rule, on a plain list of (path, size), and where a chain lies.
 
-A chain is a directory of at least 2 frames, one archive (a zip), a lone animated GIF/WebP in
-its folder, or one of our run directories (its `frames/`). Because the rule reads a listing,
-not a disk, a local folder, the rows of parquet/arrow shards (each image row is a file at its
-`path`, `shards.py`) and a dataset on the hub (listed by the hub's tree call) are read the same
-way, and only the files a chain needs are ever fetched. `table.discover` finds the chains of a
-source with it; `sources.open_chain` opens one.
+A chain is a directory of at least 2 frames, a directory of subfolders named by step that hold
+one frame each (`0/frame.png`, `1/frame.png` …, beside any frames of its own: an input, say),
+one archive (a zip), a lone animated GIF/WebP in its folder, or one of our run directories (its
+`frames/`); which step each frame is, its name says (`chain_layout.py`). Because the rule reads
+a listing, not a disk, a local folder, the rows of parquet/arrow shards (each image row is a
+file at its `path`, `shards.py`) and a dataset on the hub (listed by the hub's tree call) are
+read the same way, and only the files a chain needs are ever fetched. `table.discover` finds
+the chains of a source with it; `sources.open_chain` opens one.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from enum import StrEnum
 from pathlib import PurePosixPath
 from typing import NamedTuple
 
+from .chain_layout import names_a_step
 from .frames import ANIMATION_SUFFIXES, ARCHIVE_SUFFIXES, is_image_name, natural_key
 from ..store.run import FRAMES, META_NAME
 
@@ -68,8 +71,8 @@ def chains_in(listing: Listing) -> list[FoundChain]:
         listing: (path, size) of every file under one root; hidden paths are passed over.
 
     Returns:
-        One `FoundChain` per chain: a folder of 2+ frames, a run directory's frames, a lone
-        animation in its folder, or each zip.
+        One `FoundChain` per chain: a folder of 2+ frames (its numbered one-frame subfolders'
+        too), a run directory's frames, a lone animation in its folder, or each zip.
     """
     sizes = {path: size for path, size in listing
              if not any(p.startswith(".") or p == "__MACOSX" for p in path.split("/"))}
@@ -79,11 +82,15 @@ def chains_in(listing: Listing) -> list[FoundChain]:
         by_dir[str(posix.parent).strip(".")].append(path)
     runs = {folder for folder, files in by_dir.items()
             if any(PurePosixPath(f).name == META_NAME for f in files)}
+    steps = _step_folders(by_dir)
+    taken = {folder for held in steps.values() for folder in held}
     chains = []
     for folder in sorted(by_dir, key=natural_key):
-        if any(_inside(folder, run) for run in runs):
+        if any(_inside(folder, run) for run in runs) or folder in taken:
             continue
         images = sorted((f for f in by_dir[folder] if is_image_name(f)), key=natural_key)
+        images += [f for held in steps.get(folder, ()) for f in by_dir[held]
+                   if is_image_name(f)]
         if folder in runs:
             frames = sorted((f for f in by_dir.get(_join(folder, FRAMES), [])
                              if is_image_name(f)), key=natural_key)
@@ -100,6 +107,20 @@ def chains_in(listing: Listing) -> list[FoundChain]:
                    for f in sorted(by_dir[folder], key=natural_key)
                    if PurePosixPath(f).suffix.lower() in ARCHIVE_SUFFIXES]
     return chains
+
+
+def _step_folders(by_dir: dict[str, list[str]]) -> dict[str, list[str]]:
+    """The folders that hold one frame each and are named by step, by the folder above them
+    where it holds two or more: folder -> its step folders, in natural order."""
+    above: dict[str, list[str]] = defaultdict(list)
+    parents = {str(PurePosixPath(f).parent).strip(".") for f in by_dir if f}
+    for folder, files in by_dir.items():
+        posix = PurePosixPath(folder)
+        if (folder and folder not in parents and len(files) == 1 and is_image_name(files[0])
+                and names_a_step(posix.name)):
+            above[str(posix.parent).strip(".")].append(folder)
+    return {parent: sorted(held, key=natural_key) for parent, held in above.items()
+            if len(held) >= 2}
 
 
 def _join(folder: str, name: str) -> str:

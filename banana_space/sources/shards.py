@@ -279,7 +279,7 @@ def read_rows(refs: Sequence[str], shards: ShardSource) -> dict[str, Path]:
 
 
 def chain_rows(listing: Sequence[tuple[str, int]], shards: ShardSource, source: str,
-               names: Sequence[str] = ()) -> list[str]:
+               names: Sequence[str] = ()) -> dict[str, str]:
     """The rows of one chain among shards, found by the same rule as among loose files.
 
     Args:
@@ -289,7 +289,8 @@ def chain_rows(listing: Sequence[tuple[str, int]], shards: ShardSource, source: 
         names: the chain's possible paths in the rows; empty: the shards hold one chain.
 
     Returns:
-        The chain's rows (SHARD#ROW), frame 0 first.
+        Each of the chain's rows by its path (path -> SHARD#ROW), in natural order; the steps
+        are read from the paths (`chain_layout`).
 
     Raises:
         BadImage: no such chain, or several where one was expected.
@@ -301,21 +302,26 @@ def chain_rows(listing: Sequence[tuple[str, int]], shards: ShardSource, source: 
         shown = ", ".join(c.path for c in chains[:5]) + (" …" if len(chains) > 5 else "")
         raise BadImage(f"no chain called {source} in the shards' rows" if not chains else
                        f"{source} holds {len(chains)} chains ({shown}): add one's name")
-    return [refs[name] for name in chains[0].files]
+    return {name: refs[name] for name in chains[0].files}
 
 
 def frames_in_local_shards(path: Path, chain: str = "") -> Frames:
     """The one chain in a local shard or folder of shards, or the chain at path `chain` in
-    their rows (`FOLDER/chain_07`)."""
+    their rows (`FOLDER/chain_07`), each frame named by its row's path."""
     root, listing = (path.parent, [(path.name, 0)]) if path.is_file() else (path, [
         (str(p.relative_to(path)), 0) for p in sorted(path.rglob("*")) if is_shard_name(p.name)])
     label = f"{path.name}/{chain}" if chain else path.name
     shards = LocalShards(root)
-    return frames_in_rows(chain_rows(listing, shards, label, (chain,) if chain else ()),
-                          shards, label)
+    rows = chain_rows(listing, shards, label, (chain,) if chain else ())
+    return frames_in_rows(list(rows.values()), shards, label, list(rows))
 
 
-def frames_in_rows(refs: Sequence[str], shards: ShardSource, label: str) -> Frames:
-    """A chain made of shard rows, in the order given (frame 0 first)."""
+def frames_in_rows(refs: Sequence[str], shards: ShardSource, label: str,
+                   paths: Sequence[str] = ()) -> Frames:
+    """A chain made of shard rows, in the order given; each frame is named by its row's path
+    where `paths` gives them (its steps are then read from those, `chain_layout`), else by its
+    row (SHARD#ROW) in the order given, the first step 0."""
     files = read_rows(refs, shards)
-    return Frames(label, list(refs), lambda ref: load_image(files[ref]))
+    row_of = dict(zip(paths or refs, refs, strict=True))
+    return Frames(label, list(row_of), lambda name: load_image(files[row_of[name]]),
+                  steps_in_names=bool(paths))

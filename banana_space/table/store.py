@@ -77,7 +77,7 @@ class TableStore:
         for name in sorted(self.results, key=natural_key):  # the same order, however run
             result = self.results[name]
             history = History([ScoreInfo.from_record(column) for column in result.columns])
-            for step in range(result.frames):
+            for step in range(max(map(len, result.scores.values()), default=0)):
                 history.add(step, {k: v[step] for k, v in result.scores.items()})
             histories[name] = history
         return histories

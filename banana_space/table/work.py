@@ -3,9 +3,11 @@
 The metrics are created once per worker process (`MetricPool` keeps them) and the scorer once
 per metric list, so a worker that scores many chains pays for loading only once. A judge's name
 in the list (`judges.REGISTRY`) asks that judge, at the steps its own schedule rates. Frames are
-decoded one at a time; frame 0 is the reference for fidelity (Banana100, arXiv 2604.03400,
-Sec. 3: the input *is* the right answer). A chain that cannot be read (a damaged frame, a
-single frame) comes back with its `error` set: reported and skipped, never fatal.
+decoded one at a time; step 0 is the reference for fidelity (Banana100, arXiv 2604.03400,
+Sec. 3: the input *is* the right answer). Each frame is scored at the step its name gives
+(`sources/chain_layout.py`): a step the chain has no frame for is NaN, as a run's unscored
+steps. A chain that cannot be read (a damaged frame, a single frame, names that are not a
+chain's) comes back with its `error` set: reported and skipped, never fatal.
 """
 
 from __future__ import annotations
@@ -33,9 +35,10 @@ class ChainResult:
     name: str
     metrics: list[str]  # what was asked for: a resumed table rescored a chain when it differs
     steps: list[int] | None = None  # the steps scored (and the last); None: every frame
-    frames: int = 0
+    frames: int = 0  # how many the chain has (a gap in its steps has none)
     columns: list[dict[str, Any]] = field(default_factory=list)  # ScoreInfo as dicts
-    scores: dict[str, list[float]] = field(default_factory=dict)  # column -> score per step
+    # column -> score per step, 0 to the last (NaN: no frame there, or not scored)
+    scores: dict[str, list[float]] = field(default_factory=dict)
     unavailable: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     error: str = ""  # set: the chain is broken, and skipped
@@ -60,8 +63,8 @@ def scorer_for(metrics: tuple[str, ...]) -> Scorer:
 def score_chain_ref(ref: ChainRef, metrics: tuple[str, ...],
                     on_frame: Callable[[], None] = lambda: None,
                     steps: tuple[int, ...] | None = None) -> ChainResult:
-    """Score every frame of one chain (or only `steps` and the last: the others are NaN, as a
-    run's unscored steps) with `metrics` and fidelity to frame 0."""
+    """Score every frame of one chain at its step (or only `steps` and the last: the others
+    are NaN, as a run's unscored steps) with `metrics` and fidelity to step 0."""
     result = ChainResult(ref.name, list(metrics), None if steps is None else list(steps))
     try:
         frames = open_chain(ref)
@@ -72,19 +75,18 @@ def score_chain_ref(ref: ChainRef, metrics: tuple[str, ...],
         scorer = scorer_for(metrics)
         result.columns = [asdict(info) for info in scorer.infos]
         result.unavailable = dict(scorer.unavailable)
-        result.scores = {info["name"]: [] for info in result.columns}
+        last = frames.steps[-1]
+        result.scores = {info["name"]: [math.nan] * (last + 1) for info in result.columns}
         warnings: list[str] = []
         reference = frames.frame(0).image
-        for step in range(len(frames)):
-            if steps is not None and step not in steps and step != len(frames) - 1:
-                for series in result.scores.values():
-                    series.append(math.nan)
+        for index, step in enumerate(frames.steps):
+            if steps is not None and step not in steps and step != last:
                 continue
-            image = reference if step == 0 else _frame(frames, step)
+            image = reference if index == 0 else _frame(frames, index)
             scored = scorer.measure(image, reference)
-            scorer.ask_judges(image, scored, rating_at(scorer.judges, step, len(frames) - 1))
+            scorer.ask_judges(image, scored, rating_at(scorer.judges, step, last))
             for name, series in result.scores.items():
-                series.append(scored.scores.get(name, math.nan))
+                series[step] = scored.scores.get(name, math.nan)
             warnings += [f"step {step}: {w}" for w in scored.warnings]
             on_frame()
         result.frames = len(frames)
@@ -100,8 +102,8 @@ def score_chain_ref(ref: ChainRef, metrics: tuple[str, ...],
     return result
 
 
-def _frame(frames: Frames, step: int) -> Any:
+def _frame(frames: Frames, index: int) -> Any:
     try:
-        return frames.frame(step).image
+        return frames.frame(index).image
     except BadImage as error:
-        raise BadImage(f"frame {step} ({frames.names[step]}): {error}") from None
+        raise BadImage(f"step {frames.steps[index]} ({frames.names[index]}): {error}") from None
