@@ -23,6 +23,7 @@ import math
 import shutil
 import sys
 import threading
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -172,8 +173,8 @@ class ModelCache:
     """Models loaded at most once per process, found by key from inside a GPU call.
 
     With `keep_one`, loading a model drops the others this cache loaded first: two 20-60 GB
-    editors do not fit one GPU slice. Models handed in by a caller (`adopt`) are the caller's
-    and are never dropped.
+    editors do not fit one GPU slice. Models handed in by a caller (`adopt`) are the caller's:
+    never dropped for another, and kept only as long as the object that handed them in lives.
     """
 
     def __init__(self, keep_one: bool = False) -> None:
@@ -184,13 +185,28 @@ class ModelCache:
         # starting another copy of the same 40 GB.
         self._lock = threading.Lock()
 
-    def adopt(self, model: Any) -> str:
-        """Keep a ready model handed in by the caller; returns its key."""
-        key = f"adopted-{id(model)}"
+    def adopt(self, model: Any, owner: Any) -> str:
+        """Keep a ready model handed in through `owner` (a backend, a judge) while `owner`
+        lives; returns its key. Kept longer, a handed-in model would stay on the GPU after its
+        backend is gone."""
+        key = f"adopted-{id(owner)}"
         with self._lock:
             self._models[key] = model
             self._adopted.add(key)
+        # No lock here: a collection can run this on a thread that holds it.
+        weakref.finalize(owner, self._forget, key)
         return key
+
+    def _forget(self, key: str) -> None:
+        self._models.pop(key, None)
+        self._adopted.discard(key)
+
+    def clear(self) -> None:
+        """Drop every model, handed in or loaded, and give the GPU memory they held back."""
+        with self._lock:
+            self._models.clear()
+            self._adopted.clear()
+            _free_cuda()
 
     def holds(self, key: str) -> bool:
         return key in self._models
@@ -210,9 +226,15 @@ class ModelCache:
         loaded = [key for key in self._models if key not in self._adopted]
         for key in loaded:
             del self._models[key]
-        if loaded and "torch" in sys.modules:
-            gc.collect()
-            import torch
+        if loaded:
+            _free_cuda()
 
-            if torch.cuda.is_available():
-                torch.cuda.empty_cache()
+
+def _free_cuda() -> None:
+    """Collect what was dropped and hand the CUDA memory it held back to the driver."""
+    if "torch" in sys.modules:
+        gc.collect()
+        import torch
+
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()

@@ -112,7 +112,7 @@ def by_step(size: tuple[int, int]) -> list[list[Any]]:
              "im2col of 121 x the frame; float64 spectra, 256-row strips"),
         ]
         for dtype in (torch.float32, torch.float64):
-            nss._shape_tables(dtype)  # built once per process: not a step's cost
+            nss._shape_tables(dtype, torch.device("cpu"))  # built once: not a step's cost
         rows = []
         for label, theirs, ours, note in steps:
             nss._LUMA.clear()

@@ -61,3 +61,17 @@ def test_the_resolvers_builder_makes_a_metric_that_scores() -> None:
     frame = to_tensor(Image.new("RGB", (64, 48), (90, 120, 150)))
     assert float(build_metric("scale_index", "cpu")(frame)) == pytest.approx(0.0, abs=1e-6)
     assert float(build_metric("psnr", "cpu")(frame, frame)) > 40  # identical: pyiqa's cap
+
+
+@pytest.mark.parametrize("name", ["brisque", "piqe"])
+def test_brisque_and_piqe_run_on_the_cpu_wherever_the_others_run(name: str, photo) -> None:
+    """On an H200, pyiqa's float32 BRISQUE and PIQE of a photo with smooth areas came out far
+    from their CPU scores (bench/gpu_check.py): asked for CUDA, they are built on the CPU, and
+    score as there. On a machine without CUDA, building for CUDA would raise."""
+    import torch
+
+    asked_cuda, on_cpu = build_metric(name, "cuda"), build_metric(name, "cpu")
+    assert str(asked_cuda.device) == "cpu"
+    frame = to_tensor(photo)
+    with torch.inference_mode():
+        assert float(asked_cuda(frame)) == float(on_cpu(frame))

@@ -4,14 +4,17 @@ seeding, the working size, the registry's GPU check, and the ZeroGPU seam off Ze
 
 from __future__ import annotations
 
+import gc
 import math
 import os
 import pickle
+import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 import pytest
+import torch
 from conftest import REPO
 from PIL import Image
 from tiny_models import tiny_flux2_klein, tiny_flux_kontext, tiny_qwen_image_edit
@@ -207,3 +210,40 @@ def test_the_zerogpu_seam_is_an_in_process_call_off_zerogpu(
     assert len(pickle.dumps((fn, args))) < 64_000
     # 2 steps x 0.4 s/step x 0.25 MP (the floor for small frames), rounded up to whole seconds
     assert gpu.estimated_seconds(fn, *args) == math.ceil(de.BOOKING_MARGIN_S + 2 * 0.4 * 0.25)
+
+
+@pytest.mark.parametrize("name", BUILDERS)
+def test_a_bf16_pipeline_runs_the_backends_path(name: str) -> None:
+    """bf16, as `from_pretrained(torch_dtype=torch.bfloat16)` leaves the hub's weights and as
+    they run on CUDA: the backend's own path (working size, seeding, the job across the seam)
+    mixes no dtypes, and the weights stay bf16."""
+    pipeline = BUILDERS[name]().to(torch.bfloat16)
+    backend = create_backend(name, pipeline=pipeline, device="cpu", num_inference_steps=1)
+    source = picture(64, 64)
+    edit = backend.edit(source, PROMPT, seed=3, step=1)
+    assert edit.image.size == (64, 64) and edit.image.tobytes() != source.tobytes()
+    assert backend.settings()["dtype"] == "bfloat16"
+    assert {p.dtype for m in pipeline.components.values() if isinstance(m, torch.nn.Module)
+            for p in m.parameters()} == {torch.bfloat16}
+
+
+def test_a_handed_in_pipeline_leaves_with_its_backend() -> None:
+    """The process's cache keeps a handed-in pipeline while its backend lives, and no longer:
+    kept for good, its weights would stay on the GPU once the backend is gone."""
+    pipeline = tiny_flux2_klein()
+    backend = create_backend("flux2", pipeline=pipeline, device="cpu", num_inference_steps=1)
+    backend.edit(picture(64, 64), PROMPT, seed=1, step=1)
+    key, watch = backend._key, weakref.ref(pipeline)
+    assert de._PIPELINES.holds(key)
+    del backend, pipeline
+    gc.collect()
+    assert watch() is None
+    assert not de._PIPELINES.holds(key)
+
+
+def test_a_model_cache_cleared_holds_nothing() -> None:
+    cache, owner = gpu.ModelCache(keep_one=True), picture(8, 8)
+    adopted = cache.adopt("handed in", owner)
+    assert cache.get("loaded", lambda: "read") == "read"
+    cache.clear()
+    assert not cache.holds(adopted) and not cache.holds("loaded")

@@ -172,7 +172,7 @@ def test_half_size_is_pyiqas_imresize_bit_for_bit(size, dtype) -> None:
 def test_nearest_index_is_the_full_scans_argmin() -> None:
     """Inside, between, outside the tables, on an entry, on a midpoint, NaN and infinities."""
     for dtype in (torch.float32, torch.float64):
-        _, aggd, ggd = nss._shape_tables(dtype)
+        _, aggd, ggd = nss._shape_tables(dtype, torch.device("cpu"))
         for table in (aggd, ggd):
             values = torch.cat([
                 torch.linspace(float(table.min()) - 0.1, float(table.max()) + 1, 5001),

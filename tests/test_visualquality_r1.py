@@ -4,11 +4,14 @@ weights and a locally built processor (tests/tiny_models.py)."""
 
 from __future__ import annotations
 
+import gc
 import math
+import weakref
 from typing import Any
 
 import numpy as np
 import pytest
+import torch
 from PIL import Image
 from tiny_models import script_replies, tiny_qwen2_5_vl
 
@@ -82,12 +85,14 @@ def test_a_random_model_gives_nan_and_a_warning_never_a_made_up_score(
     assert first.text and again.text == first.text  # greedy: the same frame, the same words
 
 
-def test_the_judge_reads_a_score_through_the_real_model_and_processor() -> None:
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])  # bf16: as on CUDA
+def test_the_judge_reads_a_score_through_the_real_model_and_processor(dtype) -> None:
     model, processor = tiny_qwen2_5_vl(extra_tokens=("<answer>", "</answer>"))
     # The prompt ends "<|im_start|>assistant\n"; from that newline the model is wired to say
     # <answer>3.42</answer> and stop.
     script_replies(model, processor.tokenizer,
                    ["Ċ", "<answer>", "3", ".", "4", "2", "</answer>", "<|im_end|>"])
+    model.to(dtype)  # the processor's pixels stay float32, as they come on a GPU
     crossings: list[Any] = []
 
     def watch(fn: Any, *args: Any) -> Any:
@@ -120,3 +125,17 @@ def test_without_cuda_nothing_loads() -> None:
     with pytest.raises(Exception, match="needs a GPU"):
         judge.rate(photo())
     assert not vq._MODELS.holds(vq.REPO_ID)
+
+
+def test_a_handed_in_model_leaves_with_its_judge() -> None:
+    """As a handed-in pipeline leaves with its backend (test_diffusers_backends.py)."""
+    model, processor = tiny_qwen2_5_vl()
+    judge = create_judge("judge_vqr1", model=model, processor=processor, device="cpu",
+                         max_new_tokens=2)
+    judge.rate(photo())
+    key, watch = judge._key, weakref.ref(model)
+    assert vq._MODELS.holds(key)
+    del judge, model, processor
+    gc.collect()
+    assert watch() is None
+    assert not vq._MODELS.holds(key)

@@ -93,13 +93,14 @@ def tiny_qwen2_5_vl(extra_tokens: tuple[str, ...] = ()) -> tuple[Any, Qwen2_5_VL
 QREALIGN_LEVELS = ("excellent", "good", "fair", "poor", "bad")  # pyiqa's qrealign_arch.LEVELS
 
 
-def tiny_qwen3_5_vl(folder: Path) -> Path:
+def tiny_qwen3_5_vl(folder: Path, dtype: torch.dtype = torch.float32) -> Path:
     """A Qwen3_5ForConditionalGeneration (one linear-attention and one full-attention layer, a
     one-block vision tower with Qwen3.5's 16-pixel patches merged 2 x 2) with its processor,
     saved to `folder` as a Q-ReAlign checkpoint is: config, safetensors, tokenizer, image
     processor, chat template. Q-ReAlign's level words (" excellent", …) are one token each, as
     in the real vocabulary, so the five probabilities it weighs are five different tokens.
-    Images are not resized between 64 x 64 pixels and 4096 x 4096."""
+    Images are not resized between 64 x 64 pixels and 4096 x 4096. `dtype`: the weights' dtype
+    as saved (Mini's own is bf16), which pyiqa's `dtype="auto"` loads."""
     tokenizer = qwen_tokenizer(QWEN_VL_TEMPLATE)
     tokenizer.add_tokens([AddedToken(" " + word, normalized=False) for word in QREALIGN_LEVELS])
     pixels = {"shortest_edge": 64 * 64, "longest_edge": 4096 * 4096}
@@ -128,7 +129,7 @@ def tiny_qwen3_5_vl(folder: Path) -> Path:
         vision_start_token_id=ids("<|vision_start|>"), vision_end_token_id=ids("<|vision_end|>"),
         **special)
     torch.manual_seed(0)
-    Qwen3_5ForConditionalGeneration(config).save_pretrained(folder)
+    Qwen3_5ForConditionalGeneration(config).to(dtype).save_pretrained(folder)
     processor.save_pretrained(folder)
     return folder
 

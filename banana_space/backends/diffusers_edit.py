@@ -211,7 +211,7 @@ class DiffusersEditBackend:
             raise ValueError(f"num_inference_steps must be at least 1, got {self.steps}")
         self.device = device or "cuda"
         self._pipeline = pipeline  # handed in (tests, notebooks), else read from the hub
-        self._key = self.model.repo_id if pipeline is None else _PIPELINES.adopt(pipeline)
+        self._key = self.model.repo_id if pipeline is None else _PIPELINES.adopt(pipeline, self)
         self._read_weights = partial(load_pipeline, self.model) if pipeline is None else None
 
     def unavailable_reason(self) -> str | None:

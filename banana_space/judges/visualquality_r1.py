@@ -111,7 +111,7 @@ class VisualQualityR1Judge:
         self.device = device or "cuda"
         self.max_new_tokens = int(max_new_tokens)
         self._handed_in = model is not None
-        self._key = _MODELS.adopt((model, processor)) if self._handed_in else REPO_ID
+        self._key = _MODELS.adopt((model, processor), self) if self._handed_in else REPO_ID
 
     def unavailable_reason(self) -> str | None:
         return device_refusal(self.device, self._handed_in, NEEDS_GPU)

@@ -35,6 +35,11 @@ from ..settings import engine_settings
 FIDELITY = ("psnr", "ssim")
 # The no-reference metrics that load on any CPU with no download beyond ../shared/weights.
 CPU_DEFAULTS = ("brisque", "niqe", "piqe", "entropy")
+# pyiqa metrics that run on the CPU even where the others run on a GPU. In float32 on an H200,
+# pyiqa's BRISQUE and PIQE of a photo with smooth areas came out 140 % and 38 % away from
+# their CPU scores, which float64 puts within 1e-7 of each other on both (docs/performance.md,
+# "GPU check"); a score must not depend on the card, and each is a fraction of a CPU second.
+ON_CPU = ("brisque", "piqe")
 # Metric presets: one table, name -> metric names (pyiqa's and our rulers).
 PRESETS: dict[str, tuple[str, ...]] = {
     "CPU classics (4)": CPU_DEFAULTS,
@@ -192,7 +197,8 @@ def build_metric(name: str, device: str) -> Any:
 
     Args:
         name: a name `resolve` accepts.
-        device: "cpu" or "cuda[:N]" (pyiqa's models; rulers and plug-ins run on the CPU).
+        device: "cpu" or "cuda[:N]" (pyiqa's models; rulers, plug-ins and `ON_CPU` run on
+            the CPU).
 
     Returns:
         A callable taking (image[, reference]) tensors from `to_tensor` and returning a score
@@ -323,7 +329,7 @@ def _plugin_metric(plugin: Any) -> Callable[[Any], float]:
 
 
 def _pyiqa_metric(name: str, device: str) -> Any:
-    metric = _pyiqa().create_metric(name, device=device)
+    metric = _pyiqa().create_metric(name, device="cpu" if name in ON_CPU else device)
     # pyiqa's own object; where its way is pathological at 2K, an exact equivalent inside it
     from .equivalents import with_equivalent
 

@@ -128,10 +128,13 @@ def luma_255(x: torch.Tensor) -> torch.Tensor:
 
 
 @functools.cache
-def _shape_tables(dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def _shape_tables(dtype: torch.dtype, device: torch.device
+                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """pyiqa's shape grid (0.2 ... 10 by 0.001) and its two ratio tables, by its expressions:
-    the AGGD one, r(g) = Γ(2/g)² / (Γ(1/g) Γ(3/g)), and the GGD one, 1 / r(g)."""
-    gamma = torch.arange(0.2, 10 + 0.001, 0.001).to(dtype)
+    the AGGD one, r(g) = Γ(2/g)² / (Γ(1/g) Γ(3/g)), and the GGD one, 1 / r(g). Made on the
+    frame's device, as pyiqa makes them (`.to(block)`): a CUDA frame's tables are CUDA's
+    numbers, and its fits never mix devices."""
+    gamma = torch.arange(0.2, 10 + 0.001, 0.001).to(dtype=dtype, device=device)
     aggd = (2 * torch.lgamma(2.0 / gamma)
             - (torch.lgamma(1.0 / gamma) + torch.lgamma(3.0 / gamma))).exp()
     ggd = (torch.lgamma(1.0 / gamma) + torch.lgamma(3.0 / gamma)
@@ -174,7 +177,7 @@ def aggd_param(block: torch.Tensor, return_sigma: bool = False
     alpha and the left and right scales (or standard deviations with `return_sigma`).
     `(block * mask) ** 2` is `block ** 2 * mask` to the bit (a mask is 0 or 1), so the
     square is taken once."""
-    gamma, table, _ = _shape_tables(block.dtype)
+    gamma, table, _ = _shape_tables(block.dtype, block.device)
     square = block.pow(2)
     mask_left, mask_right = block < 0, block > 0
     count_left = mask_left.sum(dim=(-1, -2), dtype=torch.float32)
@@ -193,7 +196,7 @@ def aggd_param(block: torch.Tensor, return_sigma: bool = False
 
 def ggd_param(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """pyiqa's `estimate_ggd_param` (archs/func_util.py): the shape and sigma of a GGD."""
-    gamma, _, table = _shape_tables(x.dtype)
+    gamma, _, table = _shape_tables(x.dtype, x.device)
     sigma_sq = x.pow(2).mean(dim=(-1, -2))
     sigma = sigma_sq.sqrt().squeeze(dim=-1)
     assert not torch.isclose(sigma, torch.zeros_like(sigma)).all(), (
