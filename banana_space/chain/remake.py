@@ -8,8 +8,11 @@ Each re-made frame is checked against the SHA-256 of the recorded frame's pixels
 manifest, `Run.manifest_file`, written when the recording was made); a frame that differs is
 not written, and the page shows the step's thumbnail and says so. A frame is re-made from the
 nearest earlier full frame, so one that differs spoils only the steps up to the next kept
-frame. Re-making is always asked for (`remake_frame`, `remake_all`); looking a frame up
-(`Run.shown_frame`) never re-makes it.
+frame, by a generator that has first been shown the recording's input (`anchor_on`): a
+recording is made in one go, and a profile that makes every frame from its run's first frame
+(the blur control) must be given that frame, not the kept one it continues from. Re-making is
+always asked for (`remake_frame`, `remake_all`); looking a frame up (`Run.shown_frame`) never
+re-makes it.
 """
 
 from __future__ import annotations
@@ -90,6 +93,8 @@ def _remake_up_to(run: Path, step: int) -> None:
     except (KeyError, ValueError) as error:  # e.g. a profile this version no longer has
         FAILED[run.resolve()] = f"its generator cannot be made here ({error})"
         return
+    if hasattr(backend, "anchor_on"):  # the frame its run began with: a recording's input
+        backend.anchor_on(saved.frame(0), 0)
     image = saved.frame(start)
     for current in range(start + 1, step + 1):
         image = make_step(backend, image, settings.get("prompt", ""), settings.get("seed", 0),
