@@ -9,8 +9,9 @@ chosen for the CPU (AVX-512, AVX2 or none: each rounds its own way). Everything 
 steps use is the same everywhere: numpy's elementwise + - * / and sqrt round exactly as IEEE 754
 says, its sums add in a fixed order, scipy.ndimage's filters are plain C in float64, numpy's
 random generators are defined bit for bit, and PIL's codecs and resamplers are integer or plain
-C. `scripts/check_remakes.py` re-makes every recording under several BLAS kernels and numpy
-dispatch settings (docs/recordings.md).
+C. That holds for the versions of numpy, scipy and Pillow that requirements.txt pins: another
+version may round another way, and is another generator. `scripts/check_remakes.py` re-makes
+every recording under several BLAS kernels and numpy dispatch settings (docs/recordings.md).
 """
 
 from __future__ import annotations

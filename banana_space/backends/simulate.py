@@ -10,7 +10,8 @@ each score's noise floor, `floors.py`, and the leaderboard's false alarms). A nu
 repeats one frame (`repeats_a_frame`: Δ from step 1 is 0 by construction, a floor of a score's
 arithmetic) or draws afresh at every step (`varying_nuisances`: one that can raise a false
 alarm). `strength` scales every profile (0 = a perfect copy,
-1 = calibrated). The same seed gives the same frames, bit for bit; no key, no GPU, no network.
+1 = calibrated). The same seed gives the same frames, bit for bit, on any x86 CPU (`portable`);
+no key, no GPU, no network.
 """
 
 from __future__ import annotations

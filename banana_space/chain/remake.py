@@ -3,7 +3,8 @@
 A noisy 1024 px frame is ~1.5 MB even losslessly, so a recording keeps only a few full frames
 (and a thumbnail and the scores of every step). Its other frames are re-made on this machine
 by the same generator from the recording's settings in run.json (backend, options, prompt,
-seed): an offline, seeded generator gives the same frame bit for bit (backends/simulate.py).
+seed): an offline, seeded generator gives the same frame bit for bit on any x86 CPU
+(backends/portable.py; scripts/check_remakes.py proves it, docs/recordings.md).
 Each re-made frame is checked against the SHA-256 of the recorded frame's pixels (the run's
 manifest, `Run.manifest_file`, written when the recording was made); a frame that differs is
 not written, and the page shows the step's thumbnail and says so. A frame is re-made from the
