@@ -8,8 +8,9 @@ of the chain with the engine's `simulate` backend and scores frames with the eng
 checkpoints 5, 10 and 20, step 1 (the paper's base) and step 0 (the input, fidelity's
 reference); 2 cores shared by six engineers could not score all 21 frames of every run at
 full size in the time there was. A frame identical, bit for bit, to one already scored gets
-that frame's scores (every score here is deterministic), which makes the nuisance chains,
-whose frames repeat, nearly free. Each run's run.json (settings, columns) and scores.csv
+that frame's scores (in one process a score is a function of the frame's pixels; between
+machines the frames are the same bits but BRISQUE's float32 arithmetic is not: docs/recordings.md
+says what moves), which makes the nuisance chains, whose frames repeat, nearly free. Each run's run.json (settings, columns) and scores.csv
 (step,metric,score,delta, as a run directory's) go to `RUNS/<profile>--<start>/`; a run
 already there is not made again (delete its folder to re-make it: the folder's name does not
 hold the size). At most `workers` processes (spawned: torch's thread pools

@@ -16,6 +16,7 @@ from PIL import Image
 from scipy import ndimage
 
 from banana_space.backends import controls
+from banana_space.chain.spec import MAX_STEPS
 from banana_space.backends.simulate import PROFILES, SimulateBackend, varying_nuisances
 
 
@@ -104,7 +105,7 @@ def test_a_varying_nuisance_can_raise_a_false_alarm(profile, photo) -> None:
     assert frames[1].tobytes() != frames[2].tobytes()
 
 
-@pytest.mark.parametrize("profile", ["random-shift", "random-resample", "random-exposure"])
+@pytest.mark.parametrize("profile", varying_nuisances())
 def test_a_continuous_nuisance_gives_a_new_copy_at_every_step_and_the_same_for_a_seed(
         profile, photo) -> None:
     start = photo.resize((512, 340))  # a resampled size rounds to 1 px: two scales may share it
@@ -114,10 +115,36 @@ def test_a_continuous_nuisance_gives_a_new_copy_at_every_step_and_the_same_for_a
 
 
 def test_the_random_jpeg_is_one_pass_over_the_input_at_a_quality_of_90_to_98(small_photo) -> None:
-    qualities = {quality: jpeg_of(small_photo, quality, "4:2:0").tobytes()
-                 for quality in range(90, 99)}
-    drawn = [frame.tobytes() for frame in chain(small_photo, "random-jpeg", 12)[1:]]
-    assert set(drawn) <= set(qualities.values()) and len(set(drawn)) > 1
+    """Each copy is the input encoded with one of libjpeg's tables for a quality of 90-98 read
+    as a real number; the whole qualities' tables are PIL's `quality=` tables, and the range
+    ends at quality 98's and 90's."""
+    tables = controls.jpeg_quality_tables(90, 98)
+    for quality in (90, 93, 98):
+        scale = 200 - 2 * quality
+        pair = tuple(tuple(max(1, (b * scale + 50) // 100) for b in table)
+                     for table in (controls.LUMINANCE_TABLE, controls.CHROMINANCE_TABLE))
+        assert pair in tables
+        assert jpeg_with(small_photo, pair).tobytes() == jpeg_of(small_photo, quality).tobytes()
+    assert tables[0] == controls.jpeg_quality_tables(98, 98)[0]
+    assert tables[-1] == controls.jpeg_quality_tables(90, 90)[-1]
+    copies = {jpeg_with(small_photo, pair).tobytes() for pair in tables}
+    assert all(frame.tobytes() in copies for frame in chain(small_photo, "random-jpeg", 6)[1:])
+
+
+def test_no_two_random_jpeg_copies_are_encoded_alike_in_a_whole_run() -> None:
+    for seed in range(5):
+        drawn = [controls.random_jpeg_tables(seed, step) for step in range(1, MAX_STEPS + 1)]
+        assert len(set(drawn)) == MAX_STEPS
+    assert controls.random_jpeg_tables(0, 1) != controls.random_jpeg_tables(1, 1)
+
+
+def test_no_two_random_jpeg_copies_are_equal(photo) -> None:
+    """At the leaderboard's size and length (1024 px, 20 steps), no copy repeats another: with
+    nine whole qualities, 20 steps had to repeat one (3 of 19 neighbours were equal)."""
+    start = photo.copy()
+    start.thumbnail((1024, 1024), Image.Resampling.LANCZOS)
+    copies = [frame.tobytes() for frame in chain(start, "random-jpeg", 20)[1:]]
+    assert len(set(copies)) == 20
 
 
 def test_the_exposure_nuisance_is_a_gain_of_a_quarter_to_one_percent(small_photo) -> None:
@@ -138,6 +165,12 @@ def test_mild_jpeg_is_one_mild_pass_over_the_input(small_photo) -> None:
 def jpeg_of(image: Image.Image, quality: int, subsampling: str = "4:2:0") -> Image.Image:
     buffer = io.BytesIO()
     image.save(buffer, format="JPEG", quality=quality, subsampling=subsampling)
+    return Image.open(io.BytesIO(buffer.getvalue())).convert("RGB")
+
+
+def jpeg_with(image: Image.Image, tables: controls.Tables) -> Image.Image:
+    buffer = io.BytesIO()
+    image.save(buffer, format="JPEG", qtables=[list(t) for t in tables], subsampling="4:2:0")
     return Image.open(io.BytesIO(buffer.getvalue())).convert("RGB")
 
 

@@ -374,3 +374,10 @@ def test_the_app_online_lists_and_opens_a_real_chain_with_its_licence(chains,
             opened.data[STATUS]
         strip = opened.data[STRIP]
         assert "step 20" in strip and ">4<" not in strip and ">5<" in strip
+
+
+def test_the_recordings_list_the_damage_first_and_the_controls_after_labelled(tmp_path) -> None:
+    shown = examples(tmp_path / "runs", RECORDED)
+    controls = ["simulated control" in example.label for example in shown]
+    assert any(controls) and not all(controls) and controls == sorted(controls)
+    assert "Dunes · simulated control (blur profile) · 30 steps" in [e.label for e in shown]

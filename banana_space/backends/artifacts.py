@@ -24,9 +24,9 @@ from PIL import Image
 from scipy import ndimage
 
 from . import mi_ripple
+from .portable import luma, rounded
 
 Pixels = np.ndarray  # float32, H x W x 3, 0..255
-LUMA = np.array([0.299, 0.587, 0.114], np.float32)
 
 
 def _smooth_field(rng: np.random.Generator, shape: tuple[int, int], scale: float) -> np.ndarray:
@@ -38,8 +38,8 @@ def _smooth_field(rng: np.random.Generator, shape: tuple[int, int], scale: float
 def edge_weight(pixels: Pixels, scale: float = 1.5, contrast: float = 24.0) -> np.ndarray:
     """0 in flat regions, towards 1 on an object's outline: the luma gradient (grey levels per
     px, after a `scale`-px Gaussian) saturating at `contrast`."""
-    luma = ndimage.gaussian_filter(pixels @ LUMA, scale)
-    gradient = np.hypot(ndimage.sobel(luma, 0), ndimage.sobel(luma, 1)) / 8
+    grey = ndimage.gaussian_filter(luma(pixels), scale)
+    gradient = np.hypot(ndimage.sobel(grey, 0), ndimage.sobel(grey, 1)) / 8
     return np.clip(gradient / contrast, 0, 1)
 
 
@@ -108,7 +108,7 @@ def nano_banana_pro(pixels: Pixels, rng: np.random.Generator, strength: float) -
     full size. The reframe chance gives a few reframes per 100 steps; its fraction is a
     visible but small crop.
     """
-    texture = mi_ripple.local_texture(pixels @ LUMA)
+    texture = mi_ripple.local_texture(luma(pixels))
     static = mi_ripple.band_noise(rng, pixels.shape)
     amplitude = strength * (STATIC_FLOOR + STATIC_TEXTURE_GAIN * texture)
     out = (pixels + amplitude[..., None] * static) * (1 + strength * GREEN_GAINS)
@@ -217,7 +217,7 @@ def simplification(pixels: Pixels, rng: np.random.Generator, strength: float) ->
     """
     smooth = ndimage.gaussian_filter(pixels, (1.2, 1.2, 0))
     detail = pixels - smooth
-    texture = np.exp(-(detail / CORING_LEVEL) ** 2)
+    texture = rounded(np.exp, -(detail / CORING_LEVEL) ** 2)
     out = pixels - CORING_RATE * strength * texture * detail
     side = max(1, int(round(PATCH_FRACTION * min(pixels.shape[:2]))))
     count = int(rng.poisson(PATCHES_PER_STEP * strength))

@@ -24,17 +24,20 @@ chains with no damage a person would name. So, beside the generator models of `a
 
 Two kinds of step function. A *feedback* step (pixels, rng, strength) -> pixels works on the
 last frame, as every generator model does. An *anchored* step (anchor, rng, strength, step,
-anchor_step) -> pixels computes frame `step` from one fixed frame, the anchor (frame 0 unless a
-run was resumed, then the frame it resumed from, `anchor_step`), so that its effect is exact:
-no 8-bit rounding is fed back (a blur fed back at 8 bits lags behind the exact one at every
-rounding, and on a smooth start it stalls: no pixel changed after about 15 steps in our tests),
-and a nuisance cannot walk away from the input (`rng` is the step's own, seeded by the run's
-seed and the step, as a feedback step's).
+anchor_step, seed) -> pixels computes frame `step` from one fixed frame, the anchor (frame 0
+unless a run was resumed, then the frame it resumed from, `anchor_step`), so that its effect is
+exact: no 8-bit rounding is fed back (a blur fed back at 8 bits lags behind the exact one at
+every rounding, and on a smooth start it stalls: no pixel changed after about 15 steps in
+our tests), and a nuisance cannot walk away from the input (`rng` is the step's own, seeded by the
+run's seed and the step, as a feedback step's; `seed`, the run's, is for a draw that spans the
+run's steps).
 """
 
 from __future__ import annotations
 
+import functools
 import io
+import math
 
 import numpy as np
 from PIL import Image
@@ -56,13 +59,22 @@ def _round_trip(pixels: Pixels, **save: object) -> Pixels:
         return np.asarray(reread.convert("RGB"), dtype=np.float32)
 
 
+def _shifted(pixels: Pixels, down: float, right: float) -> Pixels:
+    """The frame moved by (down, right) px, cubic spline, each colour plane on its own. As one
+    3-D shift the spline also ran across the three planes, at nine times the cost, and gave the
+    same float32 pixels on every frame tried (a 2K photo, 40 random ones): at whole positions
+    it returns each plane's own values to within float64 rounding, which float32 hides."""
+    return np.stack([ndimage.shift(pixels[..., c], (down, right), order=3, mode="nearest")
+                     for c in range(3)], axis=-1)
+
+
 # --- The positive control: accumulated Gaussian blur --------------------------------------------
 
 BLUR_SIGMA = 0.8  # px: s in sigma_i = s * sqrt(i)
 
 
 def accumulated_blur(anchor: Pixels, rng: np.random.Generator, strength: float, step: int,
-                     anchor_step: int) -> Pixels:
+                     anchor_step: int, seed: int) -> Pixels:
     """Frame i is the input blurred by a Gaussian of sigma_i = s * sqrt(i) px, in floating point.
 
     Gaussians compose by adding variances (the semigroup property of scale space: Koenderink,
@@ -137,23 +149,25 @@ def identical(pixels: Pixels, rng: np.random.Generator, strength: float) -> Pixe
 
 def png_resave(pixels: Pixels, rng: np.random.Generator, strength: float) -> Pixels:
     """The last frame saved as a PNG and read back: lossless, so no pixel may change; a score
-    that moves here measures its own arithmetic, not the image."""
-    return _round_trip(pixels, format="PNG")
+    that moves here measures its own arithmetic, not the image. Written at zlib's fastest
+    level: any level gives the same pixels back (the default one made a 2K step 2.4 times as
+    costly: bench/simulate_step.py)."""
+    return _round_trip(pixels, format="PNG", compress_level=1)
 
 
 def subpixel_shift(anchor: Pixels, rng: np.random.Generator, strength: float, step: int,
-                   anchor_step: int) -> Pixels:
+                   anchor_step: int, seed: int) -> Pixels:
     """The input moved by half a pixel, right and down on odd steps, left and up on even ones.
 
     A replica that lands half a pixel off the original grid, as any resampling editor may
     leave it; a person sees no change. Resampled from the input (cubic spline, in floating
     point) at every step, so the chain does not walk away; `strength` scales the shift."""
     offset = SHIFT_PX * strength * (1 if step % 2 else -1)
-    return ndimage.shift(anchor, (offset, offset, 0), order=3, mode="nearest")
+    return _shifted(anchor, offset, offset)
 
 
 def mild_jpeg(anchor: Pixels, rng: np.random.Generator, strength: float, step: int,
-              anchor_step: int) -> Pixels:
+              anchor_step: int, seed: int) -> Pixels:
     """The input saved once as a JPEG at quality 95 (4:4:4) and decoded, at every step.
 
     The re-encode an upload pipeline or a careful "save as" does. It is not compounded: a
@@ -171,7 +185,7 @@ EXPOSURE_CHANGES = (0.0025, 0.01)  # the gain's change, either way: 0.25-1 %
 
 
 def random_shift(anchor: Pixels, rng: np.random.Generator, strength: float, step: int,
-                 anchor_step: int) -> Pixels:
+                 anchor_step: int, seed: int) -> Pixels:
     """The input moved by a fresh sub-pixel offset at every step, uniform in ±0.5 px per axis.
 
     Any editor that resamples lands its replica off the original grid by an amount of its own.
@@ -180,26 +194,78 @@ def random_shift(anchor: Pixels, rng: np.random.Generator, strength: float, step
     offset, so Δ from step 1 is not 0 by construction. Resampled from the input (cubic spline,
     in floating point), so the chain never walks away; `strength` scales the offset."""
     offset = rng.uniform(-RANDOM_SHIFT_PX, RANDOM_SHIFT_PX, 2) * strength
-    return ndimage.shift(anchor, (offset[0], offset[1], 0), order=3, mode="nearest")
+    return _shifted(anchor, offset[0], offset[1])
+
+
+# ITU-T T.81 (the JPEG standard), Annex K, Tables K.1 and K.2: the example quantisation tables
+# that libjpeg scales by its quality, in natural (row by row) order.
+LUMINANCE_TABLE = (16, 11, 10, 16, 24, 40, 51, 61, 12, 12, 14, 19, 26, 58, 60, 55,
+                   14, 13, 16, 24, 40, 57, 69, 56, 14, 17, 22, 29, 51, 87, 80, 62,
+                   18, 22, 37, 56, 68, 109, 103, 77, 24, 35, 55, 64, 81, 104, 113, 92,
+                   49, 64, 78, 87, 103, 121, 120, 101, 72, 92, 95, 98, 112, 100, 103, 99)
+CHROMINANCE_TABLE = (17, 18, 24, 47, 99, 99, 99, 99, 18, 21, 26, 66, 99, 99, 99, 99,
+                     24, 26, 56, 99, 99, 99, 99, 99, 47, 66, 99, 99, 99, 99, 99, 99) + (99,) * 32
+GOLDEN_FRACTION = (math.sqrt(5) - 1) / 2
+Tables = tuple[tuple[int, ...], tuple[int, ...]]
+
+
+@functools.cache
+def jpeg_quality_tables(low: int, high: int) -> tuple[Tables, ...]:
+    """Every distinct (luminance, chrominance) pair of quantisation tables that libjpeg's
+    quality scaling gives for a quality between `low` and `high` (50 or more) read as a real
+    number, from the finest to the coarsest.
+
+    libjpeg (jcparam.c, `jpeg_quality_scaling` and `jpeg_add_quant_table`) turns quality q into
+    a scale of 200 - 2q percent and each entry b of `LUMINANCE_TABLE` and `CHROMINANCE_TABLE`
+    into (b x scale + 50) // 100, at least 1; a whole q gives PIL's `quality=q` tables. An
+    entry steps up at each scale (100 m - 50) / b, so the pairs are the tables at those scales,
+    in whole-number arithmetic (a scale as numerator / denominator)."""
+    finest, coarsest = 200 - 2 * high, 200 - 2 * low
+    scales = {(finest, 1), (coarsest, 1)} | {
+        (100 * m - 50, b) for b in {*LUMINANCE_TABLE, *CHROMINANCE_TABLE}
+        for m in range(1, coarsest * b // 100 + 2) if finest * b <= 100 * m - 50 <= coarsest * b}
+    found: list[Tables] = []
+    for numerator, denominator in sorted(scales, key=lambda scale: scale[0] / scale[1]):
+        pair = tuple(tuple(max(1, (b * numerator + 50 * denominator) // (100 * denominator))
+                           for b in table) for table in (LUMINANCE_TABLE, CHROMINANCE_TABLE))
+        if not found or found[-1] != pair:
+            found.append(pair)
+    return tuple(found)
 
 
 def random_jpeg(anchor: Pixels, rng: np.random.Generator, strength: float, step: int,
-                anchor_step: int) -> Pixels:
+                anchor_step: int, seed: int) -> Pixels:
     """The input saved once as a JPEG at a fresh quality of 90-98 (4:2:0) and decoded, at every
-    step.
+    step, never a quality an earlier step of the run used.
 
     The re-encode an upload pipeline or a photo site gives a file, at the qualities such
     services use for full-size views; libjpeg's default 4:2:0 chroma, so colour scores move too.
-    A person calls any of them the same picture. There are nine such copies: two steps that draw
-    the same quality share one. Not compounded: that is the `jpeg` damage. `strength` is unused
-    (only 0, the exact copy, changes it)."""
-    low, high = RANDOM_JPEG_QUALITIES
-    quality = int(rng.integers(low, high + 1))
-    return _round_trip(anchor, format="JPEG", quality=quality, subsampling="4:2:0")
+    A person calls any of them the same picture. A quality is read as a real number, as
+    libjpeg's scaling allows (`jpeg_quality_tables`: 411 distinct pairs of tables between 90
+    and 98, where the whole qualities give 9, so that one pair of steps in nine shared a copy),
+    and a run
+    takes them along a golden-ratio sequence from a start drawn from its seed: each step's lies
+    in the largest gap the steps before it left (the three-gap theorem: V. T. Sós, 1958), at
+    least two tables from any other of a 100-step run, so no two copies are encoded alike. (On a
+    very smooth start neighbouring tables can still decode to the same pixels: a start smoothed
+    by a 2 px Gaussian has about 85 distinct copies between 90 and 98.) Not compounded: that is
+    the `jpeg` damage. `strength` is unused (only 0, the exact copy, changes it)."""
+    luminance, chrominance = random_jpeg_tables(seed, step)
+    return _round_trip(anchor, format="JPEG", qtables=[list(luminance), list(chrominance)],
+                       subsampling="4:2:0")
+
+
+def random_jpeg_tables(seed: int, step: int) -> Tables:
+    """The tables `random_jpeg` encodes step `step` of a run with `seed` with: the golden-ratio
+    sequence's point for the step, from a start drawn from the seed, picks one of
+    `jpeg_quality_tables` between `RANDOM_JPEG_QUALITIES`."""
+    tables = jpeg_quality_tables(*RANDOM_JPEG_QUALITIES)
+    position = (np.random.default_rng(seed).random() + step * GOLDEN_FRACTION) % 1
+    return tables[int(position * len(tables))]
 
 
 def random_resample(anchor: Pixels, rng: np.random.Generator, strength: float, step: int,
-                    anchor_step: int) -> Pixels:
+                    anchor_step: int, seed: int) -> Pixels:
     """The input resized by a fresh scale and back to its own size with a Lanczos filter, at
     every step: the scale is 1.05-1.25 (log-uniform) or its inverse, either with even odds.
 
@@ -217,7 +283,7 @@ def random_resample(anchor: Pixels, rng: np.random.Generator, strength: float, s
 
 
 def random_exposure(anchor: Pixels, rng: np.random.Generator, strength: float, step: int,
-                    anchor_step: int) -> Pixels:
+                    anchor_step: int, seed: int) -> Pixels:
     """The input's pixel values times a fresh gain, 1 ± 0.25-1 % (the change uniform, its sign
     even odds), at every step.
 

@@ -20,13 +20,15 @@ metric's verdict.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
 from scipy import ndimage
 
+from .portable import luma, rounded
+
 Pixels = np.ndarray  # float32, H x W x 3, 0..255
-LUMA = np.array([0.299, 0.587, 0.114], np.float32)
 RESIDUAL_SIGMA = 1.5  # px: the high-pass the autocorrelation is read on (photographs ~0.05)
 
 
@@ -58,8 +60,8 @@ def residual_autocorrelation(pixels: Pixels, displacement: tuple[int, int]) -> f
     its Gaussian blur (sigma `RESIDUAL_SIGMA`): the number Mi-Ripple's Table 5 reports. On the
     photographic starts at (5, 0) it reads -0.04 to 0.08 (the facade's regular panels 0.23),
     Mi-Ripple's "about 0.05 for a photograph"."""
-    luma = pixels @ LUMA
-    residual = luma - ndimage.gaussian_filter(luma, RESIDUAL_SIGMA)
+    grey = luma(pixels)
+    residual = grey - ndimage.gaussian_filter(grey, RESIDUAL_SIGMA)
     dx, dy = displacement
     a = residual[dy:, dx:]
     b = residual[:residual.shape[0] - dy, :residual.shape[1] - dx]
@@ -67,17 +69,28 @@ def residual_autocorrelation(pixels: Pixels, displacement: tuple[int, int]) -> f
     return float(np.sum(a * b) / np.sqrt(np.sum(a * a) * np.sum(b * b)))
 
 
+@functools.lru_cache(maxsize=4)
 def square_lattice(shape: tuple[int, int], displacement: tuple[int, int]) -> np.ndarray:
     """Two plane waves, one along `displacement` and one across it, each with the
     displacement's length as its wavelength: a square lattice that translating by the
     displacement leaves unchanged (autocorrelation 1 there), of RMS 1, anchored to the pixel
-    grid as a decoder's patch grid would be. Its spectrum is four isolated points."""
+    grid as a decoder's patch grid would be. Its spectrum is four isolated points.
+
+    Each wave's phase at a pixel is a whole number k (x dx + y dy along, y dx - x dy across)
+    times 2 pi / |d|^2, in float32; the cosine of each k in the frame is taken once
+    (`portable.rounded`, the same bits on any CPU). The same lattice serves every step of a
+    chain, so the last few are kept (read-only)."""
     dx, dy = displacement
     length2 = float(dx * dx + dy * dy)
-    rows, cols = np.mgrid[0:shape[0], 0:shape[1]].astype(np.float32)
-    along = np.cos(2 * np.pi * (cols * dx + rows * dy) / length2)
-    across = np.cos(2 * np.pi * (rows * dx - cols * dy) / length2)
-    return along + across
+    rows, cols = np.arange(shape[0])[:, None], np.arange(shape[1])[None, :]
+    waves = []
+    for phase in (cols * dx + rows * dy, rows * dx - cols * dy):
+        first = int(phase.min())
+        steps = np.arange(first, int(phase.max()) + 1).astype(np.float32)
+        waves.append(rounded(np.cos, 2 * np.pi * steps / length2)[phase - first])
+    lattice = waves[0] + waves[1]
+    lattice.flags.writeable = False
+    return lattice
 
 
 def reimpose_lattice(pixels: Pixels, displacement: tuple[int, int], target: float,
@@ -87,8 +100,8 @@ def reimpose_lattice(pixels: Pixels, displacement: tuple[int, int], target: floa
     generator's grid drawn again at every pass approaches a fixed strength rather than
     growing without end, which is what Table 5's first-to-last rise shows (Qwen's is flat)."""
     lattice = square_lattice(pixels.shape[:2], displacement)
-    luma = pixels @ LUMA
-    present = float(np.sum((luma - luma.mean()) * lattice) / np.sum(lattice * lattice))
+    grey = luma(pixels)
+    present = float(np.sum((grey - grey.mean()) * lattice) / np.sum(lattice * lattice))
     return pixels + (rate * (target - present) * lattice)[..., None]
 
 
@@ -132,9 +145,10 @@ def band_pass(field: np.ndarray) -> np.ndarray:
     return ndimage.gaussian_filter(field, low) - ndimage.gaussian_filter(field, high)
 
 
-def local_texture(luma: np.ndarray) -> np.ndarray:
-    """The scene's own 3-8 px RMS around each pixel (averaged over `TEXTURE_SCALE` px)."""
-    return np.sqrt(ndimage.gaussian_filter(band_pass(luma) ** 2, TEXTURE_SCALE))
+def local_texture(grey: np.ndarray) -> np.ndarray:
+    """The scene's own 3-8 px RMS around each pixel (averaged over `TEXTURE_SCALE` px) of a
+    luma plane."""
+    return np.sqrt(ndimage.gaussian_filter(band_pass(grey) ** 2, TEXTURE_SCALE))
 
 
 def band_noise(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
@@ -161,6 +175,6 @@ def granular_texture(pixels: Pixels, rng: np.random.Generator, strength: float) 
     (30.4 % at step 5), with PSNR 27.6 dB at step 1 and 20.4 dB at step 5; the nuthatch start
     (bark, a soft background) stays at 0.0 % throughout, as Mi-Ripple's face and beach did.
     """
-    luma = pixels @ LUMA
-    blobs = band_noise(rng, luma.shape)
-    return pixels + (GRAIN_GAIN * strength * local_texture(luma) * blobs)[..., None]
+    grey = luma(pixels)
+    blobs = band_noise(rng, grey.shape)
+    return pixels + (GRAIN_GAIN * strength * local_texture(grey) * blobs)[..., None]

@@ -10,7 +10,8 @@ each score's noise floor, `floors.py`, and the leaderboard's false alarms). A nu
 repeats one frame (`repeats_a_frame`: Δ from step 1 is 0 by construction, a floor of a score's
 arithmetic) or draws afresh at every step (`varying_nuisances`: one that can raise a false
 alarm). `strength` scales every profile (0 = a perfect copy,
-1 = calibrated). The same seed gives the same frames, bit for bit; no key, no GPU, no network.
+1 = calibrated). The same seed gives the same frames, bit for bit, on any x86 CPU (`portable`);
+no key, no GPU, no network.
 """
 
 from __future__ import annotations
@@ -28,9 +29,11 @@ from .base import BackendInfo, Edit, Entry, Option
 
 # (last frame, rng, strength) -> next frame: damage fed back, as a generator's round trip.
 StepFunction = Callable[[np.ndarray, np.random.Generator, float], np.ndarray]
-# (anchor frame, rng, strength, step, anchor's step) -> frame `step`, computed from the anchor.
-AnchoredStep = Callable[[np.ndarray, np.random.Generator, float, int, int], np.ndarray]
+# (anchor frame, rng, strength, step, anchor's step, the run's seed) -> frame `step`, computed
+# from the anchor.
+AnchoredStep = Callable[[np.ndarray, np.random.Generator, float, int, int, int], np.ndarray]
 Kind = Literal["damage", "control", "nuisance"]
+KINDS: tuple[Kind, ...] = ("damage", "control", "nuisance")  # the order chains are listed in
 
 
 @dataclass(frozen=True)
@@ -96,7 +99,8 @@ PROFILES: dict[str, Profile] = {
         "±0.5 px per axis at every step", controls.random_shift, "nuisance", anchored=True),
     "random-jpeg": Profile(
         "JPEG at a random quality (nuisance)", "the input re-encoded once as JPEG at a fresh "
-        "quality of 90-98 at every step", controls.random_jpeg, "nuisance", anchored=True),
+        "quality of 90-98 at every step, never one an earlier step used", controls.random_jpeg,
+        "nuisance", anchored=True),
     "random-resample": Profile(
         "Resampling round trip (nuisance)", "the input resized by a fresh scale (1.05-1.25 "
         "or its inverse) and back at every step", controls.random_resample, "nuisance",
@@ -155,6 +159,13 @@ class SimulateBackend:
     def settings(self) -> dict[str, Any]:
         return {"strength": self.strength, "profile": self.profile}
 
+    def anchor_on(self, image: Image.Image, step: int) -> None:
+        """Make the frames after `step` as though `image`, frame `step` of the run, had been
+        the first frame handed in. An anchored profile makes every frame from that one, so a
+        recording's dropped frame is re-made exactly only from the frame its run began with
+        (chain/remake.py); a feedback profile works on the frame it is handed and ignores this."""
+        self._anchor = (np.asarray(image.convert("RGB"), dtype=np.float32), step)
+
     def edit(self, image: Image.Image, prompt: str, *, seed: int, step: int,
              report: Report = report_nothing) -> Edit:
         if self.strength == 0:  # the ideal generator: the exact copy, by definition
@@ -166,7 +177,7 @@ class SimulateBackend:
             if self._anchor is None:
                 self._anchor = (pixels, step - 1)
             anchor, anchor_step = self._anchor
-            out = profile.step(anchor, rng, self.strength, step, anchor_step)
+            out = profile.step(anchor, rng, self.strength, step, anchor_step, seed)
         else:
             out = profile.step(pixels, rng, self.strength)
         # Quantise to 8-bit RGB, as a real generator's PNG would.

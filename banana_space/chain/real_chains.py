@@ -42,6 +42,7 @@ from pathlib import Path, PurePosixPath
 
 from PIL import Image
 
+from ..backends.simulate import KINDS, PROFILES
 from ..scores.catalog import CPU_DEFAULTS
 from ..common import write_atomic
 from ..events import Finished, FrameMade, FrameScored, Notice, Started
@@ -426,8 +427,9 @@ def dataset_starts(root: Path) -> list[Start]:
 
 
 def examples(root: Path, recorded: Path) -> list[Example]:
-    """Real chains first (those prepared so far), then the bundled recordings, each labelled
-    "simulated" with its profile."""
+    """Real chains first (those prepared so far), then the bundled recordings: the damage a
+    generator leaves first, then the controls (`simulate.KINDS`' order), each labelled
+    "simulated" with its profile, and a control or a nuisance as one."""
     shown = []
     for path in prepared(root):
         saved = Run(path).load()
@@ -436,11 +438,14 @@ def examples(root: Path, recorded: Path) -> list[Example]:
         first = 0 if saved.run.has_frame(0) else 1
         shown.append(Example(path, f"{label} · steps {first}–{saved.last_step}",
                              next((n for n in notes if "licence:" in n), ""), True))
-    for path in sorted(p for p in Path(recorded).iterdir() if Run(p).exists()):
+    recordings = []
+    for path in (p for p in Path(recorded).iterdir() if Run(p).exists()):
         settings = Run(path).load().meta["settings"]
         profile = settings.get("backend_options", {}).get("profile")
+        kind = PROFILES[profile].kind if profile in PROFILES else "damage"
         start = path.name.split("-")[0].capitalize()
-        kind = f"simulated ({profile} profile)" if profile else "simulated"
-        shown.append(Example(path, f"{start} · {kind} · {settings.get('steps')} steps", "",
-                             False))
-    return shown
+        what = "simulated" if kind == "damage" else f"simulated {kind}"
+        what += f" ({profile} profile)" if profile else ""
+        recordings.append((KINDS.index(kind), path.name, Example(
+            path, f"{start} · {what} · {settings.get('steps')} steps", "", False)))
+    return shown + [example for *_, example in sorted(recordings)]

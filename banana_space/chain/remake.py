@@ -3,13 +3,17 @@
 A noisy 1024 px frame is ~1.5 MB even losslessly, so a recording keeps only a few full frames
 (and a thumbnail and the scores of every step). Its other frames are re-made on this machine
 by the same generator from the recording's settings in run.json (backend, options, prompt,
-seed): an offline, seeded generator gives the same frame bit for bit (backends/simulate.py).
+seed): an offline, seeded generator gives the same frame bit for bit on any x86 CPU
+(backends/portable.py; scripts/check_remakes.py proves it, docs/recordings.md).
 Each re-made frame is checked against the SHA-256 of the recorded frame's pixels (the run's
 manifest, `Run.manifest_file`, written when the recording was made); a frame that differs is
 not written, and the page shows the step's thumbnail and says so. A frame is re-made from the
 nearest earlier full frame, so one that differs spoils only the steps up to the next kept
-frame. Re-making is always asked for (`remake_frame`, `remake_all`); looking a frame up
-(`Run.shown_frame`) never re-makes it.
+frame, by a generator that has first been shown the recording's input (`anchor_on`): a
+recording is made in one go, and a profile that makes every frame from its run's first frame
+(the blur control) must be given that frame, not the kept one it continues from. Re-making is
+always asked for (`remake_frame`, `remake_all`); looking a frame up (`Run.shown_frame`) never
+re-makes it.
 """
 
 from __future__ import annotations
@@ -90,6 +94,8 @@ def _remake_up_to(run: Path, step: int) -> None:
     except (KeyError, ValueError) as error:  # e.g. a profile this version no longer has
         FAILED[run.resolve()] = f"its generator cannot be made here ({error})"
         return
+    if hasattr(backend, "anchor_on"):  # the frame its run began with: a recording's input
+        backend.anchor_on(saved.frame(0), 0)
     image = saved.frame(start)
     for current in range(start + 1, step + 1):
         image = make_step(backend, image, settings.get("prompt", ""), settings.get("seed", 0),
