@@ -22,14 +22,8 @@ from shard_data import parquet_shards
 
 from banana_space.common import png_bytes
 from banana_space.markup import escape_markdown
-from banana_space.chain.real_chains import (
-    LABEL,
-    Plan,
-    dataset_starts,
-    examples,
-    prepare,
-    start_preparing,
-)
+from banana_space.chain.offered import dataset_starts, examples
+from banana_space.chain.real_chains import LABEL, Plan, prepare, start_preparing
 from banana_space.store.run import Run
 from banana_space.view import RunView
 

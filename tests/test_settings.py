@@ -24,7 +24,7 @@ CALL_TIME_READERS = {
     ("banana_space/deploy.py", "check_no_secrets"),  # secrets: never uploaded as a file,
     ("banana_space/deploy.py", "deploy"),  # but copied into the Space's secrets
     ("banana_space/deploy.py", "run_deploy"),
-    ("banana_space/sources/hub.py", "_endpoint"),  # huggingface_hub's own HF_ENDPOINT
+    ("banana_space/sources/hub_client.py", "endpoint"),  # huggingface_hub's own HF_ENDPOINT
     ("banana_space/scores/catalog.py", "pyiqa_cache"),  # torch's own TORCH_HOME, read as torch does
     # a write, at the start: uvicorn's FORWARDED_ALLOW_IPS, which gradio passes no other way
     ("page/door/gradio_patches.py", "trust_no_proxy"),

@@ -6,7 +6,8 @@ is refused at import (`registry.unique_table`).
 
 `base` is a backend's interface (`Backend`, `BackendInfo`, `Option`); one file per generator:
 `simulate` (the offline models of an editor's damage, whose step functions are `artifacts`,
-`mi_ripple` and `controls`), `replay` (a recorded chain), `gemini` (Nano Banana, through
+`mi_ripple` and `controls`, their arithmetic made the same bits on any x86 CPU by
+`portable`), `replay` (a recorded chain), `gemini` (Nano Banana, through
 `gemini_client`, the Gemini API connection it shares with the Gemini judge), `diffusers_edit`
 (the open editors on a GPU).
 """

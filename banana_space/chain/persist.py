@@ -35,7 +35,7 @@ first, only the files a run directory holds are fetched (names and sizes checked
 listing), into a staging folder inside the runs folder that is renamed into place at once.
 A restored run keeps its age (run.json's `updated_at` becomes its modification time), so
 retention (`retention.prune_runs`, which the page runs after a restore) sees it as old as it is.
-The repo is the operator's: it is read with the Space's token (`hub.operator_token`), which
+The repo is the operator's: it is read with the Space's token (`hub_client.operator_token`), which
 is never sent for a dataset a visitor names.
 """
 
@@ -96,7 +96,7 @@ def restore(root: Path, run_id: object, recorded: Path,
     repo = runs_repo()
     if not repo:
         return False
-    from ..sources.hub import operator_token
+    from ..sources.hub_client import operator_token
 
     with operator_token():  # the operator's own repo: the Space's token reads it
         return _download(repo, target, min(max_bytes, MAX_RESTORED_BYTES))
@@ -104,7 +104,7 @@ def restore(root: Path, run_id: object, recorded: Path,
 
 def _download(repo: str, target: Path, max_bytes: int) -> bool:
     """Fetch `runs/<id>/` of the dataset into `target`, or nothing at all; True if fetched."""
-    from ..sources.hub import HubPath, fetch, list_files
+    from ..sources.hub_client import HubPath, fetch, list_files
 
     listing: list[tuple[str, int]] = []
     for prefix in (f"{in_repo(target.name)}/", f"{IN_REPO}/{target.name}/"):  # then: before shards
@@ -196,7 +196,7 @@ def _commit(repo: str, runs: list[Path]) -> None:
     """One commit per MAX_FILES_PER_COMMIT files, cut between runs."""
     from huggingface_hub import CommitOperationAdd, HfApi
 
-    from ..sources.hub import _endpoint
+    from ..sources.hub_client import endpoint
 
     batches: list[tuple[int, list[CommitOperationAdd]]] = [(0, [])]  # (runs, operations)
     for run_dir in runs:
@@ -211,7 +211,7 @@ def _commit(repo: str, runs: list[Path]) -> None:
                        for p in files]
         batches[-1] = (count + 1, operations)
     try:
-        api = HfApi(endpoint=_endpoint())
+        api = HfApi(endpoint=endpoint())
         if repo not in _created:
             api.create_repo(repo, repo_type="dataset", private=True, exist_ok=True)
             _created.add(repo)

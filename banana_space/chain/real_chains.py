@@ -42,7 +42,6 @@ from pathlib import Path, PurePosixPath
 
 from PIL import Image
 
-from ..backends.simulate import KINDS, PROFILES
 from ..scores.catalog import CPU_DEFAULTS
 from ..common import write_atomic
 from ..events import Finished, FrameMade, FrameScored, Notice, Started
@@ -228,7 +227,7 @@ def _finished(path: Path) -> bool:
 def dataset_metadata(dataset: str) -> list[dict[str, str]]:
     """The rows of the dataset's own metadata files (`dataset_layout.METADATA_NAMES`), each
     `file_name` made a path in the dataset; [] where it has none (or they cannot be read)."""
-    from ..sources.hub import HubPath, fetch, list_files
+    from ..sources.hub_client import HubPath, fetch, list_files
 
     rows: list[dict[str, str]] = []
     for name, size in list_files(HubPath(dataset)):
@@ -307,14 +306,15 @@ def chain_label(ref: ChainRef, model: str = "") -> str:
 def prepare(root: Path, plan: Plan | None = None) -> list[Path]:
     """Fetch, score and cache the plan's chains under `root/.real-chains`; never raises (an
     offline hub, a changed dataset: one line in the log, and the page offers what it has)."""
-    from ..sources.hub import operator_token
+    from ..sources.hub_client import operator_token
 
     with operator_token():  # the operator's chosen dataset: the Space's token may read it
         return _prepare(root, plan or plan_from_env())
 
 
 def _prepare(root: Path, plan: Plan) -> list[Path]:
-    from ..sources.hub import pinned, revision
+    from ..sources.hub import revision
+    from ..sources.hub_client import pinned
     from ..table.discover import find_chains_in
 
     if plan.count <= 0 and not plan.chains:
@@ -386,66 +386,3 @@ def prepared(root: Path) -> list[Path]:
     names = _index(folder).get("runs", [])
     return [folder / name for name in names if isinstance(name, str) and re.fullmatch(
         r"banana100-[A-Za-z0-9._-]*", name) and _finished(folder / name)]
-
-
-@dataclass(frozen=True)
-class Example:
-    """A finished chain the page opens at once: a real one, or one of our simulations."""
-
-    path: Path  # the run to copy into the runs folder
-    label: str  # the button's text
-    credit: str  # where it comes from and under which licence ("" for our own)
-    real: bool
-
-
-@dataclass(frozen=True)
-class Start:
-    """One of the dataset's own starts (a prepared chain's step 0, read from the dataset), for
-    the page's example pictures: the paper's conditions exactly."""
-
-    image: Path  # the full picture, what picking it uploads
-    thumb: Path  # what the gallery shows
-    caption: str  # "Banana100 start · chains/0007 · CC BY-NC-SA 4.0": whose, and its licence
-
-
-def dataset_starts(root: Path) -> list[Start]:
-    """The starts of the real chains prepared so far that have one (a chain with no step 0
-    has none to offer), in the page's order."""
-    shown = []
-    for path in prepared(root):
-        run = Run(path)
-        if not run.frame_path(0).is_file():
-            continue
-        settings = run.load().meta["settings"]
-        chain = settings.get("real_chain", LABEL).removeprefix(LABEL).strip()
-        credit = next((n for n in settings.get("input_notes", []) if "licence:" in n), "")
-        licence = credit.rpartition("licence: ")[2] or "licence unknown"
-        thumb = run.thumb_path(0)
-        shown.append(Start(run.frame_path(0), thumb if thumb.is_file() else run.frame_path(0),
-                           f"Banana100 start · {chain} · {licence}"))
-    return shown
-
-
-def examples(root: Path, recorded: Path) -> list[Example]:
-    """Real chains first (those prepared so far), then the bundled recordings: the damage a
-    generator leaves first, then the controls (`simulate.KINDS`' order), each labelled
-    "simulated" with its profile, and a control or a nuisance as one."""
-    shown = []
-    for path in prepared(root):
-        saved = Run(path).load()
-        notes = saved.meta["settings"].get("input_notes", [])
-        label = saved.meta["settings"].get("real_chain", LABEL)
-        first = 0 if saved.run.has_frame(0) else 1
-        shown.append(Example(path, f"{label} · steps {first}–{saved.last_step}",
-                             next((n for n in notes if "licence:" in n), ""), True))
-    recordings = []
-    for path in (p for p in Path(recorded).iterdir() if Run(p).exists()):
-        settings = Run(path).load().meta["settings"]
-        profile = settings.get("backend_options", {}).get("profile")
-        kind = PROFILES[profile].kind if profile in PROFILES else "damage"
-        start = path.name.split("-")[0].capitalize()
-        what = "simulated" if kind == "damage" else f"simulated {kind}"
-        what += f" ({profile} profile)" if profile else ""
-        recordings.append((KINDS.index(kind), path.name, Example(
-            path, f"{start} · {what} · {settings.get('steps')} steps", "", False)))
-    return shown + [example for *_, example in sorted(recordings)]

@@ -90,7 +90,7 @@ def chain_files(ref: ChainRef) -> Frames:
 
         return frames_in_rows(ref.files, shards_at(ref.root), ref.name, ref.paths)
     if ref.root.startswith(HUB_PREFIX):
-        from .hub import fetch, parse_hub
+        from .hub_client import fetch, parse_hub
 
         root = fetch(parse_hub(ref.root).repo_id, ref.files)
     else:
@@ -112,7 +112,8 @@ def shards_at(root: str) -> ShardSource:
         The hub's shards (read by range) or the local folder's.
     """
     if root.startswith(HUB_PREFIX):
-        from .hub import HubShards, parse_hub
+        from .hub import HubShards
+        from .hub_client import parse_hub
 
         return HubShards(parse_hub(root).repo_id)
     from .shards import LocalShards

@@ -22,19 +22,13 @@ arXiv 2604.03400, is CC BY-NC-SA 4.0).
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import hashlib
 import io
-import os
-import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..common import error_line
 from .chain_layout import Numbered, as_chain, chain_steps
 from .frames import (
     ANIMATION_SUFFIXES,
@@ -45,127 +39,31 @@ from .frames import (
     frames_in_file,
     is_image_name,
 )
+from .hub_client import (
+    HubPath,
+    NotOnHub,
+    chains_cache,
+    endpoint,
+    fetch,
+    list_files,
+    parse_hub,
+    pinned_commit,
+    token_to_send,
+    unreadable,
+)
 from .images import BadImage, BadSource
 from ..store.run import FRAMES, META_NAME
 from .shards import chain_rows, frames_in_rows, is_shard_name
 
-HUB_PATTERN = re.compile(r"hf://datasets/([A-Za-z0-9][\w.-]*/[\w.-]+)(?:/(.*))?")
 # A replayed chain (app, `score`) plays steps 0 to MAX_STEPS = 100: fetch no frame past them.
 LAST_REPLAYED_STEP = 100
 MAX_CARD_BYTES = 1 << 20
 MAX_ARROW_BYTES = 2 * 2**30
 # All the files one replay downloads whole: 101 lossless 2K frames (~6 MB each) fit 3 times.
 MAX_REPLAY_BYTES = 2 * 2**30
-CACHE_FOLDER = "banana-space-chains"  # under HF_HOME: `files/` (downloads) and `rows/` (shards)
 LICENCES = {"cc-by-nc-sa-4.0": "CC BY-NC-SA 4.0", "cc-by-sa-4.0": "CC BY-SA 4.0",
             "cc-by-nc-4.0": "CC BY-NC 4.0", "cc-by-4.0": "CC BY 4.0", "cc0-1.0": "CC0 1.0",
             "mit": "MIT", "apache-2.0": "Apache 2.0"}
-
-
-@dataclass(frozen=True)
-class HubPath:
-    repo_id: str  # OWNER/NAME
-    path: str = ""  # inside the dataset; "" is its root
-
-    @property
-    def root(self) -> str:
-        return f"hf://datasets/{self.repo_id}"
-
-
-def parse_hub(source: str) -> HubPath:
-    match = HUB_PATTERN.fullmatch(source.strip())
-    path = (match.group(2) or "").strip("/") if match else ""
-    if not match or (path and any(p in ("", ".", "..") for p in path.split("/"))):
-        raise BadSource(f"{source!r} is not a hub dataset path: write "
-                        "hf://datasets/OWNER/NAME or hf://datasets/OWNER/NAME/PATH")
-    return HubPath(match.group(1), path)
-
-
-def _endpoint() -> str | None:
-    return os.environ.get("HF_ENDPOINT") or None
-
-
-_OPERATOR = contextvars.ContextVar("banana_hub_operator", default=False)
-
-
-@contextlib.contextmanager
-def operator_token() -> Iterator[None]:
-    """Within this block, and in this thread only (a thread started inside does not inherit
-    it), hub reads send the environment's token: for the operator's own repos alone."""
-    entered = _OPERATOR.set(True)
-    try:
-        yield
-    finally:
-        _OPERATOR.reset(entered)
-
-
-_PINNED = contextvars.ContextVar("banana_hub_pinned", default=None)
-
-
-@contextlib.contextmanager
-def pinned(commit: str) -> Iterator[None]:
-    """Within this block, and in this thread only, hub reads are at `commit`, so every file of
-    a dataset comes from the one commit that was recorded (`revision`); "" reads its main
-    branch, as outside."""
-    entered = _PINNED.set(commit or None)
-    try:
-        yield
-    finally:
-        _PINNED.reset(entered)
-
-
-def _revision() -> str | None:
-    """The commit hub reads are pinned to (`pinned`), or None: the main branch."""
-    return _PINNED.get()
-
-
-def _token() -> bool | None:
-    """What huggingface_hub is told to send: no token (False), or inside `operator_token`
-    whatever the environment holds (None)."""
-    return None if _OPERATOR.get() else False
-
-
-def chains_cache() -> Path:
-    """Where hub files and shard rows are kept (HF_HOME/banana-space-chains)."""
-    from huggingface_hub import constants
-
-    return Path(constants.HF_HOME) / CACHE_FOLDER
-
-
-def _failed(what: str, error: Exception) -> BadSource:
-    from huggingface_hub.errors import GatedRepoError, RepositoryNotFoundError
-
-    if "HF_HUB_OFFLINE" in str(error) or type(error).__name__ == "OfflineModeIsEnabled":
-        return BadSource(f"could not read {what}: this server is offline and cannot reach "
-                         "the Hugging Face hub. Download the chain elsewhere and upload it as "
-                         "a zip.")
-    if isinstance(error, GatedRepoError | RepositoryNotFoundError):
-        return BadSource(f"could not read {what}: the dataset does not exist, or it is "
-                         "private or gated. This server reads a dataset you name anonymously: "
-                         "only public datasets can be replayed.")
-    return BadSource(f"could not read {what} from the Hugging Face hub: "
-                     f"{error_line(error, limit=200)}")
-
-
-class NotOnHub(BadSource):
-    """The path is not in the dataset (the dataset itself exists)."""
-
-
-def list_files(hub: HubPath) -> list[tuple[str, int]]:
-    """Every file under `hub.path` (at any depth), as (path in the dataset, size in bytes)."""
-    from huggingface_hub import HfApi
-    from huggingface_hub.errors import EntryNotFoundError
-    from huggingface_hub.hf_api import RepoFile
-
-    try:
-        entries = HfApi(endpoint=_endpoint(), token=_token()).list_repo_tree(
-            hub.repo_id, path_in_repo=hub.path or None, repo_type="dataset", recursive=True,
-            revision=_revision())
-        return [(entry.path, entry.size) for entry in entries if isinstance(entry, RepoFile)]
-    except EntryNotFoundError as error:
-        raise NotOnHub(str(_failed(f"{hub.root}/{hub.path}", error))) from None
-    except Exception as error:  # offline, not found, refused: one clear message
-        raise _failed(f"{hub.root}/{hub.path}", error) from None
 
 
 class RemoteFile(io.RawIOBase):
@@ -201,7 +99,7 @@ class RemoteFile(io.RawIOBase):
             answer = http_backoff("GET", self.url, headers=headers)
             hf_raise_for_status(answer)
         except Exception as error:  # offline, gone, refused: one clear message
-            raise _failed(self.name, error) from None
+            raise unreadable(self.name, error) from None
         data = answer.content
         if answer.status_code != 206 or len(data) != end - self.position:
             raise BadSource(f"the hub did not answer a range request for {self.name}")
@@ -216,21 +114,21 @@ class HubShards:
 
     def __init__(self, repo_id: str) -> None:
         self.repo_id = repo_id
-        self.token = _token()  # read later, maybe from pyarrow's threads: the maker's
-        self.revision = _revision()  # likewise
+        self.token = token_to_send()  # read later, maybe from pyarrow's threads: the maker's
+        self.revision = pinned_commit()  # likewise
         self._metadata: dict[str, Any] = {}
 
     def _meta(self, shard: str) -> Any:
         from huggingface_hub import get_hf_file_metadata, hf_hub_url
 
         if shard not in self._metadata:
-            url = hf_hub_url(self.repo_id, shard, repo_type="dataset", endpoint=_endpoint(),
+            url = hf_hub_url(self.repo_id, shard, repo_type="dataset", endpoint=endpoint(),
                              revision=self.revision)
             try:
                 self._metadata[shard] = (url, get_hf_file_metadata(url, token=self.token,
-                                                                   endpoint=_endpoint()))
+                                                                   endpoint=endpoint()))
             except Exception as error:  # offline, not found, refused: one clear message
-                raise _failed(f"{shard} of {self.repo_id}", error) from None
+                raise unreadable(f"{shard} of {self.repo_id}", error) from None
         return self._metadata[shard]
 
     def open(self, shard: str) -> AbstractContextManager[Any]:
@@ -251,24 +149,6 @@ class HubShards:
         version = self._meta(shard)[1].etag or ""
         key = hashlib.sha1(f"{self.repo_id}|{shard}|{version}".encode()).hexdigest()[:20]
         return chains_cache() / "rows" / key
-
-
-def fetch(repo_id: str, files: Sequence[str]) -> Path:
-    """Download `files` (or find them in the cache), with a token only inside
-    `operator_token`; returns the local folder that holds them at the same relative paths."""
-    from huggingface_hub import hf_hub_download
-
-    root = Path()
-    for name in files:
-        try:
-            local = Path(hf_hub_download(repo_id, name, repo_type="dataset",
-                                         cache_dir=chains_cache() / "files",
-                                         endpoint=_endpoint(), revision=_revision(),
-                                         token=_token()))
-        except Exception as error:  # offline, not found, refused: one clear message
-            raise _failed(f"{name} of {repo_id}", error) from None
-        root = local.parents[len(Path(name).parts) - 1]
-    return root
 
 
 def check_sizes(listing: Sequence[tuple[str, int]]) -> None:
@@ -416,8 +296,8 @@ def revision(repo_id: str) -> str:
     from huggingface_hub import get_hf_file_metadata, hf_hub_url
 
     try:
-        url = hf_hub_url(repo_id, "README.md", repo_type="dataset", endpoint=_endpoint())
-        return get_hf_file_metadata(url, token=_token(), endpoint=_endpoint()).commit_hash or ""
+        url = hf_hub_url(repo_id, "README.md", repo_type="dataset", endpoint=endpoint())
+        return get_hf_file_metadata(url, token=token_to_send(), endpoint=endpoint()).commit_hash or ""
     except Exception:  # no card, or the hub does not say: the revision is then not known
         return ""
 
@@ -428,8 +308,8 @@ def credit(repo_id: str) -> str:
 
     try:
         card = Path(hf_hub_download(repo_id, "README.md", repo_type="dataset",
-                                    cache_dir=chains_cache() / "files", endpoint=_endpoint(),
-                                    revision=_revision(), token=_token()))
+                                    cache_dir=chains_cache() / "files", endpoint=endpoint(),
+                                    revision=pinned_commit(), token=token_to_send()))
         licence = card_licence(card.read_bytes()[:MAX_CARD_BYTES].decode(errors="replace"))
     except Exception:  # a dataset without a card still plays; its licence is then unknown
         licence = "unknown (no dataset card)"

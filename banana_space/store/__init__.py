@@ -1,9 +1,9 @@
 """The store wing: a run on disk.
 
 `run` is a run folder's layout (the one place it is spelled), loading, status, owner and
-writer lock; `rundir` writes a run's events as they happen, and its zip; `runids` turns a
+writer lock; `rundir` writes a run's events as they happen, and `archive` its zip; `runids` turns a
 visitor's run id into a run inside the runs folder, or a refusal; `retention` decides which
 runs are kept (by count, bytes and shares); `diskspace` checks there is room for the next frame.
 """
 
-__all__ = ["diskspace", "retention", "run", "rundir", "runids"]
+__all__ = ["archive", "diskspace", "retention", "run", "rundir", "runids"]

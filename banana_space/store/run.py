@@ -39,18 +39,14 @@ import json
 import math
 import os
 import re
-import textwrap
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from PIL import Image
 
-from ..verdict.analysis import FLOOR_RULE, PAPER_TEST, checkpoints
 from ..verdict.history import History
-from ..verdict.columns import VERDICT_FIELDS
-from ..common import ScoreInfo, csv_text, error_line, temporary_name, write_atomic
+from ..common import ScoreInfo, csv_text, error_line, write_atomic
 
 META_NAME = "run.json"
 FRAMES = "frames"
@@ -359,56 +355,3 @@ class SavedRun:
 
     def frame_paths(self) -> list[Path]:
         return [self.run.frame_path(s) for s in range(self.last_step + 1)]
-
-    def write_zip(self, plot_html: str) -> Path:
-        """The run's download: its frames, CSVs and run.json, plus README.txt and `plot_html`
-        (the plot layer's page, `plots.plot_page`). Built from the files on disk (so a killed
-        run zips the same way), written straight to a temporary file (never held in memory)
-        and renamed into place; a failed zip leaves no temporary file."""
-        settings = self.meta.get("settings", {})
-        readme = ZIP_README.format(
-            run_id=self.path.name, status=str(self.meta.get("status", "stopped")).capitalize(),
-            last_step=self.last_step, steps=self.meta.get("steps", "?"),
-            backend=settings.get("backend", "?"), seed=settings.get("seed", "?"),
-            paper_test=PAPER_TEST, floor_rule=FLOOR_RULE, used=" ".join(
-                str(step) for step in checkpoints(self.last_step)) or "none yet",
-            verdict_fields=textwrap.fill(", ".join(VERDICT_FIELDS), 70,
-                                         subsequent_indent=" " * 25, break_on_hyphens=False))
-        target = self.run.zip_path
-        temporary = temporary_name(target)
-        try:
-            self._archive(temporary, readme, plot_html)
-            os.replace(temporary, target)
-        except BaseException:  # a full disk, a frame gone: no half-written zip left behind
-            temporary.unlink(missing_ok=True)
-            raise
-        return target
-
-    def _check_frame(self, frame: Path) -> None:
-        """A frame about to be zipped is a whole PNG (its chunks and their checksums read,
-        nothing decoded), else `DamagedRun`: a download never carries a truncated frame."""
-        try:
-            with Image.open(frame, formats=["PNG"]) as image:
-                image.verify()
-        except (OSError, SyntaxError, ValueError):  # Pillow's words may quote the path
-            raise DamagedRun(f"run {self.path.name} is damaged: its frame {frame.name} is "
-                             "truncated or not a PNG") from None
-
-    def _archive(self, temporary: Path, readme: str, plot_html: str) -> None:
-        with zipfile.ZipFile(temporary, "w", zipfile.ZIP_DEFLATED) as archive:
-            folder = self.path.name
-            archive.writestr(f"{folder}/README.txt", readme)
-            archive.writestr(f"{folder}/plot.html", plot_html)
-            for file in sorted(self.path.rglob("*")):
-                relative = file.relative_to(self.path)
-                # A frame made after the last scored step (Stop drops the frame being scored)
-                # is no part of the run; it stays on disk only while a page may still show it.
-                unscored = relative.parts[0] == FRAMES and file.name > frame_name(self.last_step)
-                if (file.is_file() and file not in (self.run.zip_path, self.run.compare_zip_path)
-                        and not unscored
-                        and not any(part.startswith(".") for part in relative.parts)):
-                    if relative.parts[0] == FRAMES:
-                        self._check_frame(file)
-                    # PNGs are compressed already: storing them costs no space and no CPU.
-                    archive.write(file, f"{folder}/{relative}", zipfile.ZIP_STORED
-                                  if file.suffix == ".png" else zipfile.ZIP_DEFLATED)

@@ -24,6 +24,7 @@ from ..verdict.columns import VERDICT_FIELDS, file_cells
 from ..common import csv_bytes, png_bytes, write_atomic
 from ..events import Event, Finished, FrameJudged, FrameMade, FrameScored, Notice, Started
 from ..verdict.plots import plot_page
+from .archive import write_run_zip
 from .run import THUMB_SIDE, Run, SavedRun
 
 FORMAT_VERSION = 1
@@ -188,9 +189,9 @@ def rewrite_verdict(run: Path) -> None:
 
 
 def write_zip(run: Path) -> Path:
-    """The run's download (`SavedRun.write_zip`), its plot.html built by the plot layer."""
+    """The run's download (`archive.write_run_zip`), its plot.html built by the plot layer."""
     saved = Run(run).load()
-    return saved.write_zip(plot_page(saved.history, f"Banana Space run {saved.path.name}"))
+    return write_run_zip(saved, plot_page(saved.history, f"Banana Space run {saved.path.name}"))
 
 
 def _now() -> str:

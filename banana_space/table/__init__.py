@@ -84,7 +84,8 @@ def _credits(refs: Sequence[ChainRef]) -> list[str]:
     roots = sorted({ref.root for ref in refs if ref.root.startswith(HUB_PREFIX)})
     if not roots:
         return []
-    from ..sources.hub import credit, parse_hub
+    from ..sources.hub import credit
+    from ..sources.hub_client import parse_hub
 
     return [credit(parse_hub(root).repo_id) for root in roots]
 

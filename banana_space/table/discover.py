@@ -55,7 +55,7 @@ def find_chains_in(source: str) -> list[ChainRef]:
         BadImage: the source does not exist (or the hub refuses it).
     """
     if source.startswith(HUB_PREFIX):
-        from ..sources.hub import list_files, parse_hub
+        from ..sources.hub_client import list_files, parse_hub
 
         hub = parse_hub(source)
         root, label, base = hub.root, hub.repo_id, hub.path

@@ -20,7 +20,7 @@ from banana_space.sources.images import BadImage
 from banana_space.markup import escape_markdown
 from banana_space.verdict.plots import delta_figure, raw_figure
 from banana_space.chain.quota import page_note, steps_for_the_smallest_day
-from banana_space.chain.real_chains import examples
+from banana_space.chain.offered import examples
 from banana_space.chain.remake import remake_all, remake_frame
 from banana_space.store.run import Run
 from banana_space.store.runids import copy_in
@@ -176,7 +176,8 @@ def room_for_replay(source: str, request: gr.Request) -> None:
     """Before a hub replay downloads anything: what it fetches (from the hub's listing, read
     anonymously) is counted against the visitor's share, and the hub files kept on disk make
     room for it within their share (`SETTINGS.hub_bytes`, oldest first), or a `gr.Error`."""
-    from banana_space.sources.hub import chains_cache, replay_bytes
+    from banana_space.sources.hub import replay_bytes
+    from banana_space.sources.hub_client import chains_cache
 
     try:
         needed = replay_bytes(source)
@@ -191,7 +192,8 @@ def room_for_replay(source: str, request: gr.Request) -> None:
 
 def hub_credit(source: str) -> str:
     """The dataset's licence line and credit, shown while one of its chains is open."""
-    from banana_space.sources.hub import credit, parse_hub
+    from banana_space.sources.hub import credit
+    from banana_space.sources.hub_client import parse_hub
 
     try:
         return credit(parse_hub(source or "").repo_id)

@@ -16,7 +16,8 @@ from urllib.parse import quote
 import gradio as gr
 from PIL import Image
 
-from banana_space.chain.real_chains import PLAN, dataset_starts, examples, plan_from_env, preparing
+from banana_space.chain.offered import dataset_starts, examples
+from banana_space.chain.real_chains import PLAN, plan_from_env, preparing
 from banana_space.common import png_bytes, write_atomic
 from banana_space.markup import escape_markdown
 from banana_space.scores.catalog import to_tensor
@@ -38,7 +39,7 @@ PREVIEW_LIFETIME_S = 3600
 
 def recorded_choices() -> list[tuple[str, str]]:
     """(label, name) of every bundled recording the picker offers, each labelled simulated
-    (`real_chains.examples`: the real chains have buttons of their own, above it)."""
+    (`offered.examples`: the real chains have buttons of their own, above it)."""
     return [(e.label, e.path.name)
             for e in examples(SETTINGS.runs_root, RECORDED) if not e.real]
 
@@ -62,7 +63,7 @@ def real_chain_buttons() -> list[Any]:
 
 def example_gallery(bundled: list[tuple[str, str]]) -> list[tuple[str, str]]:
     """The example pictures, (thumbnail, caption): Banana100's own starts first where the hub
-    was reachable (`real_chains.dataset_starts`, each captioned with its licence), then ours
+    was reachable (`offered.dataset_starts`, each captioned with its licence), then ours
     (`bundled`, captioned by name)."""
     return [(str(start.thumb), start.caption) for start in dataset_starts(SETTINGS.runs_root)
             ] + bundled
