@@ -16,6 +16,7 @@ import io
 import math
 import os
 import secrets
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,9 +108,13 @@ def write_atomic(path: Path, data: bytes) -> None:
 
 
 def png_bytes(image: Image.Image, *, fast: bool = False) -> bytes:
-    """`image` as a lossless PNG; `fast` for caches (speed over size)."""
+    """`image` as a lossless PNG. `fast`: zlib's level 1 with run-length matches only
+    (Z_RLE), for a run's frames and caches: a 2048 x 1280 frame in 0.17-0.2 CPU s instead of
+    0.6-0.7 at the default level 6, and about as small (photographs and chain frames -3 to
+    +5 %; flat synthetic images up to +50 %, on a size of 0.05-1 MB; bench/default_run.py)."""
     buffer = io.BytesIO()
-    image.save(buffer, format="PNG", **({"compress_level": 1} if fast else {}))
+    image.save(buffer, format="PNG",
+               **({"compress_level": 1, "compress_type": zlib.Z_RLE} if fast else {}))
     return buffer.getvalue()
 
 
