@@ -17,7 +17,7 @@ from PIL import Image, ImageFilter
 from pyiqa.matlab_utils import exact_padding_2d, fspecial
 
 from banana_space.scores import equivalents
-from banana_space.scores import nss
+from banana_space.scores import nss, planes
 from banana_space.scores.catalog import build_metric, to_tensor
 
 RELATIVE = 1e-6
@@ -108,9 +108,11 @@ def test_the_engine_builds_the_equivalents(metrics) -> None:
     assert type(metrics["ssim"][0].net) is equivalents.TiledSSIM
     assert type(metrics["niqe"][0].net) is nss.FilteredNIQE
     assert type(metrics["brisque"][0].net) is nss.FittedBRISQUE
+    assert type(metrics["piqe"][0].net) is nss.BandedPIQE
     assert type(metrics["ssim"][1].net) is not equivalents.TiledSSIM
     assert type(metrics["niqe"][1].net) is not nss.FilteredNIQE
     assert type(metrics["brisque"][1].net) is not nss.FittedBRISQUE
+    assert type(metrics["piqe"][1].net) is not nss.BandedPIQE
 
 
 @pytest.mark.parametrize("size", [(7, 7), (11, 11), (1, 9), (12, 40), (300, 451)])
@@ -122,7 +124,7 @@ def test_scipy_filters_as_torch_convolves_bit_for_bit(size, window) -> None:
     image = torch.cat([image.round(), (image * 1.7).round() ** 2]).to(torch.float64)
     kernel = fspecial(*window, 1).to(image)
     padded = exact_padding_2d(image, window[0], mode="replicate")
-    assert torch.equal(nss.correlate_valid(padded, kernel), F.conv2d(padded, kernel))
+    assert torch.equal(planes.correlate_valid(padded, kernel), F.conv2d(padded, kernel))
 
 
 @pytest.mark.parametrize("case", list(CASES))
@@ -140,6 +142,25 @@ def test_equivalent_scores_are_pyiqas(metrics, name: str, case: str) -> None:
         assert ours == pytest.approx(theirs, rel=relative, abs=1e-12, nan_ok=True)
 
 
+@pytest.mark.parametrize("size", [(1, 9), (7, 7), (12, 40), (300, 451), (1280, 97)])
+@pytest.mark.parametrize("padding", ["same", "replicate"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("band_rows", [None, 5])
+def test_banded_mscn_is_pyiqas_bit_for_bit(size, padding, dtype, band_rows, monkeypatch) -> None:
+    """The MSCN coefficients band by band (float32: pyiqa's own convolution on each band;
+    float64: scipy's correlate) equal pyiqa's whole-frame `normalize_img_with_gauss`, with the
+    default bands and with bands of 5 rows (many edges, a ragged last one)."""
+    from pyiqa.archs.func_util import normalize_img_with_gauss
+
+    if band_rows:
+        monkeypatch.setattr(planes, "BAND_ROWS", {torch.float32: band_rows,
+                                                  torch.float64: band_rows})
+    luma = to_tensor(photo("astronaut.png", (size[1], size[0])))[:, :1] * 255
+    image = luma.round().to(dtype)  # what brisque, niqe and piqe filter: a rounded luma
+    assert torch.equal(planes.normalize_with_gauss(image, padding=padding),
+                       normalize_img_with_gauss(image, padding=padding))
+
+
 @pytest.mark.parametrize("size", [(11, 11), (12, 40), (300, 451), (522, 600)])
 def test_ssim_filters_by_fft_are_the_convolution_to_float64_rounding(size) -> None:
     """The five SSIM filters through the spectra against F.conv2d: the largest difference is
@@ -149,14 +170,21 @@ def test_ssim_filters_by_fft_are_the_convolution_to_float64_rounding(size) -> No
     planes = torch.stack([x, y, x * x, y * y, x * y])
     window = fspecial(11, 1.5, 1).to(x)
     expected = torch.stack([F.conv2d(plane, window) for plane in planes])
-    difference = (equivalents._filtered(planes, window) - expected).abs().max()
+    difference = (equivalents._filtered(planes) - expected).abs().max()
     assert difference <= 1e-13 * expected.abs().max()
 
 
-def test_filter_bands_cover_every_row_once(metrics, monkeypatch) -> None:
-    monkeypatch.setattr(nss, "FILTER_BAND_ROWS", 5)
-    image = to_tensor(photo("chelsea.png", (203, 197)))
-    ours, theirs = (outcome(metric, image) for metric in metrics["niqe"])
+@pytest.mark.parametrize("size", [(299, 197), (299, 100), (400, 300)])
+@pytest.mark.parametrize("name", ["brisque", "niqe", "piqe"])
+def test_bands_cover_every_row_and_block_once(metrics, monkeypatch, name: str, size) -> None:
+    """Filter bands of 5 rows, and NIQE's blocks fitted one column of blocks at a time (pyiqa
+    orders them column by column, and lays them out contiguously unless the frame is one
+    block tall: a block out of place, or summed in a strided layout, moves a feature by a
+    rounding)."""
+    monkeypatch.setattr(planes, "BAND_ROWS", {torch.float32: 5, torch.float64: 5})
+    monkeypatch.setattr(nss, "BLOCK_COLUMNS", 1)
+    image = to_tensor(photo("chelsea.png", size))
+    ours, theirs = (outcome(metric, image) for metric in metrics[name])
     assert ours == theirs
 
 
@@ -187,14 +215,16 @@ def test_the_shared_luma_is_pyiqas_and_follows_the_frame() -> None:
     from pyiqa.utils.color_util import to_y_channel
 
     frame = to_tensor(photo("chelsea.png"))
-    first = nss.luma_255(frame)
+    first = planes.luma_255(frame)
     assert torch.equal(first, to_y_channel(frame, 255, "yiq"))
-    assert nss.luma_255(frame) is first  # made once per frame
+    assert torch.equal(planes.luma_1(frame), to_y_channel(frame, 1, "yiq"))
+    assert planes.luma_255(frame) is first  # made once per frame
     frame.mul_(0.5)  # changed in place: made again
-    assert torch.equal(nss.luma_255(frame), to_y_channel(frame, 255, "yiq"))
+    assert torch.equal(planes.luma_255(frame), to_y_channel(frame, 255, "yiq"))
+    assert torch.equal(planes.luma_1(frame), to_y_channel(frame, 1, "yiq"))
     key = id(frame)
     del frame
-    assert key not in nss._LUMA  # forgotten with its frame
+    assert key not in planes._PLANES  # forgotten with its frame
 
 
 def test_ssim_strips_cover_every_row_once(metrics, monkeypatch) -> None:
@@ -211,3 +241,19 @@ def test_ssim_strips_cover_every_row_once(metrics, monkeypatch) -> None:
 def test_ssim_of_a_frame_with_itself_is_one(metrics) -> None:
     image = to_tensor(photo("coffee.png"))
     assert outcome(metrics["ssim"][0], image, image) == pytest.approx(1.0, rel=1e-12)
+
+
+def test_ssim_keeps_the_references_filters_while_it_lives_unchanged(metrics) -> None:
+    """Frames compared with one reference tensor (a run's input, which the scorer keeps)
+    reuse its filters, and get pyiqa's score each; a reference changed in place is filtered
+    again."""
+    ours, theirs = metrics["ssim"]
+    reference = to_tensor(photo("coffee.png"))
+    for seed in (1, 2):
+        frame = to_tensor(damaged(photo("coffee.png"), seed))
+        assert outcome(ours, frame, reference) == pytest.approx(
+            outcome(theirs, frame, reference), rel=SSIM_RELATIVE)
+    assert any(name.startswith("ssim filters") for name in planes._PLANES[id(reference)][2])
+    reference.mul_(0.9)
+    assert outcome(ours, frame, reference) == pytest.approx(
+        outcome(theirs, frame, reference), rel=SSIM_RELATIVE)

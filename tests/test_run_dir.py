@@ -8,6 +8,7 @@ RSS, never timed. Each test failed before its fix."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import signal
@@ -19,6 +20,7 @@ import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import numpy as np
 import pytest
 from app_server import RUN_DIR, STATUS, ZIP, running_app
 from conftest import REPO
@@ -27,7 +29,7 @@ from PIL import Image
 from raw_api import call, dependencies
 from visitors import chain_args, client, noise, run_args, run_dirs, run_ids, small, wait_for
 
-from banana_space.common import write_atomic
+from banana_space.common import png_bytes, write_atomic
 from banana_space.events import FrameScored, Started
 from banana_space.store.run import Run, RunBusy
 from banana_space.chain.runs import RunSpec, resume_run, start_run
@@ -104,8 +106,38 @@ def test_the_zip_is_named_after_the_run_and_explains_itself(photo, tmp_path) -> 
         assert name.split("/")[0] in readme  # every file is explained
     assert "NEGATIVE delta always means WORSE" in readme
     assert not any("/." in n for n in names)  # no thumbnails, lock or temporaries
+    with zipfile.ZipFile(Run(run_dir).zip_path) as archive:  # PNGs are not deflated again
+        assert {info.compress_type for info in archive.infolist()
+                if info.filename.endswith(".png")} == {zipfile.ZIP_STORED}
     # Self-contained: plotly's JavaScript inside, nothing fetched from the network.
     assert "<script src=" not in plot and len(plot) > 1_000_000 and "entropy" in plot
+
+
+@pytest.mark.parametrize("size", [(1, 1), (7, 1), (1, 5), (203, 97)])
+def test_a_runs_pngs_are_lossless(photo, size) -> None:
+    """The run's own PNG writer (one filter, level 1: `png_bytes(fast=True)`) gives back
+    every pixel of a photo, of noise and of a flat image, at odd sizes, as a file that
+    Pillow checks chunk by chunk; images it does not write (another mode, metadata to keep)
+    go to Pillow's, lossless too."""
+    rng = np.random.default_rng(size[0])
+    images = [photo.resize(size), Image.new("RGB", size, (12, 200, 7)),
+              Image.fromarray(rng.integers(0, 256, (size[1], size[0], 3), dtype=np.uint8)),
+              photo.resize(size).convert("RGBA"), photo.resize(size).convert("L")]
+    from PIL import ImageCms
+
+    tagged = photo.resize(size)
+    tagged.info["icc_profile"] = ImageCms.ImageCmsProfile(
+        ImageCms.createProfile("sRGB")).tobytes()
+    for image in [*images, tagged]:
+        data = png_bytes(image, fast=True)
+        with Image.open(io.BytesIO(data)) as written:
+            written.verify()
+        with Image.open(io.BytesIO(data)) as written:
+            assert written.mode == image.mode
+            assert np.array_equal(np.asarray(written), np.asarray(image))
+    assert png_bytes(images[0], fast=True) != png_bytes(images[0])  # the run's own writer
+    with Image.open(io.BytesIO(png_bytes(tagged, fast=True))) as written:
+        assert written.info.get("icc_profile") == tagged.info["icc_profile"]  # Pillow's keeps it
 
 
 def test_zipping_a_large_run_streams_from_disk(tmp_path) -> None:

@@ -36,6 +36,7 @@ import torch
 from PIL import Image
 
 from .catalog import build_metric, to_tensor
+from .scoring import as_scored
 
 FEATURES_PER_SCALE = 18
 SCALES = 2
@@ -97,7 +98,7 @@ def frame_features(metric: str, image: Image.Image) -> torch.Tensor:
     """The features `metric`'s model reads in one RGB frame: BRISQUE's (36,), NIQE's
     (blocks, 36)."""
     check_explained(metric)
-    with torch.inference_mode():
+    with torch.inference_mode(), as_scored():
         return _network(metric).features(to_tensor(image))[0]
 
 

@@ -1,13 +1,14 @@
-"""Exact equivalents of pyiqa's natural-scene-statistics metrics, NIQE and BRISQUE (pyiqa 0.1.16,
-archs/niqe_arch.py, archs/brisque_arch.py, archs/func_util.py), where pyiqa's route is slow.
+"""Exact equivalents of pyiqa's natural-scene-statistics metrics, NIQE, BRISQUE and PIQE (pyiqa
+0.1.16, archs/niqe_arch.py, archs/brisque_arch.py, archs/piqe_arch.py, archs/func_util.py), where
+pyiqa's route is slow.
 
 The same operations on the same numbers, in the same order wherever the order can change a
 bit; what changes is the route (bench/scoring_breakdown.py measures each step):
 
-- The float64 Gaussian filter of NIQE's MSCN coefficients. PyTorch convolves float64 on the CPU
-  by im2col + GEMM: 49 copies of the frame for a 7 x 7 window (1.6 GB at 2K), 58 % of NIQE's
-  time. `scipy.ndimage.correlate` sums the same 49 products in the same order: the filtered
-  planes are equal bit for bit (tests/test_equivalents.py).
+- The MSCN coefficients (`planes.normalize_with_gauss`): band by band of rows, NIQE's float64
+  filter by `scipy.ndimage.correlate` (PyTorch's float64 convolution on the CPU is im2col +
+  GEMM: 49 copies of the frame, 1.6 GB at 2K), BRISQUE's and PIQE's float32 one by pyiqa's own
+  call; bit for bit (tests/test_equivalents.py).
 - The AGGD / GGD fits (Mittal et al. 2012, eq. 7-8, as pyiqa's `estimate_aggd_param` and
   `estimate_ggd_param` compute them). pyiqa rebuilds its table of 9,801 shape values (three
   lgamma each) on every call, copies it once per block and scans all of it for the nearest
@@ -16,62 +17,32 @@ bit; what changes is the route (bench/scoring_breakdown.py measures each step):
   (`nearest_index`), with pyiqa's tie rule; the sums are pyiqa's, over the same tensors.
 - The half-size MATLAB-style resize between the two scales (`half_size`): pyiqa unfolds ten
   copies of the frame and picks every other row of them; the same taps are gathered directly.
-- The frame's luma (`luma_255`), which brisque, niqe, entropy and ssim each made again.
+- The frame's luma (`planes.luma_255`, `planes.luma_1`), which brisque, niqe, piqe, entropy and
+  ssim each made again.
 
-BRISQUE's float32 MSCN stays pyiqa's own call (oneDNN's convolution); a float32 sum in another
-order could flip a fit's argmin. Nothing here is a new estimate of any quantity: every score
-is the one pyiqa computes.
+A float32 sum in another order could flip a fit's argmin or a PIQE block's threshold, so every
+sum is pyiqa's own, over tensors of the same shape. Nothing here is a new estimate of any
+quantity: every score is the one pyiqa computes.
 """
-
 from __future__ import annotations
 
 import functools
 import math
-import weakref
 
-import numpy as np
 import torch
 from pyiqa.archs.brisque_arch import BRISQUE, rbf_kernel, scale_features
-from pyiqa.archs.func_util import diff_round, normalize_img_with_gauss, safe_sqrt
+from pyiqa.archs.func_util import diff_round
 from pyiqa.archs.niqe_arch import NIQE, calculate_niqe
-from pyiqa.matlab_utils import blockproc, exact_padding_2d, fspecial, nancov, nanmean
+from pyiqa.archs.piqe_arch import PIQE, notice_dist_criterion, noise_criterion
+from pyiqa.matlab_utils import blockproc, nancov, nanmean, symm_pad
 from pyiqa.matlab_utils import resize as matlab_resize
 from pyiqa.utils.color_util import to_y_channel
-from scipy import ndimage
 
-# Output rows per call of scipy's correlate: it holds the GIL while it runs, so a frame's other
-# metrics (on the other scoring threads) get it back between bands.
-FILTER_BAND_ROWS = 128
+from .planes import luma_1, luma_255, normalize_with_gauss
 
-
-def correlate_valid(image: torch.Tensor, kernel: torch.Tensor) -> torch.Tensor:
-    """`F.conv2d(image, kernel)` (a valid correlation, no padding) of each (b, c) plane of a
-    float64 CPU tensor with one 2-D kernel, by `scipy.ndimage.correlate`, band by band; only
-    the rows of a band whose window lies inside it are kept, so each output pixel sees exactly
-    its own inputs."""
-    taps = kernel.reshape(kernel.shape[-2:]).to(torch.float64).numpy()
-    rows, cols = taps.shape
-    out_h, out_w = image.shape[-2] - rows + 1, image.shape[-1] - cols + 1
-    source = image.contiguous().numpy()
-    out = np.empty((*source.shape[:-2], out_h, out_w))
-    for plane in np.ndindex(source.shape[:-2]):
-        for top in range(0, out_h, FILTER_BAND_ROWS):
-            height = min(FILTER_BAND_ROWS, out_h - top)
-            band = ndimage.correlate(source[plane][top:top + height + rows - 1], taps,
-                                     mode="constant")
-            out[plane][top:top + height] = band[rows // 2:rows // 2 + height,
-                                                cols // 2:cols // 2 + out_w]
-    return torch.from_numpy(out)
-
-
-def normalize_with_gauss(image: torch.Tensor, padding: str = "replicate") -> torch.Tensor:
-    """pyiqa's `normalize_img_with_gauss` with its defaults (7 x 7, sigma 7/6, C = 1) for a
-    float64 CPU tensor: the two filters by `correlate_valid` on pyiqa's own padding."""
-    kernel = fspecial(7, 7.0 / 6, 1).to(image)
-    mu = correlate_valid(exact_padding_2d(image, 7, mode=padding), kernel)
-    second = correlate_valid(exact_padding_2d(image**2, 7, mode=padding), kernel)
-    sigma = safe_sqrt((second - mu**2).abs())
-    return (image - mu) / (sigma + 1)
+# Columns of NIQE blocks fitted at a time: 4 x 13 blocks of 96² float64 at 2048 x 1280, 3.8 MB
+# per temporary (`block_features`).
+BLOCK_COLUMNS = 4
 
 
 def half_size(x: torch.Tensor) -> torch.Tensor:
@@ -86,9 +57,10 @@ def half_size(x: torch.Tensor) -> torch.Tensor:
 
 def _resize_1d(x: torch.Tensor, dim: int, size: int, scale: float = 0.5) -> torch.Tensor:
     """pyiqa's `resize_1d` for a cubic downscale: the same weights and padding, and the same
-    (batch, taps, rows, columns) tensor of samples multiplied and summed over its taps, but
-    gathered straight from the padded frame, not cut out of an unfolded copy of all of it
-    (ten times the frame in float32)."""
+    products of samples and weights summed over the taps in the same order, first tap first
+    (as torch sums pyiqa's (batch, taps, rows, columns) tensor over its taps), but each tap
+    read as a strided view of the padded frame, never copied: pyiqa unfolds ten copies of
+    the frame in float32."""
     taps = math.ceil(4 / scale) + 2
     pos = torch.linspace(0, size - 1, steps=size, dtype=x.dtype, device=x.device)
     pos = (pos + 0.5) / scale - 0.5
@@ -97,34 +69,16 @@ def _resize_1d(x: torch.Tensor, dim: int, size: int, scale: float = 0.5) -> torc
                                       antialiasing_factor=scale)
     pad_pre, pad_post, base = matlab_resize.get_padding(base, taps, x.size(dim))
     x = matlab_resize.padding(x, dim, pad_pre, pad_post, padding_type="reflect")
-    rows = base.unsqueeze(0) + torch.arange(taps, device=x.device).unsqueeze(1)  # (taps, size)
-    if dim in (2, -2):
-        sample = x[:, 0, rows, :]  # (b, taps, size, w), as unfold[..., base, :]
-        weight = weight.view(1, taps, size, 1)
-    else:
-        sample = x[:, 0, :, rows].permute(0, 2, 1, 3).contiguous()  # (b, taps, h, size)
-        weight = weight.view(1, taps, 1, size)
-    return (sample * weight).sum(dim=1, keepdim=True)
-
-
-# id(frame tensor) -> (a weak reference to it, its version, its luma): see `luma_255`
-_LUMA: dict[int, tuple[weakref.ref, int, torch.Tensor]] = {}
-
-
-def luma_255(x: torch.Tensor) -> torch.Tensor:
-    """pyiqa's `to_y_channel(x, 255, "yiq")` (utils/color_util.py: YIQ's Y, x 255, rounded),
-    made once per frame: brisque, niqe, entropy and ssim all begin with this same call on the
-    same tensor (0.3 CPU s at 2K each time). It is kept while the tensor lives and is not
-    changed in place; each metric only reads it."""
-    if x.is_inference() or x.requires_grad or x.shape[1] != 3:
-        return to_y_channel(x, 255, "yiq")
-    key = id(x)
-    kept = _LUMA.get(key)
-    if kept is not None and kept[0]() is x and kept[1] == x._version:
-        return kept[2]
-    luma = to_y_channel(x, 255, "yiq")
-    _LUMA[key] = (weakref.ref(x, lambda _, key=key: _LUMA.pop(key, None)), x._version, luma)
-    return luma
+    stride = round(1 / scale)  # each output's first sample lies this far after the last's
+    assert torch.equal(base, base[0] + stride * torch.arange(size, device=base.device))
+    shape = [1] * x.ndim
+    shape[dim] = size
+    total = torch.zeros_like(x.narrow(dim, 0, size))
+    for tap in range(taps):
+        sample = x.narrow(dim, int(base[0]) + tap, stride * (size - 1) + 1)
+        sample = sample[:, :, ::stride, :] if dim in (2, -2) else sample[..., ::stride]
+        total += sample * weight[tap].view(shape)
+    return total
 
 
 @functools.cache
@@ -266,19 +220,37 @@ def _block_features(image: torch.Tensor, block: int = 96) -> torch.Tensor:
     image = image[..., :height, :width]
     features = []
     for scale in (1, 2):
-        normalized = normalize_with_gauss(image)
-        features.append(blockproc(normalized, [block // scale, block // scale],
-                                  fun=niqe_block_features))
+        normalized = normalize_with_gauss(image, padding="replicate")
+        features.append(block_features(normalized, block // scale))
         if scale == 1:
             image = half_size(image / 255.0) * 255.0
     return torch.cat(features, -1)
 
 
+def block_features(normalized: torch.Tensor, side: int) -> torch.Tensor:
+    """pyiqa's `blockproc(normalized, [side, side], fun=compute_feature)`, `BLOCK_COLUMNS`
+    columns of blocks at a time: the same blocks, in pyiqa's order (column by column) and
+    memory layout (contiguous, as pyiqa's reshape copies them whenever the frame is at least
+    2 blocks wide and tall: torch sums a strided block in another order), each block's
+    features from its own numbers alone, and the fits' temporaries a few MB each instead of
+    20 MB at 2K, which glibc's heap gave back and faulted in again between the fits (0.15-0.2
+    CPU s of system time per frame). A frame 1 block wide or tall goes whole, as pyiqa's."""
+    rows, columns = normalized.shape[-2] // side, normalized.shape[-1] // side
+    if rows < 2 or columns <= BLOCK_COLUMNS:
+        return blockproc(normalized, [side, side], fun=niqe_block_features)
+    return torch.cat([blockproc(normalized[..., left * side:(left + BLOCK_COLUMNS) * side],
+                                [side, side], fun=_contiguous_block_features)
+                      for left in range(0, columns, BLOCK_COLUMNS)], dim=1)
+
+
+def _contiguous_block_features(blocks: torch.Tensor, _: object = None) -> torch.Tensor:
+    return niqe_block_features(blocks.contiguous())
+
+
 def brisque_features(luma: torch.Tensor, kernel_size: int, sigma: float) -> torch.Tensor:
     """pyiqa's BRISQUE `natural_scene_statistics` (Mittal et al. 2012, sec. III): the GGD of
-    the MSCN coefficients and the AGGD of their products with four neighbours. The float32
-    MSCN is pyiqa's own call (oneDNN's float32 convolution is fast already)."""
-    normalized = normalize_img_with_gauss(luma, kernel_size, sigma, padding="same")
+    the MSCN coefficients and the AGGD of their products with four neighbours."""
+    normalized = normalize_with_gauss(luma, kernel_size, sigma, padding="same")
     alpha, sigma = ggd_param(normalized)
     features = [alpha, sigma.pow(2)]
     for shift in ((0, 1), (1, 0), (1, 1), (-1, 1)):
@@ -326,3 +298,41 @@ class FittedBRISQUE(torch.nn.Module):
         scaled = scale_features(features)
         kernel = rbf_kernel(features=scaled, sv=net.sv.to(features).t(), gamma=net.gamma)
         return kernel @ net.sv_coef.to(features) - net.rho
+
+
+def piqe_score(image: torch.Tensor, block_size: int = 16, activity_threshold: float = 0.1,
+               block_impaired_threshold: float = 0.1, window_size: int = 6) -> torch.Tensor:
+    """pyiqa's `piqe` score (Venkatanath et al. 2015, as archs/piqe_arch.py computes it), step
+    by step: the frame's shared Y and the banded MSCN; the blocks' statistics and criteria are
+    pyiqa's own code. pyiqa's three masks (`PIQE.get_masks`, for showing) are not made."""
+    if image.shape[1] == 3:
+        image = luma_1(image)
+    peak = torch.max(image.flatten(1), dim=-1)[0].reshape(image.shape[0], 1, 1, 1)
+    image = torch.round(255 * (image / peak))
+    batch, _, height, width = image.shape
+    image = symm_pad(image, (0, width % block_size, 0, height % block_size))
+    normalized = normalize_with_gauss(image, padding="replicate")
+    blocks = normalized.unfold(2, block_size, block_size).unfold(3, block_size, block_size)
+    blocks = blocks.contiguous().view(batch, -1, block_size, block_size)
+    block_var = torch.var(blocks, dim=[2, 3], unbiased=True)
+    active = block_var > activity_threshold
+    block_sigma, block_beta = noise_criterion(blocks, block_size - 1, block_var)
+    noisy = block_sigma > 2 * block_beta
+    impaired = notice_dist_criterion(blocks, window_size, block_impaired_threshold, block_size)
+    weight_active, weight_impaired = active.float(), impaired.float()
+    distortion = (weight_active * weight_impaired * (1 - block_var)
+                  + weight_active * noisy.float() * block_var).sum(dim=1)
+    return ((distortion + 1) / (1 + active.sum(dim=1))) * 100
+
+
+class BandedPIQE(torch.nn.Module):
+    """pyiqa's `PIQE` network's score (`piqe_score`); on a GPU, pyiqa's own way."""
+
+    def __init__(self, original: PIQE) -> None:
+        super().__init__()
+        self.original = original
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.device.type != "cpu":
+            return self.original(x)
+        return piqe_score(x)

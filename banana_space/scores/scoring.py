@@ -11,6 +11,7 @@ from its size (`Scorer.memory_needed`), so the chain can wait its turn in the bu
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import math
 import threading
@@ -34,6 +35,13 @@ from ..settings import engine_settings
 # One frame's metrics run side by side, one per core (bench/scoring.py measured the gain);
 # BANANA_SCORING_THREADS=1 scores them one after another.
 SCORING_THREADS = engine_settings().scoring_threads
+# torch's own threads for each metric thread: one. The metrics side by side are the parallel
+# work; torch's threads inside each as well would be two layers of threads on the same cores,
+# spinning against each other (2 cores: 2.0 CPU s per 2K frame against 5-7 with torch's
+# default of one thread per core, bench/scoring_breakdown.py). One torch thread, on every
+# machine, also makes a score the same on any number of cores: pyiqa's BRISQUE sums its
+# float32 coefficients in one part per torch thread, which moves it by ~1e-4 (docs/recordings.md).
+TORCH_THREADS_PER_METRIC = 1
 
 
 @dataclass
@@ -77,6 +85,7 @@ class Scorer:
         self.unavailable: dict[str, str] = {}
         self.wanted = list(dict.fromkeys([*metrics, *FIDELITY]))
         self.metrics: list[str] = []  # the wanted ones that loaded (`load`)
+        self._reference: tuple[Image.Image, Any] | None = None  # see `_reference_tensor`
         self.judges = []
         for judge in judges:
             reason = judge.unavailable_reason()
@@ -156,7 +165,7 @@ class Scorer:
             resized = to_tensor(at_input_size(image, reference))
         else:
             resized = tensor
-        reference_tensor = to_tensor(reference)
+        reference_tensor = self._reference_tensor(reference)
         # A score is compared with the input when its table says it needs a reference.
         fidelity = {name for name in self.metrics if metric_info(name).role == "fidelity"}
 
@@ -166,9 +175,19 @@ class Scorer:
             args = (resized, reference_tensor) if name in fidelity else (tensor,)
             return self._safely(result, self.pool.score, name, *args)
 
-        with ThreadPoolExecutor(SCORING_THREADS, thread_name_prefix="metric") as workers:
+        with ThreadPoolExecutor(SCORING_THREADS, thread_name_prefix="metric",
+                                initializer=_share_cores) as workers:
             result.scores = dict(zip(self.metrics, workers.map(one, self.metrics), strict=True))
         return result
+
+    def _reference_tensor(self, reference: Image.Image) -> Any:
+        """The input's tensor, made once for all the frames compared with it: with it live
+        its luma and ssim's two filters of it, made once too (`planes.kept_with`). 94 MB at
+        2048 x 1280 (3 float32 planes, 2 more for the luma, 2 float64 ones), kept while this
+        run's scorer lives, between frames outside the memory budget's reservations."""
+        if self._reference is None or self._reference[0] is not reference:
+            self._reference = (reference, to_tensor(reference))
+        return self._reference[1]
 
     def ask_judges(self, image: Image.Image, result: FrameScores,
                    judges: Sequence[Judge] | None = None) -> None:
@@ -203,6 +222,29 @@ class Scorer:
         if math.isnan(value):
             result.warnings.append(f"{name} gave no finite score on this frame")
         return value
+
+
+def _share_cores() -> None:
+    """A metric thread's torch threads (`TORCH_THREADS_PER_METRIC`). PyTorch keeps the count
+    per thread, and a thread that runs torch for the first time later takes the last count
+    set."""
+    import torch
+
+    torch.set_num_threads(TORCH_THREADS_PER_METRIC)
+
+
+@contextlib.contextmanager
+def as_scored() -> Iterator[None]:
+    """torch's threads as a metric thread has them (`TORCH_THREADS_PER_METRIC`), for a score
+    computed outside the scorer (an explanation) to equal the recorded one bit for bit."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(TORCH_THREADS_PER_METRIC)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def at_input_size(image: Image.Image, reference: Image.Image) -> Image.Image:

@@ -128,8 +128,8 @@ class RunDir:
         frame without scores yet is not part of the run until they come (`Run.load`)."""
         thumb = self.run.thumb_path(step)
         thumb.parent.mkdir(exist_ok=True)
-        write_atomic(thumb, png_bytes(_thumbnail(image)))
-        write_atomic(self.run.frame_path(step), png_bytes(image))
+        write_atomic(thumb, png_bytes(_thumbnail(image), fast=True))
+        write_atomic(self.run.frame_path(step), png_bytes(image, fast=True))
 
     def _scores(self, event: FrameScored) -> None:
         self.history.add(event.step, event.scores)
