@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import inspect
 import io
 import json
 import zipfile
@@ -141,3 +142,47 @@ def test_run_chain_answers_a_verdict_and_a_link(mcp_url, photo) -> None:
     assert set(verdict["verdict"]) == {"entropy", "psnr", "ssim"}
     assert (runs / verdict["run"] / "run.json").is_file()
     assert refused.isError and "between 1 and 100" in refused.content[0].text
+
+
+def documented(function) -> tuple[str, dict[str, str], list[str]]:
+    """A tool's docstring as a reader takes it: the text before Args (joined), each argument's
+    whole description (its lines indented deeper joined to it), and the Returns lines."""
+    body, args, returns, section, indent = [], {}, [], None, None
+    for line in inspect.getdoc(function).splitlines():
+        text = line.strip()
+        if text in ("Args:", "Returns:"):
+            section, indent = text, None
+        elif section is None:
+            body += [text] if text else []
+        elif section == "Returns:":
+            returns += [text] if text else []
+        elif text and indent in (None, len(line) - len(line.lstrip())):
+            indent = len(line) - len(line.lstrip())
+            name, description = text.split(":", 1)
+            args[name] = description.strip()
+        elif text:
+            args[name] += " " + text
+    return " ".join(body), args, returns
+
+
+def test_every_argument_and_answer_reads_whole_to_an_mcp_client(mcp_url) -> None:
+    """gradio keeps the first line of an argument's description and joins the Returns lines
+    with ", ": what an MCP client lists is each tool's whole docstring, and each Returns line is
+    an item whole in itself (no bracket left open, no mark before the joining comma)."""
+    from page import api
+    from page.run_tab import handlers
+
+    url, _ = mcp_url
+    tools, _ = asyncio.run(session_call(url, []))
+    assert TOOLS <= {tool.name for tool in tools}
+    for tool in tools:
+        function = getattr(api, tool.name, None) or getattr(handlers, tool.name)
+        body, args, returns = documented(function)
+        listed = {name: field.get("description")
+                  for name, field in tool.inputSchema["properties"].items()}
+        assert listed == args, tool.name
+        assert tool.description.startswith(body), tool.name
+        assert returns and tool.description.endswith(" Returns: " + ", ".join(returns))
+        for item in returns:
+            assert all(item.count(o) == item.count(c) for o, c in ("()", "[]", "{}")), item
+            assert not item.endswith((",", ";", ":")), item
