@@ -166,9 +166,9 @@ def deploy(root: Path, repo_id: str, *, hardware: str | None = None, private: bo
             space_hardware=hardware or DEFAULT_HARDWARE, space_secrets=copied or None,
             space_variables=variables or None, space_volumes=[volume] if volume else None))
     except HfHubHTTPError as error:
-        if error.response is None or error.response.status_code != 409:
+        if not exists_already(api, repo_id, error):
             raise
-        url = f"{api.endpoint}/spaces/{repo_id}"  # the Hub's 409: it exists, keep it
+        url = f"{api.endpoint}/spaces/{repo_id}"
         update_space(api, repo_id, hardware=hardware, secrets=copied, variables=variables,
                      volume=volume)
     # The Space holds exactly the checkout's Space files: what is gone from the checkout (a
@@ -177,6 +177,15 @@ def deploy(root: Path, repo_id: str, *, hardware: str | None = None, private: bo
                       allow_patterns=[f.path for f in files], delete_patterns=["*"],
                       commit_message="Deploy Banana Space (banana-space deploy)")
     return url
+
+
+def exists_already(api: Any, repo_id: str, error: Any) -> bool:
+    """Whether the Hub refused to create the Space because it is there: 409, or 401/402/403
+    for a token that may write to the Space but not create one (a fine-grained token), when
+    the Space can be read (huggingface_hub's own `exist_ok` reads these the same way)."""
+    status = error.response.status_code if error.response is not None else None
+    return status == 409 or (status in (401, 402, 403)
+                             and api.repo_exists(repo_id, repo_type="space"))
 
 
 def runs_volume(api: Any, bucket: str) -> Any:

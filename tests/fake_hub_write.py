@@ -3,8 +3,9 @@ tests of the real `huggingface_hub` client publishing a Space (`banana-space dep
 runs to a dataset (`banana_space.chain.persist`). Point the client here with HF_ENDPOINT and set
 HF_HUB_DISABLE_XET=1 before it is imported: this speaks LFS, not Xet.
 
-- `POST /api/repos/create`: a repo (409 with its url when it exists, as the Hub answers); a
-  new Space's `hardware`, `secrets`, `variables` and `volumes` are kept as set at creation;
+- `POST /api/repos/create`: a repo (409 with its url when it exists, as the Hub answers; 403
+  for a token that may not create repos, `may_create=False`); a new Space's `hardware`,
+  `secrets`, `variables` and `volumes` are kept as set at creation;
 - `POST /api/validate-yaml`: the card; a Space's `python_version` must be `3.x` or `3.x.x`
   (hub-docs, spaces-config-reference.md);
 - `POST /api/{type}s/{id}/preupload/{rev}`: "lfs" for a binary sample (a NUL byte in the first
@@ -21,7 +22,8 @@ HF_HUB_DISABLE_XET=1 before it is imported: this speaks LFS, not Xet.
   build restarts it, as on the Hub;
 - `POST /api/buckets/{namespace}/{name}`: a Storage Bucket, kept in `buckets` with what was
   asked (409 when it exists, as the Hub answers);
-- `GET /api/{type}s/{id}/revision/{rev}`: the repo's last commit and files;
+- `GET /api/{type}s/{id}/revision/{rev}` (and a Space's `GET /api/spaces/{id}`): the repo's
+  last commit and files;
 - `GET /api/spaces/{id}/tree/{rev}`: a Space's listing, as the read side lists a dataset (the
   client lists a repo before a commit that deletes what is gone).
 
@@ -52,8 +54,9 @@ def is_binary(data: bytes) -> bool:
 
 class FakeHubWrite(FakeHub):
     def __init__(self, datasets: dict[str, dict[str, bytes]] | None = None,
-                 token: str = "hf_the_owners_token_0001") -> None:
+                 token: str = "hf_the_owners_token_0001", may_create: bool = True) -> None:
         super().__init__(datasets if datasets is not None else {}, token=token)
+        self.may_create = may_create
         self.spaces: dict[str, dict[str, bytes]] = {}
         self.repos: dict[str, dict] = {}  # "space/OWNER/NAME" -> what create_repo asked
         self.lfs: dict[str, bytes] = {}  # sha256 -> content
@@ -73,7 +76,13 @@ class FakeHubWrite(FakeHub):
         """GET `/api/{type}s/{id}/revision/{rev}` (the client's `repo_info`, which it calls
         after a commit with nothing new), else the read side's routes."""
         parts = unquote(urlsplit(handler.path).path).strip("/").split("/")
-        if parts[0] == "api" and len(parts) >= 6 and parts[4] == "revision":
+        space_info = parts[:2] == ["api", "spaces"] and len(parts) == 4
+        if space_info and "/".join(parts[2:4]) not in self.spaces:
+            self.requests.append(f"{handler.command} {'/'.join(parts)}")
+            self._send(handler, 404, b'{"error": "Repository not found"}',
+                       {"X-Error-Code": "RepoNotFound"}, with_body)
+            return
+        if parts[0] == "api" and (space_info or len(parts) >= 6 and parts[4] == "revision"):
             kind, repo = parts[1].rstrip("s"), "/".join(parts[2:4])
             stored = self.files(kind, repo)
             if stored is not None:
@@ -88,8 +97,9 @@ class FakeHubWrite(FakeHub):
                 "/".join(parts[2:4]) in self.spaces):
             self.requests.append(f"{handler.command} {'/'.join(parts)}")
             repo = "/".join(parts[2:4])
+            variables = self.variables.get(repo, {})
             answer = (self._runtime(repo) if parts[4] == "runtime" else
-                      {key: {"value": value} for key, value in self.variables[repo].items()})
+                      {key: {"value": value} for key, value in variables.items()})
             self._send(handler, 200, json.dumps(answer).encode(),
                        {"Content-Type": "application/json"}, with_body)
             return
@@ -158,6 +168,9 @@ class FakeHubWrite(FakeHub):
     def _create(self, asked: dict) -> tuple[int, dict]:
         kind = asked.get("type") or "model"
         repo = f"{asked['organization']}/{asked['name']}"
+        if not self.may_create:
+            return 403, {"error": "You don't have the rights to create a repo under the "
+                                  f"namespace \"{asked['organization']}\""}
         store = self.spaces if kind == "space" else self.datasets
         url = f"{self.url}/{'spaces/' if kind == 'space' else 'datasets/'}{repo}"
         if repo in store:  # the Hub names the existing repo, and the client reads it

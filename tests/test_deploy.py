@@ -1,6 +1,7 @@
 """`banana-space deploy`'s Space settings: a new Space is created with its hardware, secrets,
 variables and volumes in one `create_repo` and builds once; a re-deploy sets only what changed
-and keeps the volumes the Space's owner mounted.
+and keeps the volumes the Space's owner mounted; a token that may not create repos deploys to
+a Space that is there.
 
 Through the real `huggingface_hub` client in a subprocess, against `FakeHubWrite`, which builds a
 Space on each commit and restarts it on each settings change after its first build, as the Hub
@@ -9,8 +10,11 @@ does (`builds`).
 
 from __future__ import annotations
 
+from conftest import REPO
 from fake_hub_write import FakeHubWrite
 from test_space import SPACE, _deploy
+
+from banana_space.deploy import space_files
 
 TOKEN = "hf_fake_token_for_tests_0001"  # the token _deploy gives the client
 GEMINI = "gm-fake-key-for-the-deploy-test-42"
@@ -64,3 +68,18 @@ def test_a_redeploy_keeps_the_owners_volumes_and_sets_only_what_changed() -> Non
     assert hub.hardware[SPACE] == "cpu-basic"
     assert hub.buckets.keys() == {"banana-lab/banana-runs", "banana-lab/other-runs"}
     assert hub.builds[SPACE] == ["build", "restart (hardware)", "restart (volumes)"]
+
+
+def test_a_token_that_may_not_create_repos_still_deploys_to_its_space() -> None:
+    """A fine-grained token may write to one Space and create nothing: the Hub answers 403 to
+    the creation, and the Space, being there, is updated. Where it is not, the Hub's refusal
+    is the answer, in one line."""
+    with FakeHubWrite(may_create=False) as hub:
+        missing = _deploy(hub.url)
+        hub.spaces[SPACE] = {}  # made by its owner on the Hub's site
+        done = _deploy(hub.url, "--bucket", "banana-runs")
+    assert missing.returncode == 1 and "rights to create" in missing.stdout, missing.stdout
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert set(hub.spaces[SPACE]) == {f.path for f in space_files(REPO)}
+    assert hub.volumes[SPACE] == [bucket_volume("banana-lab/banana-runs")]
+    assert hub.variables[SPACE] == {"BANANA_RUNS_DIR": "/data/runs"}
