@@ -200,7 +200,8 @@ def runs_volume(api: Any, bucket: str) -> Any:
 def update_space(api: Any, repo_id: str, *, hardware: str | None, secrets: list[dict],
                  variables: list[dict], volume: Any) -> None:
     """An existing Space's settings: each is set only where it was asked and differs from what
-    the Space has, since each change restarts it (the upload that follows rebuilds it anyway).
+    the Space has, since each change restarts it (the upload that follows rebuilds it where a
+    file changed).
     Secrets cannot be read back, so those asked are always set. The hardware moves only when
     named. `set_space_volumes` replaces the whole list, so the owner's volumes at other mount
     paths are read and kept; ours takes BUCKET_MOUNT."""
