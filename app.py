@@ -26,7 +26,7 @@ from starlette.middleware import Middleware
 
 import zerogpu  # noqa: F401  (first: installs the spaces.GPU runner; a plain call off ZeroGPU)
 from banana_space.chain.real_chains import start_preparing
-from page import api, leaderboard_tab
+from page import api, leaderboard_tab, lesson_prompts
 from page.compare_tab import tab as compare_tab
 from page.content import EXAMPLES, FOOTER, LICENCES
 from page.door import body_limit, disk, gradio_patches, guard, identity, join, served, uploads
@@ -52,6 +52,7 @@ def build() -> gr.Blocks:
     with gr.Blocks(title="Banana Space", delete_cache=DELETE_CACHE) as demo:
         run_tab.build(demo)
         api.build()
+        lesson_prompts.build()  # the lessons as MCP prompts
         with gr.Tabs() as tabs:
             leaderboard_tab.build()  # the committed results of `banana-space leaderboard`
             compare_tab.build(demo, EXAMPLES[0], tabs)  # two chains side by side, the lessons

@@ -17,6 +17,8 @@ from conftest import REPO
 from gradio_client import Client
 from raw_api import call, dependencies
 
+from banana_space.compare.lessons import LESSONS
+
 pytestmark = pytest.mark.app
 
 RECORDED = REPO / "assets" / "recorded" / "dunes-simulated-30"
@@ -145,9 +147,11 @@ def test_the_api_pages_example_runs_a_chain_and_reads_the_verdict(site, photo_pa
 def test_the_documented_api_is_the_product_and_no_plumbing(site) -> None:
     client = Client(site["url"], verbose=False)
     api = client.view_api(return_format="dict", print_info=False)
+    lesson_prompts = {"/lesson_" + key.replace("-", "_") for key in LESSONS}  # MCP prompts
     assert set(api["named_endpoints"]) == {"/run_chain", "/score_chain", "/resume_chain",
                                            "/open_run", "/stop", "/list_options",
-                                           "/check_degradation", "/compare_chains"}
+                                           "/check_degradation", "/compare_chains",
+                                           *lesson_prompts}
     assert not api["unnamed_endpoints"]
     for name in ("/redraw", "/compare", "/preview", "/lambda", "/lambda_1", "/on_load"):
         with pytest.raises(ValueError, match="Cannot find a function"):
