@@ -4,9 +4,16 @@ Through `huggingface_hub`'s HTTP API, not a git push: `create_repo` (a Gradio Sp
 already: fine), then one `upload_folder` commit of exactly what the Space runs (`space_files`),
 where the client asks the Hub which files are binary and sends those through LFS (or Xet, when
 `hf_xet` is installed), as the Hub requires. Optional: the hardware (`--hardware`), a private
-Space, the secrets GEMINI_API_KEY and HF_TOKEN copied from this environment with
-`add_space_secret` (`--secrets`), never printed, and a Storage Bucket for the runs (`--bucket`).
+Space, the secrets GEMINI_API_KEY, HF_TOKEN and BANANA_OWNER_KEY copied from this environment
+with `add_space_secret` (`--secrets`), never printed, and a Storage Bucket for the runs
+(`--bucket`).
 `--dry-run` lists the files and their sizes.
+
+A new Space is given an owner key, the secret BANANA_OWNER_KEY that runs' owners are hashed with
+(`page.door.identity`), drawn here and never printed (`--secrets` copies this environment's
+instead, where it is set): without one the page keeps a key beside its runs, which a Space
+whose disk is wiped loses at each restart, and with it every visitor's runs. An existing Space
+keeps its key (another would take every visitor's runs away).
 
 A new Space asks for ZeroGPU (`zero-a10g`) unless `--hardware` names another: since 2026-07-21
 a Gradio Space on any other hardware needs a paid plan, and a free account may host up to two
@@ -32,9 +39,12 @@ import os
 from dataclasses import dataclass
 from fnmatch import fnmatch
 from pathlib import Path
+from secrets import token_hex
 from typing import Any
 
-SECRETS = ("GEMINI_API_KEY", "HF_TOKEN")
+# What --secrets copies, and whose values no published file may hold (`check_no_secrets`).
+SECRETS = ("GEMINI_API_KEY", "HF_TOKEN", "BANANA_OWNER_KEY")
+OWNER_KEY = "BANANA_OWNER_KEY"
 DEFAULT_HARDWARE = "zero-a10g"  # the Hub's id for ZeroGPU (huggingface_hub's SpaceHardware)
 PLAN_RULE = ("Hub rule since 2026-07-21: free accounts may host up to 2 Gradio Spaces on ZeroGPU "
              "(zero-a10g); cpu-basic and every other hardware need a PRO or Team plan. A "
@@ -126,6 +136,7 @@ def deploy(root: Path, repo_id: str, *, hardware: str | None = None, private: bo
     api = api or HfApi()
     files = space_files(root)
     check_no_secrets(root, files)
+    new = not api.repo_exists(repo_id, repo_type="space")
     url = api.create_repo(repo_id, repo_type="space", space_sdk="gradio", exist_ok=True,
                           private=private or None, space_hardware=hardware or DEFAULT_HARDWARE)
     # The Space holds exactly the checkout's Space files: what is gone from the checkout (a
@@ -135,10 +146,12 @@ def deploy(root: Path, repo_id: str, *, hardware: str | None = None, private: bo
                       commit_message="Deploy Banana Space (banana-space deploy)")
     if hardware:  # an existing Space keeps its hardware unless asked
         api.request_space_hardware(repo_id, hardware)
-    if secrets:
-        for name in SECRETS:
-            if os.environ.get(name):
-                api.add_space_secret(repo_id, name, os.environ[name])
+    copied = [name for name in SECRETS if os.environ.get(name)] if secrets else []
+    for name in copied:
+        api.add_space_secret(repo_id, name, os.environ[name])
+    if new and OWNER_KEY not in copied:
+        api.add_space_secret(repo_id, OWNER_KEY, token_hex(32),
+                             description="the key runs' owners are hashed with")
     if bucket:
         mount_bucket(api, repo_id, bucket_id(bucket, repo_id))
     return str(url)
@@ -174,6 +187,8 @@ def run_deploy(repo_id: str, source: Path, *, hardware: str | None = None,
         print(f"error: {problem}")
         return 2
     copied = [name for name in SECRETS if os.environ.get(name)] if secrets else []
+    if OWNER_KEY not in copied:
+        copied.append(f"{OWNER_KEY} (drawn here, if the Space is new)")
     plan = (f" on {hardware}" if hardware else f" on {DEFAULT_HARDWARE} (ZeroGPU) if new")
     extras = ((f", setting the secrets {', '.join(copied)}" if copied else "")
               + (f", runs on the bucket {bucket_id(bucket, repo_id)} mounted at "

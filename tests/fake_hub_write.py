@@ -18,6 +18,7 @@ HF_HUB_DISABLE_XET=1 before it is imported: this speaks LFS, not Xet.
 - `POST /api/buckets/{namespace}/{name}`: a Storage Bucket, kept in `buckets` with what was
   asked (409 when it exists, as the Hub answers);
 - `GET /api/{type}s/{id}/revision/{rev}`: the repo's last commit and files;
+- `GET /api/spaces/{id}`: whether a Space exists (404 RepoNotFound when not, as the Hub answers);
 - `GET /api/spaces/{id}/tree/{rev}`: a Space's listing, as the read side lists a dataset (the
   client lists a repo before a commit that deletes what is gone).
 
@@ -79,6 +80,16 @@ class FakeHubWrite(FakeHub):
                 self._send(handler, 200, json.dumps(info).encode(),
                            {"Content-Type": "application/json"}, with_body)
                 return
+        if parts[:2] == ["api", "spaces"] and len(parts) == 4:  # `repo_exists`, `space_info`
+            self.requests.append(f"{handler.command} {'/'.join(parts)}")
+            repo = "/".join(parts[2:4])
+            if repo in self.spaces:
+                self._send(handler, 200, json.dumps({"id": repo}).encode(),
+                           {"Content-Type": "application/json"}, with_body)
+            else:
+                self._send(handler, 404, b'{"error": "Repository not found"}',
+                           {"X-Error-Code": "RepoNotFound"}, with_body)
+            return
         if parts[:2] == ["api", "spaces"] and len(parts) >= 6 and parts[4] == "tree":
             self.requests.append(f"{handler.command} {'/'.join(parts)}")
             self._tree(handler, self.spaces.get("/".join(parts[2:4])), parts[5],

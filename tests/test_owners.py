@@ -206,3 +206,25 @@ def test_an_mcp_caller_naming_another_visitors_address_cannot_act_as_them(tmp_pa
         assert second.success, second.error
         assert json.loads(second.data[0])["status"] == "completed"
 
+
+
+def test_a_visitors_runs_are_theirs_after_a_restart_with_no_key_configured(tmp_path) -> None:
+    """No BANANA_OWNER_KEY: the key drawn at the first start is kept beside the runs (never
+    served by the file routes) and read back at the next."""
+    runs = tmp_path / "runs"
+    photo = noise(tmp_path / "in.png", 64, 48)
+    unset = {**SPACE, "BANANA_OWNER_KEY": ""}
+    with running_app(runs, **unset) as url:
+        owner = browser(url)
+        made = json.loads(owner.predict(handle_file(str(photo)), 1, "simulate", "entropy", 0, "",
+                                        "", api_name="/run_chain"))
+        kept = dict(owner.cookies)
+        key_file = runs / ".owner_key"
+        served = [httpx.get(f"{url}{route}{key_file}") for route in
+                  ("gradio_api/file=", "file=", "gradio_api/file/")]
+    assert [answer.status_code for answer in served] == [404] * 3
+    assert not any(key_file.read_text().strip() in answer.text for answer in served)
+    assert key_file.stat().st_mode & 0o077 == 0
+    with running_app(runs, **unset) as url:
+        assert made["run"] in past_runs(url, browser(url, kept))
+        assert made["run"] not in past_runs(url, browser(url))

@@ -13,9 +13,9 @@ A visitor is never an address: in a lecture hall 30 browsers share one.
   its caps are counted under its address.
 
 Keys: a run records `owner_key`, an HMAC-SHA256 of the credential under the operator's key
-(`BANANA_OWNER_KEY`, a Space secret), so ownership survives a restart and the key on disk
-tells nobody which browser or account made the run. Without that setting the key is new at
-every start (and the log says so once): ownership then lasts until the restart.
+(`BANANA_OWNER_KEY`, a Space secret, else a key kept in a private file beside the runs:
+`operator_key`), so ownership survives a restart and the key on disk tells nobody which
+browser or account made the run.
 
 The MCP hop: gradio's MCP server calls the app through its own loopback client and forwards
 the MCP request's headers to it (gradio 6.31 `mcp.GradioMCPServer._prepare_tool_call_args`),
@@ -41,6 +41,7 @@ from starlette.requests import Request, cookie_parser
 from starlette.responses import HTMLResponse
 
 from page.door import gradio_patches
+from page.door.operator_key import operator_key
 from page.settings import SETTINGS
 
 __all__ = ["COOKIE", "BrowserCookie", "McpCaller", "SignInErrors", "Visitor", "owner_key",
@@ -54,10 +55,7 @@ MCP_PATH = "/gradio_api/mcp"
 SIGN_IN_FAILED = ('<p>Signing in with Hugging Face did not work just now. <a href="/">Back to '
                   "the page</a>: it works as before without signing in.</p>")
 _SEAL = secrets.token_bytes(32)  # the MCP seal never leaves this process
-_OWNER_KEY = SETTINGS.owner_key.encode() or secrets.token_bytes(32)
-if not SETTINGS.owner_key:
-    print("BANANA_OWNER_KEY is not set: who owns which run is known until this server restarts "
-          "(set it, as a Space secret, to keep it across restarts).", file=sys.stderr)
+_OWNER_KEY = operator_key(SETTINGS.owner_key, SETTINGS.runs_root)
 
 
 @dataclass(frozen=True)
