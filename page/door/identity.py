@@ -156,13 +156,17 @@ def _cookie_header() -> str:
 
 class BrowserCookie:
     """ASGI middleware: an answer to a client that sent no browser secret gives it one. The
-    request itself stays without one (a client that keeps no cookies is never a browser)."""
+    request itself stays without one (a client that keeps no cookies is never a browser).
+    Never on the MCP routes: an MCP client keeps the cookie its `initialize` is given, so it
+    would be a browser, whose key outranks its token, and a new session of the same agent
+    (same token, no cookie) would not own what the first one started."""
 
     def __init__(self, app: Any) -> None:
         self.app = app
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        if scope["type"] != "http" or _browser(Request(scope)) is not None:
+        if (scope["type"] != "http" or MCP_PATH in scope["path"]
+                or _browser(Request(scope)) is not None):
             await self.app(scope, receive, send)
             return
 

@@ -1,8 +1,8 @@
-"""The operator's key that runs' owners are hashed with (`identity.owner_key`), kept across
+"""The operator's key that runs' owners are hashed with (`identity.operator_key`), kept across
 restarts even when no one set it.
 
 `BANANA_OWNER_KEY` (a Space secret; `banana-space deploy` sets one on a new Space) wins. Without
-it, a key drawn once is kept in a private file beside the runs, `<runs folder>/.owner_key`
+it, a key drawn once is kept in a private file beside the runs, `<runs folder>/.operator_key`
 (mode 0600), as Jupyter keeps its cookie secret in a private runtime file: a key drawn at every
 start would strip every visitor of their runs at each restart, and a Space sleeps, rebuilds and
 restarts often. Kept in the runs folder, the key lives exactly as long as the runs it owns (on a
@@ -20,7 +20,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-KEY_FILE = ".owner_key"
+KEY_FILE = ".operator_key"
 KEY_BYTES = 32
 
 
