@@ -22,6 +22,8 @@ HF_HUB_DISABLE_XET=1 before it is imported: this speaks LFS, not Xet.
 - `GET /api/spaces/{id}/tree/{rev}`: a Space's listing, as the read side lists a dataset (the
   client lists a repo before a commit that deletes what is gone).
 
+`down = True` answers every write 503 (an outage) until it is set back.
+
 Committed dataset files are served by the read side (tree, resolve), so a run pushed here can
 be restored from here. Every commit is kept in `commits` (repo, message, paths, which were LFS).
 """
@@ -60,6 +62,7 @@ class FakeHubWrite(FakeHub):
         self.variables: dict[str, dict[str, str]] = {}
         self.volumes: dict[str, list[dict]] = {}
         self.buckets: dict[str, dict] = {}  # "OWNER/NAME" -> what create_bucket asked
+        self.down = False  # an outage: every write is answered 503, as the Hub's proxy does
         hub = self
         handler = self._server.RequestHandlerClass
         handler.do_POST = lambda request: hub.write(request)  # type: ignore[attr-defined]
@@ -105,6 +108,10 @@ class FakeHubWrite(FakeHub):
         self.requests.append(f"{handler.command} {path}")
         body = handler.rfile.read(int(handler.headers.get("Content-Length") or 0))
         parts = path.strip("/").split("/")
+        if self.down:
+            self._send(handler, 503, b'{"error": "Service Unavailable"}',
+                       {"Content-Type": "application/json"})
+            return
         try:
             status, answer = self._route(handler.command, parts, body)
         except (KeyError, ValueError) as error:
