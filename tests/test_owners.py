@@ -125,6 +125,47 @@ def test_a_forged_browser_secret_owns_nothing(tmp_path) -> None:
             if p.is_file() and p.suffix in {".json", ".csv", ""})
 
 
+def raw_run(url: str, photo: Path, headers: dict[str, str]) -> str:
+    """A one-step chain through the documented /run_chain, sent with `headers`; its run id."""
+    with photo.open("rb") as handle:
+        uploaded = httpx.post(f"{url}gradio_api/upload", files={"files": handle},
+                              headers=headers, timeout=60).json()[0]
+    answer = call(url, dependencies(url)["run_chain"],
+                  [file_data(uploaded), 1, "simulate", "entropy", 0, "", ""], headers=headers)
+    assert answer.success, answer.error
+    return json.loads(answer.data[0])["run"]
+
+
+def owned_by(url: str, headers: dict[str, str]) -> str:
+    """What Past runs lists for a request sent with `headers`."""
+    answer = call(url, dependencies(url)["past_runs"], [], headers=headers)
+    assert answer.success, answer.error
+    return json.dumps(answer.data)
+
+
+def test_a_browser_secret_this_server_did_not_mint_or_sent_twice_owns_nothing(tmp_path) -> None:
+    """Cookie fixation: a secret someone chose and planted in a browser (any well-formed value)
+    owns nothing, and the page replaces it with a minted one; a request carrying the cookie
+    twice is no one's."""
+    runs = tmp_path / "runs"
+    photo = noise(tmp_path / "in.png", 64, 48)
+    with running_app(runs, **SPACE) as url:
+        for planted in (secrets.token_hex(16), f"{secrets.token_hex(16)}.{secrets.token_hex(16)}"):
+            with_planted = {"Cookie": f"{COOKIE}={planted}", "X-Forwarded-For": HALL}
+            replaced = httpx.get(url, headers=with_planted, timeout=60).cookies.get(COOKIE)
+            assert replaced and replaced != planted
+            made = raw_run(url, photo, with_planted)
+            assert made not in owned_by(url, with_planted)
+        a, b = browser(url), browser(url)
+        both = {"Cookie": f"{COOKIE}={a.cookies[COOKIE]}; {COOKIE}={b.cookies[COOKIE]}",
+                "X-Forwarded-For": HALL}
+        made = raw_run(url, photo, both)
+        assert made not in owned_by(url, both)
+        assert made not in past_runs(url, a) and made not in past_runs(url, b)
+        mine = raw_run(url, photo, {**browser_cookie(a), "X-Forwarded-For": HALL})
+        assert mine in past_runs(url, a)  # the control: a minted secret sent once owns its run
+
+
 # --- the classroom: 30 browsers behind one address ---------------------------------------------
 
 def test_thirty_browsers_behind_one_address_each_get_their_run(tmp_path) -> None:

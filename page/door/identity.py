@@ -6,6 +6,12 @@ A visitor is never an address: in a lecture hall 30 browsers share one.
   `BrowserCookie` on any answer to a client that sent none (the page, and gradio_client's
   first request for the config, which keeps the cookies it is given). It is never derived
   from an address, and never leaves the request: a run records only a keyed hash of it.
+  Against fixation (someone else choosing the secret a browser will hold): only a value this
+  server minted counts (it is signed under the operator's key, so it stays valid across a
+  restart); a request carrying the cookie twice counts as none (a second one may be planted,
+  and which one a server reads differs); on a Space, where it is Secure, it is named
+  `__Host-…` (`SECURE_COOKIE`), which a browser accepts only from this very host, over https,
+  for the whole site: another Space on a sibling domain cannot set it.
 - **An account**: a visitor signed in with Hugging Face (gradio's OAuth session) owns their
   runs in any browser.
 - **An API or MCP caller** without a browser owns its runs by the token it gives them.
@@ -37,18 +43,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from starlette.datastructures import MutableHeaders
-from starlette.requests import Request, cookie_parser
+from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
 from page.door import gradio_patches
 from page.door.operator_key import operator_key
 from page.settings import SETTINGS
 
-__all__ = ["COOKIE", "BrowserCookie", "McpCaller", "SignInErrors", "Visitor", "owner_key",
-           "visitor_of"]
+__all__ = ["COOKIE", "SECURE_COOKIE", "BrowserCookie", "McpCaller", "SignInErrors", "Visitor",
+           "owner_key", "visitor_of"]
 
-COOKIE = "banana_visitor"
-SECRET = re.compile(r"[0-9a-f]{32}")  # secrets.token_hex(16): 128 bits
+COOKIE = "banana_visitor"  # where the page is served over plain http (locally)
+SECURE_COOKIE = "__Host-" + COOKIE  # on a Space: Secure, and only this host may set it
+MINTED = re.compile(r"[0-9a-f]{32}\.[0-9a-f]{32}")  # secrets.token_hex(16), then its signature
 COOKIE_AGE_S = 400 * 24 * 3600  # the longest a browser keeps a cookie (Chrome's cap)
 MCP_CALLER = "x-banana-mcp-caller"
 MCP_PATH = "/gradio_api/mcp"
@@ -56,6 +63,8 @@ SIGN_IN_FAILED = ('<p>Signing in with Hugging Face did not work just now. <a hre
                   "the page</a>: it works as before without signing in.</p>")
 _SEAL = secrets.token_bytes(32)  # the MCP seal never leaves this process
 _OWNER_KEY = operator_key(SETTINGS.owner_key, SETTINGS.runs_root)
+_COOKIE_KEY = hmac.new(_OWNER_KEY, b"browser cookie", hashlib.sha256).digest()  # signs minted ones
+_NAME = SECURE_COOKIE if SETTINGS.space_id else COOKIE
 
 
 @dataclass(frozen=True)
@@ -119,9 +128,25 @@ def _peer(request: Any) -> str:
 
 
 def _browser(request: Any) -> str | None:
-    """The browser secret the request carries, if it has our shape (anything else is none)."""
-    value = cookie_parser(request.headers.get("cookie", "")).get(COOKIE, "")
-    return value if SECRET.fullmatch(value) else None
+    """The browser secret the request carries, if this server minted it and it came once
+    (anything else is none)."""
+    headers = request.headers
+    lines = headers.getlist("cookie") if hasattr(headers, "getlist") else [headers.get("cookie")]
+    values = [value.strip().strip('"') for line in lines if line
+              for name, equals, value in (pair.strip().partition("=") for pair in line.split(";"))
+              if equals and name == _NAME]
+    return values[0] if len(values) == 1 and _minted(values[0]) else None
+
+
+def _signature(secret: str) -> str:
+    return hmac.new(_COOKIE_KEY, secret.encode(), hashlib.sha256).hexdigest()[:32]
+
+
+def _minted(value: str) -> bool:
+    """Whether `value` is a browser secret this server minted (its signature checks)."""
+    secret, _, signature = value.partition(".")
+    return MINTED.fullmatch(value) is not None and hmac.compare_digest(_signature(secret),
+                                                                       signature)
 
 
 def _account(request: Any) -> str | None:
@@ -151,7 +176,8 @@ def _cookie_header() -> str:
     # On a Space the page lives in an iframe on huggingface.co: a third-party context, where a
     # cookie must be Secure, SameSite=None and (for browsers that partition them) Partitioned.
     attributes += "; Secure; SameSite=None; Partitioned" if SETTINGS.space_id else "; SameSite=Lax"
-    return f"{COOKIE}={secrets.token_hex(16)}; {attributes}"
+    secret = secrets.token_hex(16)
+    return f"{_NAME}={secret}.{_signature(secret)}; {attributes}"
 
 
 class BrowserCookie:
