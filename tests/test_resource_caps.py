@@ -174,14 +174,19 @@ def test_the_pool_holds_each_metrics_weights_in_the_budget_and_refuses_past_its_
 # --- item 9: every X-Forwarded-For line counts -------------------------------------------------
 
 @pytest.mark.app
-def test_a_visitor_cannot_pick_its_address_with_a_line_of_its_own(app, tmp_path) -> None:
-    """The proxy adds its own header line after whatever the client sent: the visitor is the
-    last entry of the last line, whatever the first line says."""
+@pytest.mark.parametrize("shape", ["a line of its own", "an entry before the proxy's"])
+def test_a_visitor_cannot_pick_its_address_with_a_line_of_its_own(app, tmp_path, shape) -> None:
+    """The proxy adds its own header line after whatever the client sent, or appends the
+    address it saw to the client's line (`client, proxy`: nginx's `$proxy_add_x_forwarded_for`,
+    AWS's load balancers; docs/limits.md): the visitor is the last entry of the last line,
+    whatever the client wrote before it."""
     photo = noise(tmp_path / "big.png", 330, 330).read_bytes()  # ~330 KB of noise
+    seen = "10.32.9.1" if shape == "a line of its own" else "10.32.9.2"  # each its own share
     statuses = []
     for forged in range(5):
-        headers = [("X-Forwarded-For", f"203.0.113.{forged}"),
-                   ("X-Forwarded-For", "10.32.9.1")]
+        headers = ([("X-Forwarded-For", f"203.0.113.{forged}"), ("X-Forwarded-For", seen)]
+                   if shape == "a line of its own" else
+                   [("X-Forwarded-For", f"203.0.113.{forged}, {seen}")])
         answer = httpx.post(f"{app['url']}gradio_api/upload", headers=headers, timeout=60,
                             files={"files": (f"{forged}.png", photo, "image/png")})
         statuses.append(answer.status_code)
