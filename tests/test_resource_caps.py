@@ -15,11 +15,13 @@ import json
 import os
 import secrets
 import shutil
+import socket
 import subprocess
 import sys
 import threading
 import zipfile
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx
 import numpy as np
@@ -327,6 +329,27 @@ def test_a_large_body_is_refused_on_every_route_and_neither_kept_nor_logged(app)
                       timeout=60).status_code == 200
     assert httpx.post(f"{app['url']}gradio_api/queue/join", json=join_body("stop", [""]),
                       timeout=60).status_code == 200
+
+
+@pytest.mark.app
+def test_an_mcp_body_past_what_the_mcp_server_takes_is_refused_before_it_is_read(app) -> None:
+    """The MCP server takes at most 4 MiB a call: one declaring 125 MB is answered 413 from
+    its headers while the client is still sending (nothing of it buffered), one sent in chunks
+    once 4 MiB have come; a call under the cap reaches the MCP server, which answers it."""
+    mcp = f"{app['url']}gradio_api/mcp/"
+    host, port = urlsplit(mcp).hostname, urlsplit(mcp).port
+    with socket.create_connection((host, port), timeout=30) as raw:
+        raw.sendall(b"POST /gradio_api/mcp/ HTTP/1.1\r\nHost: " + host.encode() +
+                    b"\r\nContent-Type: application/json\r\n"
+                    b"Accept: application/json, text/event-stream\r\n"
+                    b"Content-Length: 125000000\r\n\r\n" + b"x" * 1024)
+        answered = raw.recv(65536)
+    assert answered.startswith(b"HTTP/1.1 413") and b"at most 4 MiB" in answered, answered[:200]
+    headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+    chunked = httpx.post(mcp, content=iter([b"x" * 1_000_000] * 5), headers=headers, timeout=60)
+    assert chunked.status_code == 413 and "give a larger one as an https URL" in chunked.text
+    under = httpx.post(mcp, content=b" " * 4_000_000 + b"{}", headers=headers, timeout=60)
+    assert "at most 4 MiB" not in under.text  # the MCP server's own answer
 
 
 # --- issue 41, item 2: many pages, through the page's preview ------------------------------------
