@@ -9,8 +9,15 @@ then the upload, so its rebuild runs the new code with the new settings. The upl
 `upload_folder` commit of exactly what the Space runs (`space_files`); the client asks the Hub
 which files are binary and sends those through LFS (or Xet, when `hf_xet` is installed), as the
 Hub requires. Optional: the hardware (`--hardware`), a private Space, the secrets
-GEMINI_API_KEY and HF_TOKEN copied from this environment (`--secrets`), never printed, and a
-Storage Bucket for the runs (`--bucket`). `--dry-run` lists the files and their sizes.
+GEMINI_API_KEY, HF_TOKEN and BANANA_OWNER_KEY copied from this environment (`--secrets`), never
+printed, and a Storage Bucket for the runs (`--bucket`). `--dry-run` lists the files and their
+sizes.
+
+A new Space is given an owner key, the secret BANANA_OWNER_KEY that runs' owners are hashed with
+(`page.door.identity`), drawn here and never printed (`--secrets` copies this environment's
+instead, where it is set): without one the page keeps a key beside its runs, which a Space
+whose disk is wiped loses at each restart, and with it every visitor's runs. An existing Space
+keeps its key (another would take every visitor's runs away).
 
 A new Space asks for ZeroGPU (`zero-a10g`) unless `--hardware` names another: since 2026-07-21
 a Gradio Space on any other hardware needs a paid plan, and a free account may host up to two
@@ -40,9 +47,12 @@ import re
 from dataclasses import dataclass
 from fnmatch import fnmatch
 from pathlib import Path
+from secrets import token_hex
 from typing import Any
 
-SECRETS = ("GEMINI_API_KEY", "HF_TOKEN")
+# What --secrets copies, and whose values no published file may hold (`check_no_secrets`).
+SECRETS = ("GEMINI_API_KEY", "HF_TOKEN", "BANANA_OWNER_KEY")
+OWNER_KEY = "BANANA_OWNER_KEY"
 DEFAULT_HARDWARE = "zero-a10g"  # the Hub's id for ZeroGPU (huggingface_hub's SpaceHardware)
 PLAN_RULE = ("Hub rule since 2026-07-21: free accounts may host up to 2 Gradio Spaces on ZeroGPU "
              "(zero-a10g); cpu-basic and every other hardware need a PRO or Team plan. A "
@@ -158,12 +168,15 @@ def deploy(root: Path, repo_id: str, *, hardware: str | None = None, private: bo
     check_no_secrets(root, files)
     copied = [{"key": name, "value": os.environ[name]}
               for name in SECRETS if secrets and os.environ.get(name)]
+    drawn = [] if any(secret["key"] == OWNER_KEY for secret in copied) else [
+        {"key": OWNER_KEY, "value": token_hex(32),
+         "description": "the key runs' owners are hashed with"}]
     volume = runs_volume(api, bucket_id(bucket, repo_id)) if bucket else None
     variables = [RUNS_VARIABLE] if bucket else []
     try:
         url = str(api.create_repo(
             repo_id, repo_type="space", space_sdk="gradio", private=private or None,
-            space_hardware=hardware or DEFAULT_HARDWARE, space_secrets=copied or None,
+            space_hardware=hardware or DEFAULT_HARDWARE, space_secrets=(copied + drawn) or None,
             space_variables=variables or None, space_volumes=[volume] if volume else None))
     except HfHubHTTPError as error:
         if not exists_already(api, repo_id, error):
@@ -240,6 +253,8 @@ def run_deploy(repo_id: str, source: Path, *, hardware: str | None = None,
         print(f"error: {problem}")
         return 2
     copied = [name for name in SECRETS if os.environ.get(name)] if secrets else []
+    if OWNER_KEY not in copied:
+        copied.append(f"{OWNER_KEY} (drawn here, if the Space is new)")
     plan = (f" on {hardware}" if hardware else f" on {DEFAULT_HARDWARE} (ZeroGPU) if new")
     extras = ((f", setting the secrets {', '.join(copied)}" if copied else "")
               + (f", runs on the bucket {bucket_id(bucket, repo_id)} mounted at "

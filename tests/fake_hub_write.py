@@ -24,8 +24,11 @@ HF_HUB_DISABLE_XET=1 before it is imported: this speaks LFS, not Xet.
   asked (409 when it exists, as the Hub answers);
 - `GET /api/{type}s/{id}/revision/{rev}` (and a Space's `GET /api/spaces/{id}`): the repo's
   last commit and files;
+- `GET /api/spaces/{id}` of a Space that is not there: 404 RepoNotFound, as the Hub answers;
 - `GET /api/spaces/{id}/tree/{rev}`: a Space's listing, as the read side lists a dataset (the
   client lists a repo before a commit that deletes what is gone).
+
+`down = True` answers every write 503 (an outage) until it is set back.
 
 Committed dataset files are served by the read side (tree, resolve), so a run pushed here can
 be restored from here. Every commit is kept in `commits` (repo, message, paths, which were LFS).
@@ -67,6 +70,7 @@ class FakeHubWrite(FakeHub):
         self.volumes: dict[str, list[dict]] = {}
         self.buckets: dict[str, dict] = {}  # "OWNER/NAME" -> what create_bucket asked
         self.builds: dict[str, list[str]] = {}  # "OWNER/NAME" -> "build" or "restart (why)"
+        self.down = False  # an outage: every write is answered 503, as the Hub's proxy does
         hub = self
         handler = self._server.RequestHandlerClass
         handler.do_POST = lambda request: hub.write(request)  # type: ignore[attr-defined]
@@ -103,6 +107,16 @@ class FakeHubWrite(FakeHub):
             self._send(handler, 200, json.dumps(answer).encode(),
                        {"Content-Type": "application/json"}, with_body)
             return
+        if parts[:2] == ["api", "spaces"] and len(parts) == 4:  # `repo_exists`, `space_info`
+            self.requests.append(f"{handler.command} {'/'.join(parts)}")
+            repo = "/".join(parts[2:4])
+            if repo in self.spaces:
+                self._send(handler, 200, json.dumps({"id": repo}).encode(),
+                           {"Content-Type": "application/json"}, with_body)
+            else:
+                self._send(handler, 404, b'{"error": "Repository not found"}',
+                           {"X-Error-Code": "RepoNotFound"}, with_body)
+            return
         if parts[:2] == ["api", "spaces"] and len(parts) >= 6 and parts[4] == "tree":
             self.requests.append(f"{handler.command} {'/'.join(parts)}")
             self._tree(handler, self.spaces.get("/".join(parts[2:4])), parts[5],
@@ -118,6 +132,10 @@ class FakeHubWrite(FakeHub):
         self.requests.append(f"{handler.command} {path}")
         body = handler.rfile.read(int(handler.headers.get("Content-Length") or 0))
         parts = path.strip("/").split("/")
+        if self.down:
+            self._send(handler, 503, b'{"error": "Service Unavailable"}',
+                       {"Content-Type": "application/json"})
+            return
         try:
             status, answer = self._route(handler.command, parts, body)
         except (KeyError, ValueError) as error:

@@ -7,11 +7,19 @@ from __future__ import annotations
 
 import asyncio
 import json
+import secrets
+import signal
+import zipfile
+from concurrent.futures import ThreadPoolExecutor
 
+import httpx
+import psutil
 import pytest
 from app_server import running_app
 from gradio_client import Client, handle_file
+from raw_api import call, dependencies
 from test_mcp import answer, data_url, session_call
+from visitors import file_data, wait_for
 
 from banana_space.store.run import Run
 
@@ -91,3 +99,48 @@ def test_a_comparison_counts_as_two_chains_against_the_caps(tmp_path, small_phot
         with pytest.raises(Exception, match="per visitor at once"):
             client.predict(handle_file(str(small_photo)), 1, STATIC, NOISE, "entropy", "",
                            api_name="/compare_chains")
+
+
+def test_a_comparison_killed_mid_run_resumes_as_a_pair_from_the_compare_tab(tmp_path,
+                                                                          small_photo) -> None:
+    """The server is killed mid-comparison (SIGKILL: no zip, both sides interrupted): after a
+    restart its maker's
+    Resume both, in the Compare tab, takes both chains on from their last frames as one pair
+    and makes the comparison's zip; another browser is refused."""
+    runs = tmp_path / "runs"
+    local = {"BANANA_OWNER_KEY": "the-operators-key-" + secrets.token_hex(8),
+             "BANANA_REAL_CHAINS": "off"}
+    steps, prompt = 40, "Produce an exact copy of this image. Do not change anything."
+    with running_app(runs, **local) as url:
+        cookie = {"Cookie": "; ".join(f"{k}={v}" for k, v in httpx.get(url).cookies.items())}
+        with small_photo.open("rb") as handle:
+            uploaded = httpx.post(f"{url}gradio_api/upload", files={"files": handle},
+                                  headers=cookie).json()[0]
+        sides = ["simulate", "nano-banana-pro", False, prompt, 0,
+                 "simulate", "white-noise", False, prompt, 0]
+        with ThreadPoolExecutor(1) as pool:
+            pool.submit(call, url, dependencies(url)["run_compare"],
+                        [file_data(uploaded), steps, ["entropy"], "", *sides], headers=cookie)
+            wait_for(lambda: len(list(runs.glob("*/frames/step_002.png"))) == 2,
+                     what="both sides' first frames")
+            (server,) = [child for child in psutil.Process().children()
+                         if child.environ().get("BANANA_RUNS_DIR") == str(runs)]
+            server.send_signal(signal.SIGKILL)
+            server.wait(60)
+    pair = json.loads(next(runs.glob("*/compare.json")).read_text())
+    assert not Run(runs / pair["a"]).compare_zip_path.exists()
+    for side in ("a", "b"):
+        killed = Run(runs / pair[side])
+        assert killed.live_status(killed.load().meta["status"]) == "interrupted"
+    with running_app(runs, **local) as url:
+        resume = dependencies(url)["resume_compare"]
+        stranger = call(url, resume, [pair["a"]], headers={"Cookie": "; ".join(
+            f"{k}={v}" for k, v in httpx.get(url).cookies.items())})
+        assert not stranger.success and "Only the visitor who started" in stranger.error
+        resumed = call(url, resume, [pair["a"]], headers=cookie, timeout=600)
+        assert resumed.success, resumed.error
+    for side in ("a", "b"):
+        assert Run(runs / pair[side]).load().meta["status"] == "completed"
+        assert Run(runs / pair[side]).load().last_step == steps
+    with zipfile.ZipFile(Run(runs / pair["a"]).compare_zip_path) as archive:
+        assert {"comparison.csv", "compare.json"} <= set(archive.namelist())

@@ -32,8 +32,10 @@ def test_a_new_space_is_created_with_all_its_settings_and_builds_once() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     asked = hub.repos[f"space/{SPACE}"]
     assert asked["hardware"] == "zero-a10g"
-    assert asked["secrets"] == [{"key": "GEMINI_API_KEY", "value": GEMINI},
-                                {"key": "HF_TOKEN", "value": TOKEN}]
+    *copied, drawn = asked["secrets"]  # the owner key, drawn for a new Space, goes in too
+    assert copied == [{"key": "GEMINI_API_KEY", "value": GEMINI},
+                      {"key": "HF_TOKEN", "value": TOKEN}]
+    assert drawn["key"] == "BANANA_OWNER_KEY" and len(drawn["value"]) == 64
     assert [(v["key"], v["value"]) for v in asked["variables"]] == [
         ("BANANA_RUNS_DIR", "/data/runs")]
     assert asked["volumes"] == [bucket_volume("banana-lab/banana-runs")]
@@ -43,9 +45,11 @@ def test_a_new_space_is_created_with_all_its_settings_and_builds_once() -> None:
         "/api/repos/create")
     assert [r for r in requests if r.endswith(SETTINGS)] == []
     assert hub.builds[SPACE] == ["build"]
-    assert hub.secrets[SPACE] == {"GEMINI_API_KEY": GEMINI, "HF_TOKEN": TOKEN}
+    assert hub.secrets[SPACE] == {"GEMINI_API_KEY": GEMINI, "HF_TOKEN": TOKEN,
+                                  "BANANA_OWNER_KEY": drawn["value"]}
     assert hub.variables[SPACE] == {"BANANA_RUNS_DIR": "/data/runs"}
-    assert GEMINI not in done.stdout + done.stderr and TOKEN not in done.stdout + done.stderr
+    for secret in (GEMINI, TOKEN, drawn["value"]):
+        assert secret not in done.stdout + done.stderr
 
 
 def test_a_redeploy_keeps_the_owners_volumes_and_sets_only_what_changed() -> None:

@@ -202,6 +202,7 @@ def test_deploy_publishes_the_space_binaries_in_lfs_and_secrets_unprinted() -> N
     gemini = "gm-fake-key-for-the-deploy-test-42"
     with FakeHubWrite() as hub:
         done = _deploy(hub.url, "--hardware", "zero-a10g", "--secrets", GEMINI_API_KEY=gemini)
+        drawn = dict(hub.secrets.get(SPACE, {})).get("BANANA_OWNER_KEY")
         # Files an older checkout published, gone from this one (handlers.py moved to page/).
         hub.spaces[SPACE] |= {"handlers.py": b"old", "old/mcp_tools.py": b"old"}
         again = _deploy(hub.url)  # an existing Space: updated, not an error
@@ -220,10 +221,13 @@ def test_deploy_publishes_the_space_binaries_in_lfs_and_secrets_unprinted() -> N
     binaries = {p for p in published if is_binary(published[p])}
     assert binaries and set(first["lfs"]) == binaries  # every binary went through LFS
     assert hub.hardware[SPACE] == "zero-a10g"
+    owner_key = hub.secrets[SPACE].pop("BANANA_OWNER_KEY")  # drawn for the new Space, kept
+    assert owner_key == drawn and re.fullmatch(r"[0-9a-f]{64}", owner_key)
     assert hub.secrets[SPACE] == {"GEMINI_API_KEY": gemini,
                                   "HF_TOKEN": "hf_fake_token_for_tests_0001"}
     for output in (done.stdout + done.stderr, again.stdout + again.stderr):
         assert gemini not in output and "hf_fake_token_for_tests_0001" not in output
+        assert owner_key not in output
     assert f"spaces/{SPACE}" in done.stdout
 
 
@@ -247,18 +251,19 @@ def test_deploy_asks_for_zerogpu_by_default_and_mounts_the_runs_bucket() -> None
     assert "runs on the bucket banana-lab/banana-runs mounted at /data" in done.stdout
 
 
-def test_deploy_refuses_a_checkout_holding_a_secret(tmp_path: Path) -> None:
+@pytest.mark.parametrize("secret", ["GEMINI_API_KEY", "BANANA_OWNER_KEY"])
+def test_deploy_refuses_a_checkout_holding_a_secret(tmp_path: Path, secret: str) -> None:
     source = tmp_path / "checkout"
     source.mkdir()
     (source / "app.py").write_text("KEY = 'gm-leaked-key-value-123456'\n")
-    environment = {**os.environ, "GEMINI_API_KEY": "gm-leaked-key-value-123456"}
+    environment = {**os.environ, secret: "gm-leaked-key-value-123456"}
     with FakeHubWrite() as hub:
         environment["HF_ENDPOINT"] = hub.url
         done = subprocess.run([sys.executable, "-m", "banana_space", "deploy", SPACE,
                                "--source", str(source)], capture_output=True, text=True,
                               env=environment, cwd=REPO, timeout=300)
     assert done.returncode == 1
-    assert "app.py holds the value of GEMINI_API_KEY" in done.stdout
+    assert f"app.py holds the value of {secret}" in done.stdout
     assert "gm-leaked-key-value-123456" not in done.stdout + done.stderr
     assert hub.spaces == {}
 

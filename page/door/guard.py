@@ -34,7 +34,7 @@ from banana_space.store.retention import clear_orphans, prune_runs
 from banana_space.sources.images import MAX_SIDE
 from banana_space.store.diskspace import frame_bytes
 from banana_space.store.run import Run, SavedRun, runs_in
-from page.door.identity import Visitor
+from page.door.identity import Visitor, owner_key
 from page.settings import SETTINGS
 
 # A folder in the runs folder without run.json this old never became a run (its start failed):
@@ -59,15 +59,14 @@ class Served:
 def owns(visitor: Visitor, run: Run) -> bool:
     """Whether `visitor` made `run` (under any credential it holds now: its account, its
     browser, the token it gave)."""
-    made_by = run.made_by
-    return made_by is not None and made_by in visitor.keys()
+    return not run.owners.isdisjoint(visitor.keys())
 
 
 def own_runs(visitor: Visitor) -> list[str]:
     """The ids of the runs `visitor` made, newest first."""
     mine = visitor.keys()
-    return sorted((run.id for run in runs_in(SETTINGS.runs_root) if run.made_by in mine),
-                  reverse=True) if mine else []
+    return sorted((run.id for run in runs_in(SETTINGS.runs_root)
+                   if not run.owners.isdisjoint(mine)), reverse=True) if mine else []
 
 
 def chain_cost(image: Image.Image | None, steps: int) -> float:
@@ -90,14 +89,16 @@ def restored(run_dir: Path) -> None:
 
 
 def started(run_dir: Path, visitor: Visitor) -> None:
-    """Once a new run's first event is on disk: its owner is recorded and old runs are pruned,
-    the owner's own beyond its share first (the new run counts toward both). A caller with no
-    credential (no browser, account or token) owns nothing: its run is anyone's to open by its
-    link, and no one's to resume."""
+    """Once a new run's first event is on disk: its owners are recorded (every credential the
+    visitor holds: a token given explicitly owns the run beside the browser that sent it, so an
+    agent resumes with its token from anywhere) and old runs are pruned, the owner's own beyond
+    its share first (the new run counts toward both). A caller with no credential (no
+    browser, account or token) owns nothing: its run is anyone's to open by its link, and no
+    one's to resume."""
     owner = visitor.owner
     run = Run(run_dir)
-    if owner is not None and run.made_by is None:  # a resumed run keeps its owner
-        run.mark_owner(owner)
+    if owner is not None and run.made_by is None:  # a resumed run keeps its owners
+        run.mark_owner(*(owner_key(credential) for credential in visitor.credentials()))
     prune_runs(SETTINGS.runs_root, SETTINGS.keep_runs, owner=owner, **_shares())
     clear_orphans(SETTINGS.runs_root, ORPHAN_GRACE_S)
 
