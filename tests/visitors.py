@@ -41,15 +41,15 @@ def uploads_folder(runs: Path) -> Path:
 
 
 @contextmanager
-def public_app(runs: Path) -> Iterator[dict]:
-    """The app with `SETTINGS`, writing runs under `runs`: {"url", "runs", "stale" (files a
-    process killed with -9 left behind, removed when this one starts), "index" (events by
-    name)}."""
+def public_app(runs: Path, script: str = "app.py", **env: str) -> Iterator[dict]:
+    """The app with `SETTINGS` (and `env`), started by `script`, writing runs under `runs`:
+    {"url", "runs", "stale" (files a process killed with -9 left behind, removed when this one
+    starts), "index" (events by name)}."""
     stale = [uploads_folder(runs) / "0123abcd" / "someone.png", runs / ".previews" / "old.png"]
     for path in stale:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(b"left by a killed process")
-    with running_app(runs, **SETTINGS) as url:
+    with running_app(runs, script, **{**SETTINGS, **env}) as url:
         yield {"url": url, "runs": runs, "stale": stale, "index": dependencies(url)}
 
 

@@ -2,9 +2,12 @@
 the one `gradio_patches` was written for (`install`).
 
 - every number field a real number (`_check_numbers`);
-- a URL given as a file is never fetched by gradio: an https URL to a public address is fetched
-  by `url_inputs` into the upload folder, counted like an upload and named as one; any other
-  URL is refused (`_fetch_urls`);
+- a URL given as a file is never fetched by gradio: an https URL to a public address, given as
+  a chain's or a preview's file and once that event's caps admit it, is fetched by
+  `url_inputs` into the upload folder, its bytes counted like an upload's as they arrive, and
+  named as an upload; at most `FETCHES_PER_VISITOR` of a visitor's at once,
+  `FETCHES_AT_ONCE` of everyone's; any other URL is refused before anything is fetched
+  (`_url_files`, `_fetch_urls`);
 - a chain (`CHAIN_GROUP`): at most `chains_per_visitor` queued or running per visitor
   (`chains_per_address` per address), `chains_waiting` waiting in all; cheap events (page load,
   Stop, opening a run, list_options) are never refused: the queue itself has no size limit;
@@ -18,6 +21,7 @@ gradio's queue is `gradio_patches`'.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,7 +32,7 @@ from page.door import body_limit as bodies
 from page.door import disk, gradio_patches, url_inputs
 from page.door.guard import Refused, Served
 from page.door.identity import Visitor, visitor_of
-from page.door.uploads import admit_bytes
+from page.door.uploads import arriving
 from page.settings import SETTINGS
 
 CHAIN_GROUP = "runs"  # the concurrency id every chain event shares
@@ -47,6 +51,13 @@ PREVIEWS_AT_ONCE = 2
 # condition), and its load may overlap its first change.
 PREVIEWS_PER_VISITOR = 4
 PREVIEWS_WAITING = 32
+# The events whose file argument may be a URL to fetch: those whose caps are checked here.
+FETCHING_GROUPS = (CHAIN_GROUP, PREVIEW_GROUP)
+# URL fetches at once (each holds a connection and up to 30 s): a comparison of two URLs
+# fetches one after the other.
+FETCHES_PER_VISITOR = 2
+FETCHES_AT_ONCE = 8
+_fetching: Counter[str] = Counter()  # share -> its fetches in flight (read on the event loop)
 
 
 def install(demo: gr.Blocks) -> None:
@@ -60,19 +71,29 @@ def install(demo: gr.Blocks) -> None:
 
 
 async def _join_refusal(demo: gr.Blocks, body: Any, request: Any) -> str | None:
-    """Why an event may not join the queue now, or None (its URL files fetched first)."""
+    """Why an event may not join the queue now, or None. Its URL files are fetched last, once
+    everything else admits it, and its caps are checked again after (the fetch took time)."""
     fn = demo.fns.get(body.fn_index) if body.fn_index is not None else None
+    if fn is None:
+        return None
     try:
-        if fn is not None:
-            _check_numbers(fn.inputs, body.data)
-            await _fetch_urls(body.data, request)
-        if fn is not None and fn.concurrency_id == CHAIN_GROUP:
-            _check_chain_room(demo, visitor_of(request))
-        if fn is not None and fn.concurrency_id == PREVIEW_GROUP:
-            _check_preview_room(demo, visitor_of(request))
+        _check_numbers(fn.inputs, body.data)
+        urls = _url_files(fn, body.data)
+        _check_room(demo, fn, request)
+        if urls:
+            await _fetch_urls(urls, request)
+            _check_room(demo, fn, request)
     except Refused as refusal:
         return str(refusal)
     return None
+
+
+def _check_room(demo: gr.Blocks, fn: Any, request: Any) -> None:
+    """The caps of the event's group, or `Refused`."""
+    if fn.concurrency_id == CHAIN_GROUP:
+        _check_chain_room(demo, visitor_of(request))
+    if fn.concurrency_id == PREVIEW_GROUP:
+        _check_preview_room(demo, visitor_of(request))
 
 
 def _check_numbers(inputs: list[Any], data: Any) -> None:
@@ -92,29 +113,53 @@ def _check_numbers(inputs: list[Any], data: Any) -> None:
             raise Refused(f"{block.label or 'A number field'} must be a number, not {kind}.")
 
 
-async def _fetch_urls(data: Any, request: Any) -> None:
-    """Each file argument gradio would download (a FileData whose path is a URL), fetched here
-    instead (`page.door.url_inputs`) and given as an upload of the caller's, or `Refused`."""
-    for file_data in _url_file_data(data):
+def _url_files(fn: Any, data: Any) -> list[dict]:
+    """The file arguments gradio would download (a FileData whose path is a URL), or `Refused`
+    where one is not an event's file argument that may be fetched (`FETCHING_GROUPS`)."""
+    values = data if isinstance(data, list) else [data]
+    urls = []
+    for index, value in enumerate(values):
+        found = list(_url_file_data(value))
+        block = fn.inputs[index] if index < len(fn.inputs) else None
+        if found and not (isinstance(block, gr.File) and fn.concurrency_id in FETCHING_GROUPS):
+            raise Refused("A URL is taken only as the image or frames of a chain; upload the "
+                          "file here instead.")
+        urls += found
+    return urls
+
+
+async def _fetch_urls(urls: list[dict], request: Any) -> None:
+    """Each URL file fetched here instead of by gradio (`page.door.url_inputs`), its bytes
+    counted as they arrive against the caller's uploads, and given as an upload of theirs;
+    or `Refused`, with nothing kept."""
+    share = visitor_of(request).share if urls else ""
+    for file_data in urls:
+        if _fetching[share] >= FETCHES_PER_VISITOR:
+            raise Refused(f"You have {FETCHES_PER_VISITOR} URLs being fetched; wait for them.")
+        if _fetching.total() >= FETCHES_AT_ONCE:
+            raise Refused("Many URLs are being fetched; try again in a moment.")
+        _fetching[share] += 1
         try:
-            path = await url_inputs.fetch(file_data["path"], Path(disk.UPLOADS) / "urls",
-                                          Served.demo.max_file_size or bodies.UPLOAD_BYTES)
+            with arriving(request) as arrived:
+                path = await url_inputs.fetch(file_data["path"], Path(disk.UPLOADS) / "urls",
+                                              Served.demo.max_file_size or bodies.UPLOAD_BYTES,
+                                              arrived=arrived)
         except url_inputs.UrlRefused as error:
             raise Refused(str(error)) from None
-        try:
-            admit_bytes(request, path.stat().st_size)  # counted as an upload of that size
-        except Refused:
-            path.unlink(missing_ok=True)
-            raise
+        finally:
+            _fetching[share] -= 1
+            if not _fetching[share]:
+                del _fetching[share]
         file_data.update(path=str(path), url=None)
         Served.demo.upload_file_set.add(str(path))
 
 
 def _url_file_data(data: Any) -> Iterator[dict]:
-    """File arguments gradio would download: a FileData whose path is an http(s) URL."""
+    """File arguments gradio would download: a FileData whose path is an http(s) URL, in any
+    case (gradio reads `HTTPS://` as a URL too)."""
     if isinstance(data, dict):
         path = data.get("path")
-        if isinstance(path, str) and path.startswith(("http://", "https://")):
+        if isinstance(path, str) and path[:8].lower().startswith(("http://", "https://")):
             yield data
         for value in data.values():
             yield from _url_file_data(value)
