@@ -47,7 +47,7 @@ from banana_space.events import Event, Started
 from banana_space.sources.images import LoadedImage
 from banana_space.store.run import Run, RunBusy, SavedRun
 from banana_space.chain.runs import Resumption, start_run
-from banana_space.chain.spec import RunSpec
+from banana_space.chain.spec import RunSpec, check_spec
 from page.door import join
 from page.door import stop_flags
 from page.door import guard
@@ -119,6 +119,7 @@ def start(request: Any, spec: RunSpec, *, token: str | None = None) -> Iterator[
     """A new run of `spec`, admitted at its cost (pixels x steps), owned by who asked."""
     with _stop_flag(request, token) as (stop, visitor), contextlib.ExitStack() as held:
         try:
+            check_spec(spec)  # its steps in range before they are a cost
             held.enter_context(guard.admitted(visitor, guard.chain_cost(spec.image,
                                                                         spec.steps)))
             events = start_run(spec, SETTINGS.runs_root, stop=stop)
@@ -136,10 +137,8 @@ def start_pair(request: Any, loaded: LoadedImage, steps: int, a: Side, b: Side,
     each side's run owned by who asked; `chain.events` are `SideEvent`s and `SideFailed`."""
     with _stop_flag(request, token) as (stop, visitor), contextlib.ExitStack() as held:
         try:
-            join.room_for_more_chains(visitor, 1)
             cost = guard.chain_cost(loaded.image, steps)
-            held.enter_context(guard.admitted(visitor, cost))
-            held.enter_context(guard.admitted(visitor, cost))
+            held.enter_context(guard.admitted(visitor, cost, cost))  # both at once
             events = start_both(loaded, steps, a, b, metrics, SETTINGS.runs_root, stop=stop,
                                 lesson=lesson)
         except REFUSALS as error:

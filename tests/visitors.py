@@ -153,11 +153,12 @@ def waiting(app: dict) -> int:
     return httpx.get(f"{app['url']}gradio_api/queue/status", timeout=30).json()["queue_size"]
 
 
-def stop_all(app: dict) -> None:
-    """Stop every chain started with TOKEN, the waiting ones as they start, until none runs and
-    none waits: a chain left waiting would start in a later test."""
+def stop_all(app: dict, tokens: tuple[str, ...] = (TOKEN,)) -> None:
+    """Stop every chain started with one of `tokens`, the waiting ones as they start, until
+    none runs and none waits: a chain left waiting would start in a later test."""
     deadline = time.monotonic() + STOP_ALL_S
     while busy_runs(app["runs"]) or waiting(app):
         assert time.monotonic() < deadline, f"chains still ran after {STOP_ALL_S} s of Stop"
-        stop(app, "10.0.0.1")
+        for token in tokens:
+            stop(app, "10.0.0.1", token)
         time.sleep(0.5)

@@ -1,15 +1,17 @@
 """The queue's door: every event that joins gradio's queue is checked here first, once gradio is
 the one `gradio_patches` was written for (`install`).
 
-- every number field a real number (`_check_numbers`);
+- every argument given, every number field a real number, every file argument a file the
+  caller sent or a URL (`_check_arguments`, `_check_numbers`): gradio answers each of these
+  with an error it does not show;
 - a URL given as a file is never fetched by gradio: an https URL to a public address, given as
   a chain's or a preview's file and once that event's caps admit it, is fetched by
   `url_inputs` into the upload folder, its bytes counted like an upload's as they arrive, and
   named as an upload; at most `FETCHES_PER_VISITOR` of a visitor's at once,
   `FETCHES_AT_ONCE` of everyone's; any other URL is refused before anything is fetched
   (`_url_files`, `_fetch_urls`);
-- a chain (`CHAIN_GROUP`): at most `chains_per_visitor` queued or running per visitor
-  (`chains_per_address` per address), `chains_waiting` waiting in all; cheap events (page load,
+- a chain (`CHAIN_GROUP`; a comparison's event is two, `runs_two_chains`): at most
+  `chains_per_visitor` queued or running per visitor (`chains_per_address` per address), `chains_waiting` waiting in all; cheap events (page load,
   Stop, opening a run, list_options) are never refused: the queue itself has no size limit;
 - a preview (`PREVIEW_GROUP`): at most `PREVIEWS_PER_VISITOR` of a visitor's queued or running
   (each decodes the whole upload, within the memory budget), `PREVIEWS_AT_ONCE` of everyone's
@@ -32,7 +34,7 @@ from page.door import body_limit as bodies
 from page.door import disk, gradio_patches, url_inputs
 from page.door.guard import Refused, Served
 from page.door.identity import Visitor, visitor_of
-from page.door.uploads import arriving
+from page.door.uploads import arriving, received_file
 from page.settings import SETTINGS
 
 CHAIN_GROUP = "runs"  # the concurrency id every chain event shares
@@ -57,6 +59,7 @@ FETCHING_GROUPS = (CHAIN_GROUP, PREVIEW_GROUP)
 # fetches one after the other.
 FETCHES_PER_VISITOR = 2
 FETCHES_AT_ONCE = 8
+_PAIRS: set[int] = set()  # the events (by index) that run two chains: a comparison's
 _fetching: Counter[str] = Counter()  # share -> its fetches in flight (read on the event loop)
 
 
@@ -77,6 +80,7 @@ async def _join_refusal(demo: gr.Blocks, body: Any, request: Any) -> str | None:
     if fn is None:
         return None
     try:
+        _check_arguments(fn, body.data)
         _check_numbers(fn.inputs, body.data)
         urls = _url_files(fn, body.data)
         _check_room(demo, fn, request)
@@ -91,7 +95,7 @@ async def _join_refusal(demo: gr.Blocks, body: Any, request: Any) -> str | None:
 def _check_room(demo: gr.Blocks, fn: Any, request: Any) -> None:
     """The caps of the event's group, or `Refused`."""
     if fn.concurrency_id == CHAIN_GROUP:
-        _check_chain_room(demo, visitor_of(request))
+        _check_chain_room(demo, visitor_of(request), _chains(fn))
     if fn.concurrency_id == PREVIEW_GROUP:
         _check_preview_room(demo, visitor_of(request))
 
@@ -113,13 +117,26 @@ def _check_numbers(inputs: list[Any], data: Any) -> None:
             raise Refused(f"{block.label or 'A number field'} must be a number, not {kind}.")
 
 
+def _check_arguments(fn: Any, data: Any) -> None:
+    """Every argument the event takes, and every file argument's path a URL or a file the
+    caller sent (`received_file`: never a server path, nor a data: URL, which only the MCP
+    server turns into an upload), or `Refused`."""
+    values = data if isinstance(data, list) else []
+    if len(values) < len(fn.inputs):
+        raise Refused(f"This takes {len(fn.inputs)} arguments and {len(values)} were given.")
+    for block, value in zip(fn.inputs, values, strict=False):
+        for file_data in _file_data(value) if isinstance(block, gr.File) else ():
+            if not _is_url(file_data["path"]):
+                received_file(file_data["path"])
+
+
 def _url_files(fn: Any, data: Any) -> list[dict]:
     """The file arguments gradio would download (a FileData whose path is a URL), or `Refused`
     where one is not an event's file argument that may be fetched (`FETCHING_GROUPS`)."""
     values = data if isinstance(data, list) else [data]
     urls = []
     for index, value in enumerate(values):
-        found = list(_url_file_data(value))
+        found = [found for found in _file_data(value) if _is_url(found["path"])]
         block = fn.inputs[index] if index < len(fn.inputs) else None
         if found and not (isinstance(block, gr.File) and fn.concurrency_id in FETCHING_GROUPS):
             raise Refused("A URL is taken only as the image or frames of a chain; upload the "
@@ -154,18 +171,22 @@ async def _fetch_urls(urls: list[dict], request: Any) -> None:
         Served.demo.upload_file_set.add(str(path))
 
 
-def _url_file_data(data: Any) -> Iterator[dict]:
-    """File arguments gradio would download: a FileData whose path is an http(s) URL, in any
-    case (gradio reads `HTTPS://` as a URL too)."""
+def _file_data(data: Any) -> Iterator[dict]:
+    """Every FileData (a dict with a path) in an argument."""
     if isinstance(data, dict):
-        path = data.get("path")
-        if isinstance(path, str) and path[:8].lower().startswith(("http://", "https://")):
+        if isinstance(data.get("path"), str):
             yield data
         for value in data.values():
-            yield from _url_file_data(value)
+            yield from _file_data(value)
     elif isinstance(data, list):
         for value in data:
-            yield from _url_file_data(value)
+            yield from _file_data(value)
+
+
+def _is_url(path: str) -> bool:
+    """Whether gradio would download `path`, or should: `HTTPS://` is a URL too (gradio reads
+    it as a server path, and refuses it without a word)."""
+    return path[:8].lower().startswith(("http://", "https://"))
 
 
 def _check_preview_room(demo: gr.Blocks, visitor: Visitor) -> None:
@@ -180,34 +201,34 @@ def _check_preview_room(demo: gr.Blocks, visitor: Visitor) -> None:
         raise Refused("Many previews are being made; try again in a moment.")
 
 
-def _check_chain_room(demo: gr.Blocks, visitor: Visitor) -> None:
+def _check_chain_room(demo: gr.Blocks, visitor: Visitor, chains: int) -> None:
+    """`chains` more (a comparison is two) within the caps, or `Refused`."""
     waiting, running = gradio_patches.events_in_flight(demo._queue, CHAIN_GROUP)
-    others = [visitor_of(event.request) for event in waiting + running]
-    mine = sum(other.share == visitor.share for other in others)
-    if mine >= SETTINGS.chains_per_visitor:
-        raise Refused(f"You have {mine} chains queued or running; at most "
+    others = [(visitor_of(event.request), _chains(event.fn)) for event in waiting + running]
+    mine = sum(count for other, count in others if other.share == visitor.share)
+    this = "" if chains == 1 else f" and this comparison runs {chains}"
+    if mine + chains > SETTINGS.chains_per_visitor:
+        raise Refused(f"You have {mine} chains queued or running{this}; at most "
                       f"{SETTINGS.chains_per_visitor} per visitor. Wait for one to end, or "
                       "stop one.")
-    here = sum(other.address == visitor.address for other in others)
-    if here >= SETTINGS.chains_per_address:
-        raise Refused(f"{here} chains are queued or running from your network already; at most "
-                      f"{SETTINGS.chains_per_address} per address. Try again in a few minutes.")
+    here = sum(count for other, count in others if other.address == visitor.address)
+    if here + chains > SETTINGS.chains_per_address:
+        raise Refused(f"{here} chains are queued or running from your network already{this}; "
+                      f"at most {SETTINGS.chains_per_address} per address. Try again in a few "
+                      "minutes.")
     if len(waiting) >= SETTINGS.chains_waiting:
         raise Refused(f"{len(waiting)} chains are waiting already; try again in a few minutes.")
 
 
-def room_for_more_chains(visitor: Visitor, more: int) -> None:
-    """`Refused` where `more` chains beyond the one this event is would pass the visitor's
-    cap (`SETTINGS.chains_per_visitor`): a comparison runs two chains in one queued event, and
-    counts as two."""
-    if Served.demo is None:
-        return
-    waiting, running = gradio_patches.events_in_flight(Served.demo._queue, CHAIN_GROUP)
-    mine = sum(visitor_of(event.request).share == visitor.share for event in waiting + running)
-    if mine + more > SETTINGS.chains_per_visitor:
-        raise Refused(f"A comparison runs {more + 1} chains, and you have {mine} queued or "
-                      f"running counting it as one; at most {SETTINGS.chains_per_visitor} per "
-                      "visitor. Wait for one to end, or stop one.")
+def runs_two_chains(dependency: dict[str, Any]) -> None:
+    """Mark an event (as `.click` returns it, wired with `CHAIN_EVENTS`) as a comparison's:
+    it counts as two chains where it joins the queue."""
+    _PAIRS.add(dependency["id"])
+
+
+def _chains(fn: Any) -> int:
+    """How many chains an event of the chain group runs."""
+    return 2 if fn._id in _PAIRS else 1
 
 
 def alive(request: gr.Request) -> bool:
