@@ -12,7 +12,8 @@ the one `gradio_patches` was written for (`install`).
   (`_url_files`, `_fetch_urls`);
 - a chain (`CHAIN_GROUP`; a comparison's event is two, `runs_two_chains`): at most
   `chains_per_visitor` queued or running per visitor (`chains_per_address` per address),
-  `chains_waiting` waiting in all (counted again where a chain starts, `guard.admitted`);
+  `chains_waiting` waiting in all (and the per-visitor and per-address counts again where
+  a chain starts, `guard.admitted`);
   cheap events (page load, Stop, opening a run, list_options) are never refused: the queue
   itself has no size limit;
 - a preview (`PREVIEW_GROUP`): at most `PREVIEWS_PER_VISITOR` of a visitor's queued or running
