@@ -2,8 +2,8 @@
 folder, never a path a client names; a visitor's uploads within `uploads_keep_s` are bounded
 (`upload_bytes_per_visitor`, `upload_bytes_per_address` per address; `UploadGuard` on gradio's
 upload route, `arriving` for an image fetched from a URL as its bytes arrive), and so are the
-hub files fetched for its replays (`count_hub_bytes`); the upload
-folder is kept within its share of the disk, oldest first.
+hub files fetched for its replays (`count_hub_bytes`); the upload folder is kept within its
+share of the disk, oldest first.
 """
 
 from __future__ import annotations
