@@ -1,7 +1,8 @@
 """An image URL given to the running app through gradio's queue (page/door/join.py and
 url_inputs.py): a compressed answer is refused without being inflated (a brotli or stacked
 gzip bomb, 1 GiB decoded from under 2 KB, costs the app's process < 150 MB); a URL is
-fetched only as a chain's or a preview's file, at most two of a visitor's and eight of
+fetched only as a chain's or a preview's file, once the chains' caps admit it, and at most
+two of a visitor's and eight of
 everyone's at once, its bytes counted against the visitor's uploads as they arrive; and an
 address that is not global is refused before anything connects.
 
@@ -23,9 +24,10 @@ from pathlib import Path
 
 import brotli
 import pytest
+from gradio_client import Client, handle_file
 from PIL import Image
 from raw_api import call
-from visitors import join, public_app
+from visitors import TOKEN, busy_runs, join, noise, public_app, stop, wait_for
 
 pytestmark = pytest.mark.app
 
@@ -148,6 +150,21 @@ def test_a_url_is_fetched_only_as_a_chains_or_previews_file(app, web) -> None:
                    [url_file("https://images.example/photo.png?preview")],
                    headers={"X-Forwarded-For": "10.0.51.2"})
     assert preview.success and web.asked("/photo.png?preview") == ["identity"]
+
+
+def test_a_url_is_fetched_only_once_the_chains_caps_admit_it(app, web, tmp_path) -> None:
+    who = "10.0.51.6"
+    browser = Client(app["url"], verbose=False, headers={"X-Forwarded-For": who})
+    picture = handle_file(str(noise(tmp_path / "wide.png", 1024, 768)))
+    pair = browser.submit(picture, 100, '{"seed": 0}', '{"seed": 1}', "entropy", TOKEN,
+                          api_name="/compare_chains")  # two chains: the visitor's cap
+    wait_for(lambda: busy_runs(app["runs"]) == 2, what="both sides running")
+    refused = join(app, "run_chain", [url_file("https://images.example/photo.png?capped"), 1,
+                                      "simulate", "entropy", 0, "", ""], who, browser=browser)
+    assert refused.status_code == 400 and "chains queued or running" in refused.text
+    assert web.asked("/photo.png?capped") == []  # refused before anything was fetched
+    stop(app, who)
+    pair.result(timeout=300)
 
 
 def test_a_fetchs_bytes_count_against_the_visitors_uploads_as_they_arrive(app, web) -> None:
