@@ -1,10 +1,10 @@
 """An image URL given to the running app through gradio's queue (page/door/join.py and
 url_inputs.py): a compressed answer is refused without being inflated (a brotli or stacked
 gzip bomb, 1 GiB decoded from under 2 KB, costs the app's process < 150 MB); a URL is
-fetched only as a chain's or a preview's file, once the chains' caps admit it, and at most
-two of a visitor's and eight of
-everyone's at once, its bytes counted against the visitor's uploads as they arrive; and an
-address that is not global is refused before anything connects.
+fetched only as a chain's or a preview's file, once the chains' caps admit it, at most two
+of a visitor's and eight of everyone's at once, its bytes counted against the visitor's
+uploads as they arrive; and an address that is not global is refused before anything
+connects.
 
 The app is the real one (`app_routed_web.py`: every host resolves to a public address and
 every connection goes to this test's local server, the URL staying https), as a public Space
