@@ -73,8 +73,11 @@ def main() -> None:
     disk.clear_stale(guard.ORPHAN_GRACE_S)
     SETTINGS.runs_root.mkdir(parents=True, exist_ok=True)
     demo = build()
-    # No queue size: cheap events are never refused; chains are bounded by join.py.
-    demo.queue(max_size=None, default_concurrency_limit=8)
+    # No queue size: cheap events are never refused; chains are bounded by join.py. Every
+    # event goes through the queue (`api_open=False`): gradio's /run/<api_name> route would
+    # skip it, and every check made where an event joins it (gradio opens that route
+    # everywhere but on a Space).
+    demo.queue(max_size=None, default_concurrency_limit=8, api_open=False)
     join.install(demo)
     gradio_patches.trust_no_proxy()  # who a visitor is: page/door/identity.py, never uvicorn's
     start_preparing(SETTINGS.runs_root)  # Banana100's own chains, where the hub is reachable

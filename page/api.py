@@ -328,5 +328,6 @@ def build() -> None:
     tool.click(list_options, None, answer, api_name="list_options")
     tool.click(check_degradation, [original, edited], answer, api_name="check_degradation",
                **join.CHAIN_EVENTS)  # a chain's queue and caps
-    tool.click(compare_chains, [image, pair_steps, side_a, side_b, metrics, token], answer,
-               api_name="compare_chains", **join.CHAIN_EVENTS)
+    join.runs_two_chains(tool.click(compare_chains, [image, pair_steps, side_a, side_b,
+                                                     metrics, token], answer,
+                                    api_name="compare_chains", **join.CHAIN_EVENTS))

@@ -51,7 +51,7 @@ from banana_space.sources.images import LoadedImage
 from banana_space.store.run import Run, RunBusy, SavedRun
 from banana_space.chain.runs import Resumption, start_run
 from banana_space.verdict.columns import SIDES
-from banana_space.chain.spec import RunSpec
+from banana_space.chain.spec import RunSpec, check_spec
 from page.door import join
 from page.door import stop_flags
 from page.door import guard
@@ -134,6 +134,7 @@ def start(request: Any, spec: RunSpec, *, token: str | None = None) -> Iterator[
     """A new run of `spec`, admitted at its cost (pixels x steps), owned by who asked."""
     with _stop_flag(request, token) as (stop, visitor), contextlib.ExitStack() as held:
         try:
+            check_spec(spec)  # its steps in range before they are a cost
             held.enter_context(guard.admitted(visitor, guard.chain_cost(spec.image,
                                                                         spec.steps)))
             events = start_run(spec, SETTINGS.runs_root, stop=stop)
@@ -151,10 +152,8 @@ def start_pair(request: Any, loaded: LoadedImage, steps: int, a: Side, b: Side,
     each side's run owned by who asked; `chain.events` are `SideEvent`s and `SideFailed`."""
     with _stop_flag(request, token) as (stop, visitor), contextlib.ExitStack() as held:
         try:
-            join.room_for_more_chains(visitor, 1)
             cost = guard.chain_cost(loaded.image, steps)
-            held.enter_context(guard.admitted(visitor, cost))
-            held.enter_context(guard.admitted(visitor, cost))
+            held.enter_context(guard.admitted(visitor, cost, cost))  # both at once
             events = start_both(loaded, steps, a, b, metrics, SETTINGS.runs_root, stop=stop,
                                 lesson=lesson)
         except REFUSALS as error:
@@ -190,9 +189,8 @@ def resume_pair(request: Any, run_id: Any, *, key: str = "") -> Iterator[Chain]:
             raise Complete(max(r.saved.last_step for r in opened.values()))
         saved = {side: copy.deepcopy(resumption.saved) for side, resumption in opened.items()}
         try:
-            join.room_for_more_chains(visitor, len(going_on) - 1)
-            for side in going_on:
-                held.enter_context(guard.admitted(visitor, guard.resume_cost(saved[side])))
+            held.enter_context(guard.admitted(  # the sides it resumes, at once
+                visitor, *(guard.resume_cost(saved[side]) for side in going_on)))
             events = resume_both(comparison, opened, SETTINGS.runs_root, stop=stop,
                                  key=key or None)
         except REFUSALS as error:

@@ -89,16 +89,18 @@ def test_compare_chains_through_mcp(app, photo) -> None:
     assert same.isError and "A and B are the same settings" in same.content[0].text
 
 
-def test_a_comparison_counts_as_two_chains_against_the_caps(tmp_path, small_photo) -> None:
-    # a cost cap of 1 pixel-step: a visitor's first chain is always admitted, a second is not
+def test_a_comparisons_sides_are_admitted_together(tmp_path, small_photo) -> None:
+    # A cost cap of 1 pixel-step: a visitor's first chain is always admitted, a second beside
+    # it is not; a comparison's two sides are admitted together, its A never counted against
+    # its B (tests/test_pair_caps.py counts them as two against the chains' caps).
     with running_app(tmp_path / "runs", BANANA_COST_PER_VISITOR="0.000001") as url:
         client = Client(url, verbose=False)
         ran = json.loads(client.predict(handle_file(str(small_photo)), 1, "simulate", "entropy",
                                         0, "", "", api_name="/run_chain"))
         assert ran["status"] == "completed"
-        with pytest.raises(Exception, match="per visitor at once"):
-            client.predict(handle_file(str(small_photo)), 1, STATIC, NOISE, "entropy", "",
-                           api_name="/compare_chains")
+        pair = json.loads(client.predict(handle_file(str(small_photo)), 1, STATIC, NOISE,
+                                         "entropy", "", api_name="/compare_chains"))
+        assert [pair["runs"][side]["status"] for side in "AB"] == ["completed", "completed"]
 
 
 def test_a_comparison_killed_mid_run_resumes_as_a_pair_from_the_compare_tab(tmp_path,

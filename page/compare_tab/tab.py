@@ -311,10 +311,11 @@ def build(demo: gr.Blocks, default_upload: str, tabs: gr.Tabs) -> None:
                                   why_bars))
     plumbing, chains = join.PLUMBING, join.CHAIN_EVENTS
     inputs = [upload, steps, metrics, lesson, *fields]
-    go.click(run_compare, inputs, outputs, **plumbing, **chains)
+    join.runs_two_chains(go.click(run_compare, inputs, outputs, **plumbing, **chains))
     for key, button in lesson_buttons.items():
-        button.click(lambda key=key: set_lesson(key), None, [lesson, steps, *fields],
-                     **plumbing).then(run_compare, inputs, outputs, **plumbing, **chains)
+        join.runs_two_chains(button.click(lambda key=key: set_lesson(key), None,
+                                          [lesson, steps, *fields], **plumbing).then(
+            run_compare, inputs, outputs, **plumbing, **chains))
     for control in fields:  # a pair set by hand is no lesson
         control.input(lambda: "", None, lesson, **plumbing)
     stop.click(_stop, None, status, concurrency_limit=None, **plumbing)
