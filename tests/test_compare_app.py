@@ -123,8 +123,11 @@ def test_a_comparison_killed_mid_run_resumes_as_a_pair_from_the_compare_tab(tmp_
         with ThreadPoolExecutor(1) as pool:
             pool.submit(call, url, dependencies(url)["run_compare"],
                         [file_data(uploaded), steps, ["entropy"], "", *sides], headers=cookie)
-            wait_for(lambda: len(list(runs.glob("*/frames/step_002.png"))) == 2,
-                     what="both sides' first frames")
+            # the record is written as the page reads both Started events, which may trail
+            # the frames the sides' threads make
+            wait_for(lambda: len(list(runs.glob("*/frames/step_002.png"))) == 2
+                     and len(list(runs.glob("*/compare.json"))) == 2,
+                     what="both sides' first frames and the comparison's record")
             (server,) = [child for child in psutil.Process().children()
                          if child.environ().get("BANANA_RUNS_DIR") == str(runs)]
             server.send_signal(signal.SIGKILL)
