@@ -26,7 +26,7 @@ FAMILIES = ["pyiqa", "ours", "judge", "plug-in"]
 ALL = "all damage"
 HEADERS = ["metric", "family", "detects (paper)", "detects (robust)", "false alarms",
            "ρ vs PSNR", "s / 1024² frame", "fooled on", "detects on", "95 % intervals",
-           "calibrated on", "unavailable"]
+           "design-dependent on", "unavailable"]
 gr.set_static_paths([CARDS])  # the chains' pictures, linked from the table's rows
 
 
@@ -62,8 +62,8 @@ def intervals(row: dict[str, str], rates: tuple[str, ...]) -> str:
 
 def rows(family: str, artifact: str, show_unavailable: bool) -> list[list[object]]:
     """The board's rows for the filters: over all damage chains, or one artifact's chains
-    (then "false alarms" is blank: it is measured on the nuisance chains). A score used to
-    calibrate the artifact's profile says so in "calibrated on"."""
+    (then "false alarms" is blank: it is measured on the nuisance chains). A score the
+    artifact's profile depends on by design says so in "design-dependent on"."""
     board = read_csv("leaderboard.csv")
     by_artifact = {row["metric"]: row for row in read_csv("artifacts.csv")
                    if row["artifact"] == artifact}
@@ -74,17 +74,17 @@ def rows(family: str, artifact: str, show_unavailable: bool) -> list[list[object
         if row["unavailable"] and not show_unavailable:
             continue
         names: tuple[str, ...] = ("detect_rate", "detect_rate_robust", "false_alarm_rate")
-        picked, calibrated = row, row.get("calibrated_on", "")
+        picked, dependent = row, row["design_dependent_on"]
         if artifact != ALL:
             if row["metric"] not in by_artifact:
                 continue
             picked, names = by_artifact[row["metric"]], names[:2]
-            calibrated = artifact if picked.get("calibrated") else ""
+            dependent = artifact if picked["design_dependence"] else ""
         rates = [picked[name] for name in names] + [""] * (3 - len(names))
         shown.append([row["metric"], row["family"], *(_number(r, True) for r in rates),
                       _number(row["rho_mean"]), _number(row["seconds_per_frame"]),
                       chain_link(row["fooled_on"]), chain_link(row["detects_on"]),
-                      intervals(picked, names), calibrated, row["unavailable"]])
+                      intervals(picked, names), dependent, row["unavailable"]])
     return shown
 
 
@@ -115,9 +115,15 @@ def scored_entries() -> list[str]:
             and row["seconds_per_frame"]]
 
 
-def calibrations() -> str:
-    return ", ".join(f"{metric} for {name}" for name, profile in PROFILES.items()
-                     for metric in profile.calibrated_with) or "none"
+def design_dependences() -> str:
+    """"noise_level for nano-banana-pro, granular (how); …": every profile's design dependence,
+    from the profiles' table, one entry per score and how."""
+    found: dict[tuple[str, str], list[str]] = {}
+    for name, profile in PROFILES.items():
+        for metric, how in profile.designed_with:
+            found.setdefault((metric, how), []).append(name)
+    return "; ".join(f"{metric} for {', '.join(names)} ({how})"
+                     for (metric, how), names in found.items()) or "none"
 
 
 def about() -> str:
@@ -138,9 +144,9 @@ def about() -> str:
             "5, 10 and 20 on damage chains (Banana100's rule; *robust*, ours: by more than the "
             "score's noise floor); *false alarms* = the same on nuisance chains (copies that "
             "differ at every step, with nothing a person would call damage)."
-            + nuisance_check() + " *Calibrated on*: the score was used to fit that profile's "
-            f"strength ({calibrations()}), so its rate there is not independent evidence. The "
-            "controls count in no rate. "
+            + nuisance_check() + " *Design-dependent on*: that profile depends on the score "
+            f"by design: {design_dependences()}; so its rate there is not independent "
+            "evidence. The controls count in no rate. "
             f"Made on {info['machine']} in {info['minutes']} min. The full report: "
             "`docs/leaderboard/leaderboard.html`; the method: docs/leaderboard.md.")
 

@@ -7,14 +7,16 @@ of the chain with the engine's `simulate` backend and scores frames with the eng
 (the scores `python -m banana_space run` would write), but only at `SCORED_STEPS`: the paper's
 checkpoints 5, 10 and 20, step 1 (the paper's base) and step 0 (the input, fidelity's
 reference); 2 cores shared by six engineers could not score all 21 frames of every run at
-full size in the time there was. A frame identical, bit for bit, to one already scored gets
-that frame's scores (in one process a score is a function of the frame's pixels; between
-machines the frames are the same bits but BRISQUE's float32 arithmetic is not: docs/recordings.md
-says what moves), which makes the nuisance chains, whose frames repeat, nearly free. Each run's run.json (settings, columns) and scores.csv
-(step,metric,score,delta, as a run directory's) go to `RUNS/<profile>--<start>/`; a run
-already there is not made again (delete its folder to re-make it: the folder's name does not
-hold the size). At most `workers` processes (spawned: torch's thread pools
-do not survive a fork), the cores shared between them. A job may smooth its start first
+full size (`SIDE`) in the time there was. A frame identical, bit for bit, to one already scored
+gets that frame's scores (in one process a score is a function of the frame's pixels; between
+machines the frames are the same bits but BRISQUE's float32 arithmetic is not:
+docs/recordings.md says what moves), which makes the nuisance chains, whose frames repeat,
+nearly free. Each run's run.json (settings, columns) and scores.csv (step,metric,score,delta,
+as a run directory's) go to `RUNS/<profile>--<start>/` (under a subfolder where the job names
+one: scripts/start_smoothness.py keeps each size in its own, `1536px/`); a run already there is
+not made again (delete its folder to re-make it: the folder's name does not hold the size). At
+most `workers` processes (spawned: torch's thread pools do not survive a fork), the cores shared
+between them. A job may smooth its start first
 (`SMOOTHINGS`, after the resize to `side`): scripts/start_smoothness.py's variable.
 """
 
@@ -80,10 +82,15 @@ class Job:
     side: int  # longest side, px
     metrics: tuple[str, ...]
     smoothing: str = ""  # a key of SMOOTHINGS, applied to the start; "": as it is
+    folder: str = ""  # the subfolder of the runs folder its run is kept in ("": none)
 
     @property
     def name(self) -> str:
         return f"{self.profile}--{self.start}" + (f"~{self.smoothing}" if self.smoothing else "")
+
+    def place(self, runs: Path) -> Path:
+        """Where its run.json and scores.csv are kept under `runs`."""
+        return runs / self.folder / self.name
 
 
 def start_image(job: Job):
@@ -108,12 +115,12 @@ def start_path(stem: str) -> Path:
 
 
 def done(runs: Path, job: Job) -> bool:
-    meta = runs / job.name / "run.json"
+    meta = job.place(runs) / "run.json"
     return meta.is_file() and json.loads(meta.read_text()).get("status") == "completed"
 
 
 def _run(job: Job, runs: Path) -> tuple[str, float]:
-    """One chain, scored at `SCORED_STEPS`; its run.json and scores.csv in `runs/job.name`."""
+    """One chain, scored at `SCORED_STEPS`; its run.json and scores.csv in `job.place(runs)`."""
     import hashlib
     from dataclasses import asdict
 
@@ -140,7 +147,7 @@ def _run(job: Job, runs: Path) -> tuple[str, float]:
             if key not in scored:
                 scored[key] = scorer.measure(frame, reference).scores
             history.add(step, scored[key])
-    target = runs / job.name
+    target = job.place(runs)
     target.mkdir(parents=True, exist_ok=True)
     rows = [[step, name, score, history.deltas(name)[step]]
             for step in range(history.last_step + 1) for name, series in history.scores.items()
@@ -193,14 +200,16 @@ def read(runs: Path, job: Job):
     """A made run: its run.json and its scores as a `History` (NaN at unscored steps)."""
     from banana_space.store.run import Run, read_history
 
-    run = Run(runs / job.name)
+    run = Run(job.place(runs))
     meta = json.loads(run.meta_file.read_text())
     return meta, read_history(run.scores_file, meta)
 
 
 def jobs_for(profiles: Sequence[str], starts: Sequence[str], steps: int, side: int,
-             metrics: Sequence[str] = SUITE_METRICS, smoothing: str = "") -> list[Job]:
-    return [Job(p, s, steps, side, tuple(metrics), smoothing) for p in profiles for s in starts]
+             metrics: Sequence[str] = SUITE_METRICS, smoothing: str = "",
+             folder: str = "") -> list[Job]:
+    return [Job(p, s, steps, side, tuple(metrics), smoothing, folder)
+            for p in profiles for s in starts]
 
 
 def main() -> None:

@@ -98,7 +98,7 @@ def test_the_static_against_noise_lesson_side_by_side(visitors: Visitors) -> Non
                for cell in (row[1], row[3]))
     # the lesson's sentence, written from those verdicts
     assert "model-like static" in seen["lesson"] and "white noise" in seen["lesson"]
-    assert "By the paper's test in these two runs" in seen["lesson"]
+    assert "By the paper's test at step 5 only in these two runs" in seen["lesson"]
     # Why: ours, labelled so; each side's bars add up to its change of BRISQUE and NIQE since
     # step 1, BRISQUE's is that of the frames shown, and the sentence reads it as BRISQUE does
     assert "Ours, not the paper's" in seen["why"]

@@ -15,6 +15,7 @@ import threading
 import time
 import zipfile
 from collections import Counter
+from dataclasses import replace
 
 import pytest
 
@@ -200,11 +201,33 @@ def test_the_lesson_sentence_is_written_from_the_verdicts() -> None:
     sentence = lesson_sentence("static", "white noise", rows)
     assert "brisque and niqe detect white noise but are fooled by static" in sentence
     assert "piqe is fooled by both" in sentence
-    assert "entropy" not in sentence and "psnr" not in sentence
+    assert "psnr" not in sentence  # fidelity is no metric a lesson is about
+    assert sentence.count("entropy") == 1 and "left undecided: entropy on B" in sentence
     flipped = [PairRow(r.metric, r.role, r.b, r.a) for r in rows]
     assert "brisque and niqe detect static but are fooled by white noise" in lesson_sentence(
         "static", "white noise", flipped)
     assert lesson_sentence("a", "b", rows[3:]) == ""  # nothing decided on both sides
+
+
+def test_a_lesson_on_short_runs_says_at_which_step_and_names_the_undecided() -> None:
+    """A lesson's runs reach step 5 only: the sentence says so, and a metric with no verdict on
+    a side is named with the reason, never left out in silence."""
+    def short(metric: str, detects: bool | None, because: str = "") -> VerdictRow:
+        return VerdictRow(metric, "metric", (-1.0, math.nan, math.nan), detects, math.nan,
+                          undecided_because=because, checkpoints_used=(5,))
+
+    rows = [PairRow("brisque", "metric", short("brisque", False), short("brisque", True)),
+            PairRow("niqe", "metric", short("niqe", True), short("niqe", None, "no step 5"))]
+    sentence = lesson_sentence("static", "white noise", rows)
+    assert sentence.startswith("By the paper's test at step 5 only in these two runs, ")
+    assert "left undecided: niqe on B (no step 5)" in sentence
+    full = [PairRow("brisque", "metric", row("brisque", False), row("brisque", True))]
+    assert "only" not in lesson_sentence("static", "white noise", full)
+    assert "undecided" not in lesson_sentence("static", "white noise", full)
+    longer = replace(rows[0].b, checkpoints_used=(5, 10))
+    mixed = [PairRow("brisque", "metric", rows[0].a, longer)]
+    assert "(verdicts read: A's at step 5, B's at steps 5 and 10)" in lesson_sentence(
+        "static", "white noise", mixed)
 
 
 def test_every_lesson_is_a_pair_that_differs() -> None:

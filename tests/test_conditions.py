@@ -20,14 +20,16 @@ FINDING = re.compile(r"<!-- BEGIN start_smoothness.py finding -->\n(.+?)\n"
                      r"<!-- END start_smoothness.py finding -->", re.S)
 NUISANCES = re.compile(r"<!-- BEGIN start_smoothness.py nuisances -->\n(.+?)\n"
                        r"<!-- END start_smoothness.py nuisances -->", re.S)
+SIZES = re.compile(r"<!-- BEGIN start_smoothness.py sizes -->\n(.+?)\n"
+                   r"<!-- END start_smoothness.py sizes -->", re.S)
 
 
 def test_the_note_places_a_start_against_the_papers_example_start() -> None:
-    rough = start_note(11.04, "/table")
-    assert "BRISQUE 11.0, rougher than the paper's example start (34.1" in rough
-    assert "[our measurement](/table)" in rough
-    assert "as smooth as or smoother than" in start_note(PAPER_START_BRISQUE, "/table")
-    assert start_note(math.nan, "/table") == ""
+    rough = start_note(11.04, "/table", 2048)
+    assert "BRISQUE 11.0 at 2048 px, rougher than the paper's example start (34.1" in rough
+    assert "[our measurement](/table)" in rough and "the size it is run at" in rough
+    assert "as smooth as or smoother than" in start_note(PAPER_START_BRISQUE, "/table", 2048)
+    assert start_note(math.nan, "/table", 2048) == ""
 
 
 def test_the_help_quotes_the_start_smoothness_table_as_its_script_wrote_it() -> None:
@@ -40,6 +42,23 @@ def test_the_help_quotes_the_start_smoothness_table_as_its_script_wrote_it() -> 
     alarms = NUISANCES.search(help_text)
     assert alarms, "the Help has no false alarms written by scripts/start_smoothness.py"
     assert alarms.group(1) in (REPO / "docs" / "start_smoothness_nuisances.md").read_text()
+    assert "at 1536 px" in alarms.group(1)
+
+
+def test_the_help_states_the_size_of_each_claim_and_of_the_pages_default_run() -> None:
+    """Size can flip a verdict, so the Help quotes the size study as its script wrote it, at
+    each size it ran, and says at which size the page's default run is."""
+    from banana_space.sources.images import MAX_SIDE
+
+    help_text = (REPO / "assets" / "copy.md").read_text().split("---HELP---")[1]
+    sizes = SIZES.search(help_text)
+    assert sizes, "the Help has no sizes paragraph written by scripts/start_smoothness.py"
+    table = (REPO / "docs" / "start_smoothness_sizes.md").read_text()
+    assert sizes.group(1) in table
+    for side in (1024, 1536, 2048):
+        assert f"{side} px" in sizes.group(1) and f"| {side} px |" in table
+    assert f"the page's default run is at {MAX_SIDE} px" in sizes.group(1)
+    assert "| size |" in (REPO / "docs" / "start_smoothness.md").read_text()
 
 
 @pytest.mark.app

@@ -139,24 +139,38 @@ def test_every_rate_has_its_interval_on_the_board(verdicts) -> None:
     assert (dull["damage_chains"], dull["nuisance_chains"]) == (4, 1)
 
 
-def test_a_score_that_calibrated_a_profile_is_marked_on_its_rows(verdicts) -> None:
-    """The granular profile's gain was fitted with scale_index: wherever scale_index is ranked
-    on granular chains, the board says so, and why."""
-    assert PROFILES["granular"].calibrated_with == ("scale_index",)
-    names = ["suite/granular/a", "suite/dots/a", "suite/shift/a"]
-    chains = chain_kinds(names, "suite", {"granular": "damage", "dots": "damage",
-                                          "shift": "nuisance"})
-    rows = {name: [verdict("scale_index", True, True, 0.5), verdict("sharp", True, True, 0.5)]
-            for name in names}
-    entries = [Entry("scale_index", "ours", "scale index"), Entry("sharp", "ours", "sharp")]
+def test_a_score_a_profile_depends_on_by_design_is_marked_on_its_rows(verdicts) -> None:
+    """The granular profile's gain was fitted with scale_index, the lattice profiles are built
+    from the measurements behind Mi-Ripple's lattice probe, and the static-adding profiles add
+    what noise_level measures: wherever such a score is ranked on such chains, the board says
+    so, and how; elsewhere it says nothing."""
+    designed = {name: dict(profile.designed_with) for name, profile in PROFILES.items()}
+    assert "scale_index" in designed["granular"]
+    assert "lattice_probe" in designed["lattice-ripple"]
+    assert "lattice_probe" in designed["nano-banana-pro"]
+    assert "noise_level" in designed["nano-banana-pro"]
+    assert not designed["scattered-dots"] and not designed["random-jpeg"]
+    names = ["suite/granular/a", "suite/scattered-dots/a", "suite/lattice-ripple/a",
+             "suite/random-shift/a"]
+    chains = chain_kinds(names, "suite", {"granular": "damage", "scattered-dots": "damage",
+                                          "lattice-ripple": "damage", "random-shift": "nuisance"})
+    metrics = ("scale_index", "lattice_probe", "noise_level", "sharp")
+    rows = {name: [verdict(metric, True, True, 0.5) for metric in metrics] for name in names}
+    entries = [Entry(metric, "ours", metric) for metric in metrics]
     board = {row[0]: dict(zip(LEADERBOARD_HEADER, row, strict=True))
              for row in leaderboard_rows(entries, rows, chains, {})}
-    assert board["scale_index"]["calibrated_on"] == "granular"
-    assert board["sharp"]["calibrated_on"] == ""
-    marked = {(row[0], row[2]): dict(zip(ARTIFACT_HEADER, row, strict=True))["calibrated"]
+    assert board["scale_index"]["design_dependent_on"] == "granular"
+    assert board["lattice_probe"]["design_dependent_on"] == "lattice-ripple"
+    assert board["noise_level"]["design_dependent_on"] == "granular"
+    assert board["sharp"]["design_dependent_on"] == ""
+    marked = {(row[0], row[2]): dict(zip(ARTIFACT_HEADER, row, strict=True))["design_dependence"]
               for row in artifact_rows(entries, rows, chains)}
-    assert "calibrated with scale_index" in marked[("granular", "scale_index")]
-    assert marked[("dots", "scale_index")] == "" and marked[("granular", "sharp")] == ""
+    assert "depends on scale_index by design (its GRAIN_GAIN was fitted" in marked[
+        ("granular", "scale_index")]
+    assert "Mi-Ripple's probe" in marked[("lattice-ripple", "lattice_probe")]
+    assert "add fresh noise" in marked[("granular", "noise_level")]
+    assert marked[("scattered-dots", "scale_index")] == ""
+    assert marked[("granular", "sharp")] == "" and marked[("random-shift", "noise_level")] == ""
 
 
 def test_the_suites_own_checks_read_psnr_on_nuisances_and_colour_on_luma_only_damage() -> None:
@@ -225,4 +239,6 @@ def test_the_tab_says_what_ran(verdicts, tmp_path: Path, monkeypatch) -> None:
     assert "4 starts photo-moss, photo-nuthatch, photo-flower, photo-facade, at 1024 px" in text
     assert "scored at steps 0, 1, 5, 10, 20, by sharp." in text
     assert "Wilson interval" in text and "scale_index for granular" in text
+    assert "lattice_probe for nano-banana-pro, lattice-ripple (" in text
+    assert "noise_level for nano-banana-pro, granular, white-noise (" in text
     assert "PSNR's Δ5 from step 1 is 0.31–2.5 dB in size, never 0" in text

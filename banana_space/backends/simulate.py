@@ -36,6 +36,12 @@ Kind = Literal["damage", "control", "nuisance"]
 KINDS: tuple[Kind, ...] = ("damage", "control", "nuisance")  # the order chains are listed in
 
 
+# How a profile can depend on one of our rulers by design (`Profile.designed_with`).
+ADDS_STATIC = "built by this project to add fresh noise at every step, which noise_level measures"
+MI_RIPPLE_LATTICE = ("its lattice is built from Mi-Ripple's Table 5 measurements, and "
+                     "lattice_probe is Mi-Ripple's probe of that lattice")
+
+
 @dataclass(frozen=True)
 class Profile:
     label: str  # what the UI shows
@@ -46,15 +52,18 @@ class Profile:
     # True: the copies are one frame repeated (or two, alternating), so Δ from step 1 is 0 at
     # every checkpoint by construction: a floor of a score's arithmetic, never a false alarm
     repeats_a_frame: bool = False
-    # our rulers its parameters were fitted with: marked wherever they are ranked on it
-    calibrated_with: tuple[str, ...] = ()
+    # our rulers that read this profile's damage by its design, each with how (fitted with it,
+    # built from the measurements it reads, built to add what it measures): marked wherever
+    # they are ranked on it, their rate there is not independent evidence
+    designed_with: tuple[tuple[str, str], ...] = ()
     luma_only: bool = False  # it adds the same change to R, G and B: no colour of its own
 
 
 PROFILES: dict[str, Profile] = {
     "nano-banana-pro": Profile(
         "Nano Banana Pro-like", "accumulating 3-8 px static, a slow green cast, specks, now and "
-        "then a crop (Banana100); a late (5, 0) lattice (Mi-Ripple)", artifacts.nano_banana_pro),
+        "then a crop (Banana100); a late (5, 0) lattice (Mi-Ripple)", artifacts.nano_banana_pro,
+        designed_with=(("noise_level", ADDS_STATIC), ("lattice_probe", MI_RIPPLE_LATTICE))),
     "contour-wrinkles": Profile(
         "Contour wrinkles", "ripples along object edges (Nano Banana 2)",
         artifacts.contour_wrinkles),
@@ -66,18 +75,22 @@ PROFILES: dict[str, Profile] = {
         "(Qwen Image Edit)", artifacts.simplification),
     "lattice-ripple": Profile(
         "Lattice ripple", "a faint 5 px lattice redrawn every step, as Mi-Ripple measured in "
-        "Grok Imagine's chains (Table 5)", mi_ripple.measured_lattice, luma_only=True),
+        "Grok Imagine's chains (Table 5)", mi_ripple.measured_lattice, luma_only=True,
+        designed_with=(("lattice_probe", MI_RIPPLE_LATTICE),)),
     "granular": Profile(
         "Granular texture", "3-8 px blobs growing with the scene's texture, as Mi-Ripple "
         "measured (moss: 0.9 -> 23.7 % of tiles)", mi_ripple.granular_texture,
-        calibrated_with=("scale_index",), luma_only=True),
+        luma_only=True, designed_with=(
+            ("scale_index", "its GRAIN_GAIN was fitted so that scale_index follows Mi-Ripple's "
+                            "tile shares on the moss"),
+            ("noise_level", ADDS_STATIC))),
     "jpeg": Profile(
         "JPEG re-save", "each copy re-encoded as JPEG at quality 75, compounding (generation "
         "loss)", controls.jpeg_recompress),
     "white-noise": Profile(
         "White noise (control)", "i.i.d. Gaussian noise per pixel, sigma 2.4 per step, "
         "accumulating: LIVE's WN, what classic metrics were built for", controls.white_noise,
-        "control"),
+        "control", designed_with=(("noise_level", ADDS_STATIC),)),
     "blur": Profile(
         "Blur (control)", "an exact accumulated Gaussian blur, sigma 0.8 x sqrt(step) px: what "
         "classic metrics were built to catch", controls.accumulated_blur, "control",

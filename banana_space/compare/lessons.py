@@ -4,7 +4,9 @@ sentence of what to look for is written afterwards from the two runs' own verdic
 Each lesson is a pair of sides (`sides.Side`) and the names of what each side shows; none
 carries a conclusion. `lesson_sentence` reads the A/B verdict rows (`record.pair_rows`) and
 says which metrics detect one side's damage and are fooled by the other's, whatever they turn
-out to be: the page never says in advance what a run will show.
+out to be: the page never says in advance what a run will show. It says at which checkpoints
+the verdicts were read where that is fewer than the paper's (a lesson's short runs reach step 5
+only), and names the metrics left undecided, so a silence is never read as a verdict.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..scores.catalog import metric_info
+from ..verdict.analysis import fewer_checkpoints, steps_text
+from ..verdict.history import VerdictRow
 from .record import PairRow
 from .sides import Side
 
@@ -58,9 +62,39 @@ def _subject(rows: Sequence[PairRow], singular: str, plural: str) -> str:
     return f"{names} {singular if len(labels) == 1 else plural}"
 
 
+def _read_at(rows: Sequence[PairRow]) -> str:
+    """" at step 5 only" where every verdict in `rows` was read at the same checkpoints, fewer
+    than the paper's; each side's where they differ; "" at all of the paper's."""
+    used = {"A": {row.a.checkpoints_used for row in rows if row.a},
+            "B": {row.b.checkpoints_used for row in rows if row.b}}
+    if used["A"] == used["B"] and len(used["A"]) == 1:
+        fewer = fewer_checkpoints(next(iter(used["A"])))
+        return f" {fewer}" if fewer else ""
+    per_side = [f"{side}'s at " + " or ".join(steps_text(steps) for steps in sorted(found))
+                for side, found in used.items() if found]
+    return f" (verdicts read: {', '.join(per_side)})"
+
+
+def _undecided(rows: Sequence[PairRow]) -> str:
+    """"; left undecided: NIQE on B (why)": the metrics with a verdict row on a side that has
+    no verdict there."""
+    named = []
+    for row in rows:
+        sides = [(side, verdict) for side, verdict in (("A", row.a), ("B", row.b))
+                 if isinstance(verdict, VerdictRow) and verdict.detects is None]
+        if row.role != "metric" or not sides:
+            continue
+        label = metric_info(row.metric).label or row.metric
+        where = " and ".join(side for side, _ in sides)
+        why = "; ".join(dict.fromkeys(v.undecided_because for _, v in sides if v.undecided_because))
+        named.append(f"{label} on {where}" + (f" ({why})" if why else ""))
+    return f"; left undecided: {', '.join(named)}" if named else ""
+
+
 def lesson_sentence(a_shows: str, b_shows: str, rows: Sequence[PairRow]) -> str:
     """What to look for, from the verdicts (the paper's test) of the quality metrics on both
-    sides: which detect one side and are fooled by the other, which detect or miss both.
+    sides: which detect one side and are fooled by the other, which detect or miss both, at
+    which checkpoints that was read (where fewer than the paper's), and which are undecided.
 
     Args:
         a_shows, b_shows: what each side is, in a few words.
@@ -86,5 +120,6 @@ def lesson_sentence(a_shows: str, b_shows: str, rows: Sequence[PairRow]) -> str:
         clauses.append(f"{_subject(found, 'is', 'are')} fooled by both")
     if not clauses:
         return ""
-    return ("By the paper's test in these two runs, " + "; ".join(clauses)
-            + ": look at those curves, solid (A) against dashed (B).")
+    decided = [row for found in groups.values() for row in found]
+    return (f"By the paper's test{_read_at(decided)} in these two runs, " + "; ".join(clauses)
+            + _undecided(rows) + ": look at those curves, solid (A) against dashed (B).")

@@ -139,7 +139,7 @@ def previous_seconds(out: Path) -> dict[str, float]:
 def chain_kinds(names: Sequence[str], suite_label: str, kinds: dict[str, str]) -> dict[str,
                                                                                        ChainKind]:
     """chain name -> artifact and kind: `suite/<profile>/<start>` is the profile's (with what
-    its profile says of calibration and colour); every other chain is real, named by its
+    its profile says of design dependence and colour); every other chain is real, named by its
     source."""
     found = {}
     for name in names:
@@ -147,7 +147,7 @@ def chain_kinds(names: Sequence[str], suite_label: str, kinds: dict[str, str]) -
         if parts[0] == suite_label and len(parts) == 3 and parts[1] in kinds:
             profile = PROFILES.get(parts[1])
             found[name] = ChainKind(parts[1], kinds[parts[1]],
-                                    profile.calibrated_with if profile else (),
+                                    profile.designed_with if profile else (),
                                     profile.luma_only if profile else False)
         else:
             found[name] = ChainKind(parts[0], "real")

@@ -8,9 +8,10 @@ the paper's verdict (the robust one cannot be asked there: the floors are measur
 chains); the mean Spearman ρ against PSNR on damage chains. An undecided verdict counts as not
 detected. Every rate carries its 95 % Wilson score interval (Wilson, JASA 1927), over chains,
 which it treats as independent draws: chains that share a start are not quite, so read the
-interval as a lower bound on the uncertainty. A ruler used to calibrate a profile
-(`Profile.calibrated_with`) is marked on that profile's rows: it was fitted to read that
-artifact. Per artifact: which entries catch it.
+interval as a lower bound on the uncertainty. A ruler a profile depends on by design
+(`Profile.designed_with`: fitted with it, built from the measurements it reads, or built to add
+what it measures) is marked on that profile's rows, with how: its rate there is not independent
+evidence. Per artifact: which entries catch it.
 """
 
 from __future__ import annotations
@@ -27,21 +28,26 @@ LEADERBOARD_HEADER = ["metric", "family", "detect_rate", "detect_rate_robust",
                       "false_alarm_rate", "rho_mean", "seconds_per_frame", "label",
                       "fooled_on", "detects_on",
                       *(f"{rate}_{end}" for rate in RATES for end in ("low", "high")),
-                      "damage_chains", "nuisance_chains", "calibrated_on", "unavailable"]
+                      "damage_chains", "nuisance_chains", "design_dependent_on", "unavailable"]
 ARTIFACT_HEADER = ["artifact", "kind", "metric", "family", "chains", "detect_rate",
                    "detect_rate_robust", "detect_rate_low", "detect_rate_high",
-                   "detect_rate_robust_low", "detect_rate_robust_high", "calibrated"]
+                   "detect_rate_robust_low", "detect_rate_robust_high", "design_dependence"]
 WILSON_Z = 1.959964  # the normal quantile of a two-sided 95 % interval
-CALIBRATED_NOTE = ("{artifact}'s profile was calibrated with {metric}: it was fitted to read "
-                   "this artifact, so its rate here is not independent evidence")
+DESIGN_NOTE = ("{artifact}'s profile depends on {metric} by design ({how}), so its rate here is "
+               "not independent evidence")
 
 
 @dataclass(frozen=True)
 class ChainKind:
     artifact: str  # the profile's name, or the real source's
     kind: str  # "damage" | "control" | "nuisance" | "real"
-    calibrated_with: tuple[str, ...] = ()  # the scores the artifact's profile was fitted with
+    # the scores the artifact's profile depends on by design, each with how (`Profile`'s)
+    designed_with: tuple[tuple[str, str], ...] = ()
     luma_only: bool = False  # the profile moves R, G and B alike: no colour of its own
+
+    def design_dependence(self, metric: str) -> str:
+        """How the artifact's profile depends on `metric` by design; "" where it does not."""
+        return dict(self.designed_with).get(metric, "")
 
 
 @dataclass(frozen=True)
@@ -116,8 +122,8 @@ def leaderboard_rows(entries: Sequence[Entry], verdicts: Mapping[str, Sequence[V
         robust = [row.detects_robust for _, row in damage]
         alarms = [row.detects for _, row in nuisance]
         no_floor = all(r is None for r in robust)
-        calibrated = sorted({chains[name].artifact for name, _ in damage
-                             if entry.metric in chains[name].calibrated_with})
+        dependent = sorted({chains[name].artifact for name, _ in damage
+                            if chains[name].design_dependence(entry.metric)})
         cells = {
             "metric": entry.metric, "family": entry.family, "detect_rate": _rate(paper),
             "detect_rate_robust": None if no_floor else _rate(robust),
@@ -127,7 +133,7 @@ def leaderboard_rows(entries: Sequence[Entry], verdicts: Mapping[str, Sequence[V
             "fooled_on": next((name for name, row in damage if row.detects is False), ""),
             "detects_on": next((name for name, row in damage if row.detects is True), ""),
             "damage_chains": len(damage), "nuisance_chains": len(nuisance),
-            "calibrated_on": ", ".join(calibrated), "unavailable": entry.unavailable}
+            "design_dependent_on": ", ".join(dependent), "unavailable": entry.unavailable}
         for rate, values in (("detect_rate", paper), ("false_alarm_rate", alarms),
                              ("detect_rate_robust", [] if no_floor else robust)):
             cells[f"{rate}_low"], cells[f"{rate}_high"] = _interval(values)
@@ -158,12 +164,12 @@ def artifact_rows(entries: Sequence[Entry], verdicts: Mapping[str, Sequence[Verd
             paper = [row.detects for row in found]
             robust = [row.detects_robust for row in found]
             robust = [] if all(r is None for r in robust) else robust
-            calibrated = any(entry.metric in chains[name].calibrated_with for name in names)
+            how = chains[names[0]].design_dependence(entry.metric)  # one artifact, one profile
             rows.append([artifact, kind, entry.metric, entry.family, len(found), _rate(paper),
                          _rate(robust) if robust else None, *_interval(paper),
                          *_interval(robust),
-                         CALIBRATED_NOTE.format(metric=entry.metric, artifact=artifact)
-                         if calibrated else ""])
+                         DESIGN_NOTE.format(metric=entry.metric, artifact=artifact, how=how)
+                         if how else ""])
     return rows
 
 

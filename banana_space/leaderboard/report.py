@@ -70,13 +70,13 @@ def with_interval(rate: Any, low: Any, high: Any) -> str:
 
 
 def board_table(board: Sequence[Sequence[Any]], cards: Mapping[str, str]) -> str:
-    shown = ["metric", "family", *RATES, "rho_mean", "seconds_per_frame", "calibrated_on",
-             "fooled_on", "detects_on", "unavailable"]
+    shown = ["metric", "family", *RATES, "rho_mean", "seconds_per_frame",
+             "design_dependent_on", "fooled_on", "detects_on", "unavailable"]
     head = "".join(f"<th>{h.replace('_', ' ')}</th>" for h in shown)
     body = ""
     for values in board:
         row = dict(zip(LEADERBOARD_HEADER, values, strict=True))
-        cells = [_chain_link(str(row[h]), cards) if h.endswith("_on") and h != "calibrated_on"
+        cells = [_chain_link(str(row[h]), cards) if h in ("fooled_on", "detects_on")
                  else with_interval(row[h], row[f"{h}_low"], row[f"{h}_high"]) if h in RATES
                  else _cell(row[h]) for h in shown]
         body += "<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>"
@@ -86,7 +86,7 @@ def board_table(board: Sequence[Sequence[Any]], cards: Mapping[str, str]) -> str
 def artifact_matrix(per_artifact: Sequence[Sequence[Any]]) -> str:
     """Artifacts down, scores across; each cell the paper's rate / the robust rate, green
     where the score catches it (red on a nuisance chain: a false alarm); † where the score
-    was used to calibrate that artifact's profile (the reason in the cell's title)."""
+    is one that artifact's profile depends on by design (how, in the cell's title)."""
     metrics = list(dict.fromkeys(row[2] for row in per_artifact))
     cells: dict[tuple[str, str], str] = {}
     kinds: dict[str, str] = {}
@@ -96,7 +96,8 @@ def artifact_matrix(per_artifact: Sequence[Sequence[Any]]) -> str:
         rate = row["detect_rate"]
         good = rate if row["kind"] != "nuisance" else 1 - (rate or 0)
         colour = f"hsl({120 * (good or 0):.0f},60%,85%)"
-        why = f' title="{html.escape(row["calibrated"])}"' if row["calibrated"] else ""
+        how = row["design_dependence"]
+        why = f' title="{html.escape(how)}"' if how else ""
         text = f"{_cell(rate)} / {_cell(row['detect_rate_robust']) or '–'}" + (" †" if why else "")
         cells[(row["artifact"], row["metric"])] = \
             f'<td style="background:{colour}"{why}>{text}</td>'
@@ -144,8 +145,9 @@ its noise floor at each of them.
 Detection rates are over damage chains, false alarms over nuisance chains (paper's verdict;
 copies that differ at every step, with nothing a person would call damage), each with its 95 %
 Wilson interval over chains; ρ is Spearman's against PSNR, seconds are CPU seconds per 1024²
-frame on one thread. <em>calibrated on</em> / †: the score was used to fit that profile's
-strength, so its rate there is not independent evidence.
+frame on one thread. <em>design dependent on</em> / †: that profile depends on the score by
+design (fitted with it, built from the measurements it reads, or built to add what it measures;
+how, in the cell's title), so its rate there is not independent evidence.
 Made on {html.escape(about["machine"])} in {about["minutes"]} min.</p>
 {board_table(board, cards)}
 <h2>Per artifact: paper's rate / robust rate</h2>

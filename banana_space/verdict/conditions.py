@@ -4,7 +4,8 @@ Banana100 (arXiv 2604.03400) started its chains from 13 generated images, 11 of 
 Nano Banana Pro itself: smooth, as generated images are. Its example start scores BRISQUE 34.1
 (pyiqa's BRISQUE, as an independent audit measured it; docs/start_smoothness.md). How smooth a start is can flip a classic
 metric's verdict on the same damage (our finding, measured by scripts/start_smoothness.py into
-docs/start_smoothness.md), so the page says where a visitor's start stands. Pure functions.
+docs/start_smoothness.md; so can the frame's size, docs/start_smoothness_sizes.md), so the page
+says where a visitor's start stands, and at what size. Pure functions.
 """
 
 from __future__ import annotations
@@ -16,16 +17,17 @@ __all__ = ["PAPER_START_BRISQUE", "nearest_to_the_paper", "start_note"]
 PAPER_START_BRISQUE = 34.1  # the paper's example start (lower = rougher, more camera-like)
 
 
-def start_note(brisque: float, table_link: str) -> str:
-    """One line of Markdown beside the input: its BRISQUE against the paper's example start,
-    and why that matters, linking to the table (`table_link`, a URL)."""
+def start_note(brisque: float, table_link: str, side: int) -> str:
+    """One line of Markdown beside the input: its BRISQUE at `side` px on the long side (the
+    size a run scores it at) against the paper's example start, and why that matters, linking
+    to the table (`table_link`, a URL)."""
     if brisque != brisque:  # NaN: the score could not be read
         return ""
-    side = ("rougher than" if brisque < PAPER_START_BRISQUE else "as smooth as or smoother than")
-    return (f"Start: BRISQUE {brisque:.1f}, {side} the paper's example start "
-            f"({PAPER_START_BRISQUE}, a generated image). How smooth the start is can flip a "
-            f"classic metric between \"detects\" and \"fooled\" on the same damage "
-            f"([our measurement]({table_link})).")
+    where = ("rougher than" if brisque < PAPER_START_BRISQUE else "as smooth as or smoother than")
+    return (f"Start: BRISQUE {brisque:.1f} at {side} px, {where} the paper's example start "
+            f"({PAPER_START_BRISQUE}, a generated image). How smooth the start is, and the size "
+            f"it is run at, can flip a classic metric between \"detects\" and \"fooled\" on the "
+            f"same damage ([our measurement]({table_link})).")
 
 
 def nearest_to_the_paper(brisque: Mapping[str, float]) -> str:

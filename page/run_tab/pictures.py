@@ -128,7 +128,8 @@ def start_condition(upload: str | None) -> str:
         brisque = POOL.score("brisque", to_tensor(image))
     except MetricUnavailable:
         return ""
-    return start_note(brisque, f"/gradio_api/file={quote(str(SMOOTHNESS_TABLE))}")
+    return start_note(brisque, f"/gradio_api/file={quote(str(SMOOTHNESS_TABLE))}",
+                      CONDITION_SIDE)
 
 
 def write_preview(image: Image.Image) -> str:
