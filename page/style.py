@@ -60,6 +60,8 @@ PAGE_CSS = """#claim h1 {margin: 0 0 4px; font-size: 1.6em}
 #status {scroll-margin-top: 4px}
 #summary {font-size: 1.15em; line-height: 1.45; scroll-margin-top: 8px}
 #summary p {margin: 4px 0}
+#summary details {font-size: 0.87em}
+#summary summary {cursor: pointer; color: var(--link-text-color)}
 #status, #summary, #status .prose, #summary .prose {overflow: visible !important}
 #plot {min-height: 440px}
 #examples .grid-container {grid-template-columns: repeat(auto-fill, minmax(76px, 1fr))}

@@ -76,11 +76,30 @@ new MutationObserver(() => document.querySelectorAll('.toast-body.error').forEac
 # from one `fetch` of /queue/data (server-sent events), so a copy of that response, read beside
 # it, holds each message in the order it came, whatever the page had time to draw. Each message
 # that carries the strip's newest thumbnails (`alt="step k"`) is kept with those steps, and the
-# first message that says the run completed is kept too (the run's end). The ids of the events
+# first message that says the run completed is kept too (the run's end), and each message's
+# curves are counted (their points, where it carries curves). The ids of the events
 # the page queued, and of those gradio said were completed, are kept as well.
 STREAM_JS = r"""window.__stream = [];
 window.__completed = [];  // the event ids gradio said were completed (`finish_event`)
 window.__joined = [];  // the event ids the page queued (`SETTLED_JS`)
+// The points a message's curves hold (non-null y values, as SNAPSHOT_JS counts them on the
+// page), or null where it carries no curves: gradio sends the plot's figure as a JSON string,
+// whole or as the new value of a changed part of it.
+const plotPoints = (value) => {
+  if (typeof value === 'string' && value.startsWith('{') && value.includes('"data"')) {
+    let figure = null;
+    try { figure = JSON.parse(value); } catch (error) { return null; }
+    if (!Array.isArray(figure?.data)) return null;
+    return figure.data.reduce(
+      (sum, trace) => sum + Array.from(trace.y || []).filter(v => v !== null).length, 0);
+  }
+  if (value === null || typeof value !== 'object') return null;
+  for (const part of Object.values(value)) {
+    const found = plotPoints(part);
+    if (found !== null) return found;
+  }
+  return null;
+};
 const pageFetch = window.fetch;
 window.fetch = async (...args) => {
   const response = await pageFetch(...args);
@@ -104,7 +123,9 @@ window.fetch = async (...args) => {
           if (message?.msg === 'process_completed') window.__completed.push(message.event_id);
           const steps = [...line.matchAll(/alt=\\"step (\d+)\\"/g)].map(m => +m[1]);
           const completed = line.includes('Completed');
-          if (steps.length || completed) window.__stream.push({steps, completed});
+          const points = plotPoints(message?.output?.data);
+          if (steps.length || completed || points !== null)
+            window.__stream.push({steps, completed, points});
         }
       }
     })().catch(() => {});  // gradio aborts the stream it has done with: so ends its copy
@@ -141,7 +162,8 @@ SNAPSHOT_JS = """() => {
     frames: document.querySelectorAll('#strip .strip img').length,
     points: points,
     status: (document.querySelector('#status')?.innerText ?? ''),
-    summary: (document.querySelector('#summary')?.innerText ?? ''),
+    // the whole finding, its folded part too
+    summary: (document.querySelector('#summary')?.textContent.trim() ?? ''),
     verdict: rows,
   };
 }"""
@@ -379,13 +401,15 @@ def test_a_run_streams_in_frame_by_frame_and_downloads(page: Page, visitors: Vis
     assert {c for c in counts if 0 < c < steps + 1}, f"no frame was drawn mid-run: {counts}"
 
     # The curves gained points while the run went, never lost any, and end with one point per
-    # metric per frame. Each component redraws on its own tick, so one state may pair an older
-    # strip with newer curves: the growth is read across all states, not from one of them.
-    points = [s.points for s in seen]
+    # metric per frame: read from the stream's own messages, each holding the curves as sent
+    # (a loaded machine's page may draw only some of them).
+    points = [message["points"] for message in stream[:end + 1]
+              if message["points"] is not None]
     assert points == sorted(points), f"the curves lost points: {points}"
     assert any(0 < n < final.points for n in points), f"the curves did not grow: {points}"
+    assert points[-1] == final.points, f"the page drew {final.points} points, sent {points}"
     # The summary states the finding as it grows: provisional mid-run, final at the end.
-    assert any(s.summary.startswith("So far, after") for s in seen), [s.summary for s in seen]
+    assert any(s.summary.startswith("So far (step") for s in seen), [s.summary for s in seen]
     assert final.summary.startswith(f"After {steps} steps, PSNR to the input fell"), final.summary
     # A finished 5-step run: read at step 5 alone, and it says so; never "so far".
     assert "by the paper's test at step 5 only (Δ from step 1 < 0 there;" in final.summary
