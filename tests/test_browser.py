@@ -66,7 +66,8 @@ RUN_TIMEOUT_S = 600
 # shared machine has stalled a page's redraw for tens of seconds.
 PAGE_TIMEOUT_S = 120
 MAX_TAB_STOPS = 15
-RECORDED_LABELS = {"dunes-simulated-30": "Dunes · simulated (nano-banana-pro profile) · 30 steps"}
+RECORDED_LABELS = {"dunes-simulated-30": "Dunes · simulated (nano-banana-pro profile) · 30 steps",
+                   "moss-simulated-30": "Moss · simulated (nano-banana-pro profile) · 30 steps"}
 # Every error toast a page shows, kept from the moment the page starts (a toast fades away).
 TOASTS_JS = """window.__errorToasts = [];
 new MutationObserver(() => document.querySelectorAll('.toast-body.error').forEach(toast => {
@@ -500,6 +501,25 @@ def test_stop_keeps_the_frames_made(page: Page, photo_path: Path) -> None:
     assert "Stopped" in later.status
 
 
+def test_a_chain_opened_while_the_run_streams_leaves_the_runs_view(page: Page,
+                                                                  photo_path: Path) -> None:
+    """One view, one stream: a recording asked for while the visitor's own run streams does
+    not write into the run's view, and the page says why; once the run ends, it opens."""
+    start_run(page, photo_path, 40)
+    page.wait_for_function("document.querySelectorAll('#strip .strip img').length >= 2",
+                           timeout=RUN_TIMEOUT_S * 1000)
+    page.locator("#recorded label").filter(has_text=RECORDED_LABELS["moss-simulated-30"]
+                                           ).click()
+    page.locator(".toast-body").get_by_text("Your run is streaming into this view").wait_for()
+    seen = look(page)
+    assert " of 40" in seen.status and seen.frames < 31, seen.status
+    assert not seen.summary.startswith("After 30 steps"), seen.summary
+    page.click("#stop-button")
+    wait_for_status(page, "Stopped after step")
+    page.wait_for_selector("#download a[download]", timeout=RUN_TIMEOUT_S * 1000)  # its end
+    assert open_recorded(page).frames == 31
+
+
 def test_a_recorded_chain_opens_at_once(page: Page) -> None:
     assert look(page).frames == 0
     first = open_recorded(page)
@@ -716,6 +736,37 @@ def every_step_shows_its_full_frame(page: Page, last: int, width: int) -> None:
         # is 256 px.
         assert "/.thumbs/" not in shown["src"] and shown["width"] >= 0.88 * width, (step, shown)
         assert "thumbnail" not in compare_view(page)["label"], step
+
+
+# The first screen's curves: points per curve, as the page drew them.
+FIRST_LOOK_POINTS_JS = """() => {
+  const graph = document.querySelector('#first-look-plot .js-plotly-plot');
+  return ((graph && graph.data) || []).map(
+    trace => Array.from(trace.y || []).filter(v => v !== null).length);
+}"""
+
+
+def test_the_first_screen_shows_the_decay_before_any_click(visitors: Visitors) -> None:
+    """At 1280x720, with nothing clicked or scrolled: the claim, the first recording (the
+    damage, not the control) as its input beside a late copy with the magnified crops, its
+    curves and a headline of at most 30 words, and the actions; its button opens it."""
+    page = visitors.open(PROJECTOR)
+    page.wait_for_function("document.querySelector('#first-look-picture img')?.naturalWidth > 0")
+    page.wait_for_function(f"({FIRST_LOOK_POINTS_JS})().length > 0")
+    for part in ("#claim", "#first-look-headline", "#first-look-picture img",
+                 "#first-look-plot .main-svg", "#recorded", "#run-button"):
+        assert on_first_screen(page, part), f"{part} is below the fold at 1280x720"
+    headline = page.inner_text("#first-look-headline").strip()
+    assert headline.startswith("After 30 steps, PSNR to the input fell"), headline
+    assert "standard metrics detect" in headline and len(headline.split()) <= 30, headline
+    label = page.inner_text("#first-look-picture [data-testid=block-label]")
+    assert label.startswith(RECORDED_LABELS["dunes-simulated-30"]), label
+    assert "the input | step 30 |" in label and "control" not in label, label
+    assert set(page.evaluate(FIRST_LOOK_POINTS_JS)) == {31}  # every curve, steps 0-30
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=SCREENSHOTS / "first-screen-1280x720.png")
+    # The first recording in the list above is the same chain, every frame of it.
+    assert open_recorded(page).frames == 31 and look(page).summary.startswith(headline)
 
 
 @pytest.mark.parametrize("viewport", [PROJECTOR, PHONE], ids=["1280x720", "390x844"])

@@ -15,7 +15,15 @@ from banana_space.verdict import history as verdict_history
 from banana_space.verdict.history import History
 from banana_space.common import ScoreInfo
 from banana_space.events import Finished, Notice
-from banana_space.verdict.magnifier import CROP, GAP, box_around, largest_difference_box, side_by_side
+from banana_space.verdict.magnifier import (
+    CROP,
+    GAP,
+    MARK,
+    box_around,
+    largest_difference_box,
+    poster,
+    side_by_side,
+)
 from banana_space.verdict.columns import VERDICT_COLUMN, VERDICT_HEADERS
 from banana_space.view import (
     HEADLINE_WORDS,
@@ -315,3 +323,19 @@ def test_the_headline_says_what_fell_and_what_the_metrics_said_in_thirty_words()
     text = headline(long, 100, running=True)
     assert "(steps 5, 10, 20), 10 of 21 standard metrics detect it." in text, text
     assert len(text.split()) <= HEADLINE_WORDS, text
+
+
+def test_the_poster_shows_both_frames_whole_with_the_crop_outlined_then_the_crop_enlarged(
+        ) -> None:
+    clean, damaged = frames_with_a_planted_patch()  # 300 x 200
+    box = largest_difference_box(clean, damaged)
+    shown = np.asarray(poster(clean, damaged, box, height=100))
+    # input 150 | frame 150 | the two crops, 288 x 288 each side, at 100 tall: 202
+    assert shown.shape == (100, 150 + GAP + 150 + GAP + 202, 3)
+    left, top = box[0] // 2, box[1] // 2  # the outline, at the poster's scale
+    for start in (0, 150 + GAP):
+        edge = shown[top + 1, start + left + 10:start + left + 30]  # the outline's middle row
+        assert (np.abs(edge.astype(int) - MARK).max(axis=1) < 40).all()  # amber on both
+    enlarged = np.asarray(side_by_side(clean, damaged, box).resize((202, 100),
+                                                                  Image.Resampling.NEAREST))
+    assert (shown[:, 2 * (150 + GAP):] == enlarged).all()

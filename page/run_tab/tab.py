@@ -12,6 +12,7 @@ from functools import partial
 from typing import Any
 
 import gradio as gr
+import plotly.graph_objects as go
 
 from banana_space.backends import OPTIONS
 from banana_space.backends import REGISTRY as BACKENDS
@@ -23,8 +24,17 @@ from banana_space.prompts import PRESETS as PROMPTS
 from banana_space.scores.catalog import CPU_DEFAULTS, FIDELITY, PRESETS, visitor_metrics
 from banana_space.scores.pool import POOL
 from banana_space.verdict.columns import VERDICT_HEADERS
-from page.content import ABOUT, CLAIM, EXAMPLES, HELP, SIGN_IN_NOTE
+from page.content import (
+    ABOUT,
+    CLAIM,
+    DUPLICATE_LABEL,
+    EXAMPLES,
+    HELP,
+    SIGN_IN_NOTE,
+    SIGN_IN_ON_A_SPACE,
+)
 from page.door.join import CHAIN_EVENTS, PLUMBING, PREVIEW_GROUP, PREVIEWS_AT_ONCE
+from page.run_tab.first_look import first_look
 from page.run_tab.form import FORM_OPTIONS, inputs_of, option_control
 from page.run_tab.handlers import (
     compare,
@@ -33,6 +43,7 @@ from page.run_tab.handlers import (
     marked_plot,
     on_load,
     open_real_chain,
+    open_past,
     open_recorded,
     past_runs,
     redraw,
@@ -99,8 +110,10 @@ def build(demo: gr.Blocks) -> None:
     """The Run tab: its layout, then its wiring."""
     tab = RunTab()
     _first_screen(tab)
+    _first_look(tab)
     with gr.Accordion("About this demo", open=False):
-        gr.Markdown(ABOUT)
+        gr.Markdown(ABOUT if SETTINGS.sign_in else f"{ABOUT}\n\n{SIGN_IN_ON_A_SPACE}",
+                    elem_id="about")
     with gr.Row():
         # The result first (in the page's order too: a keyboard reaches it at once).
         with gr.Column(scale=2, elem_id="result"):
@@ -150,8 +163,29 @@ def _first_screen(tab: RunTab) -> None:
                 with gr.Row(equal_height=True):
                     gr.LoginButton(size="sm", scale=0, min_width=200)
                     gr.Markdown(SIGN_IN_NOTE, elem_id="sign-in-note")
+            if SETTINGS.space_id:  # gradio's: a teacher takes a copy, as Spaces users expect
+                gr.DuplicateButton(DUPLICATE_LABEL, size="sm", elem_id="duplicate")
             # /stop's token (an API caller's); the page's Stop sends it blank.
             tab.stop_token = gr.Textbox("", label="token", type="password", visible=False)
+
+
+def _first_look(tab: RunTab) -> None:
+    """The decay before any click: the first recording's input beside a late copy, magnified
+    where they differ most, its curves and its headline (`first_look.py`). It opens from the
+    recordings above it, where it is first: no control of its own, so the keyboard's path to
+    the result stays as short."""
+    tab.first_look = first_look()
+    if tab.first_look is None:
+        return
+    look = tab.first_look
+    with gr.Row(elem_id="first-look", equal_height=False):
+        with gr.Column(scale=3, min_width=300):
+            gr.Markdown(look.headline, elem_id="first-look-headline")
+            gr.Image(look.picture, label=look.caption, interactive=False, buttons=[],
+                     elem_id="first-look-picture", format="png",
+                     alt_text=f"{look.caption}: the copy is grainier and its colours shifted")
+        with gr.Column(scale=2, min_width=300):
+            gr.Plot(go.Figure(look.figure), show_label=False, elem_id="first-look-plot")
 
 
 def _result(tab: RunTab) -> None:
@@ -197,6 +231,10 @@ def _below_the_result(tab: RunTab) -> None:
                            elem_id="download", height=60, visible=False)
     tab.run_id = gr.Textbox(visible=False)
     with gr.Accordion("Past runs", open=False):
+        tab.past_gallery = gr.Gallery([], label="Your runs, newest first (click one to open it)",
+                                      columns=4, height="auto", allow_preview=False,
+                                      object_fit="cover", elem_id="past-runs", buttons=[])
+        tab.past_listed = gr.State([])  # the run ids in the thumbnails' order
         with gr.Row():
             tab.run_picker = gr.Dropdown([], label="Run", scale=3, allow_custom_value=True)
             tab.refresh = gr.Button("↻", scale=0)
@@ -341,8 +379,10 @@ def _wire_opening(demo: gr.Blocks, tab: RunTab) -> None:
     for shown in (demo.load, timer.tick):
         shown(partial(example_gallery, tab.bundled), None, tab.examples,
               show_progress="hidden", **PLUMBING)
-    tab.refresh.click(past_runs, None, tab.run_picker, **PLUMBING)
-    demo.load(past_runs, None, tab.run_picker, **PLUMBING)
+    past = [tab.run_picker, tab.past_gallery, tab.past_listed]
+    tab.refresh.click(past_runs, None, past, **PLUMBING)
+    demo.load(past_runs, None, past, **PLUMBING)
+    tab.past_gallery.select(open_past, [tab.past_listed, raw], tab.outputs, **PLUMBING)
     demo.load(on_load, None, tab.outputs, **PLUMBING).then(None, js=SCROLL_TO_RESULT_JS,
                                                            **PLUMBING)
     demo.load(warm_up_metrics, None, None, **PLUMBING)
