@@ -89,7 +89,10 @@ DARK_PLOTS_CSS = """.dark .js-plotly-plot .main-svg {background: transparent !im
     for light, dark in DARK_CURVES.items() for prop in ("stroke", "fill"))
 # The verdict table's columns a phone leaves out (the zip and wider screens have them), as the
 # column table marks them (`verdict.columns`).
-PHONE_HIDDEN = ", ".join(f"#verdict th:nth-child({n}), #verdict td:nth-child({n})"
+# gradio draws the header as a table and the rows as divs (`[role=gridcell]`, virtual rows):
+# both are named, or a hidden header leaves its cells 0 px wide and each row ~120 px tall.
+PHONE_HIDDEN = ", ".join(f"#verdict th:nth-child({n}), #verdict td:nth-child({n}), "
+                         f"#verdict [role=row] > [role=gridcell]:nth-child({n})"
                          for n in phone_hidden())
 # ---- Page-wide CSS and JS: the summary's type, alt text, grids that fit a phone ----
 PAGE_CSS = """#claim h1 {margin: 0 0 4px; font-size: 1.6em}
@@ -116,6 +119,10 @@ PAGE_CSS = """#claim h1 {margin: 0 0 4px; font-size: 1.6em}
 @media (max-width: 640px) {
   #verdict {font-size: 13px}
   #plot .modebar-container {display: none}
+  /* A phone's first screen is the claim, the headline and the picture; the curves are the
+     result's, a screen below. */
+  #first-look-curves {display: none}
+  #examples .grid-container {grid-template-columns: repeat(auto-fill, minmax(64px, 1fr))}
 }
 @media (max-width: 640px) {""" + PHONE_HIDDEN + " {display: none}}\n" + DARK_PLOTS_CSS
 PAGE_JS = r"""() => {

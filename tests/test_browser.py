@@ -47,6 +47,7 @@ from PIL import Image
 from playwright.sync_api import Browser, ConsoleMessage, Page
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
+from banana_space.chain.spec import MAX_STEPS
 from banana_space.verdict.columns import VERDICT_COLUMN
 from page.style import THEME
 
@@ -475,6 +476,21 @@ def test_a_run_streams_in_frame_by_frame_and_downloads(page: Page, visitors: Vis
     wait_in_view(phone, "#summary", "the shared link did not scroll to the result")
     screenshot(phone, "phone")
 
+    # Found again under Past runs: its thumbnail says when, what, how far and how it ended,
+    # and a click on it brings it back over a recording opened since.
+    open_recorded(page)
+    page.get_by_text("Past runs", exact=True).click()
+    finish_event(page, page.get_by_role("button", name="↻").click)
+    past = page.locator("#past-runs .thumbnail-item").first
+    caption = past.inner_text()
+    assert re.fullmatch(rf"\d+ \w+ \d{{4}} \d\d:\d\d UTC · Simulated \(offline\).* · {steps} "
+                        r"steps · ✅ completed", caption.strip()), caption
+    past.click()
+    page.wait_for_function(f"document.querySelectorAll('#strip .strip img').length === "
+                           f"{steps + 1}")
+    page.wait_for_function("document.querySelector('#share a')?.getAttribute('href')"
+                           f".includes('run={run_id}&')")
+
 
 def test_stop_keeps_the_frames_made(page: Page, photo_path: Path) -> None:
     start_run(page, photo_path, 40)
@@ -505,19 +521,22 @@ def test_a_chain_opened_while_the_run_streams_leaves_the_runs_view(page: Page,
                                                                   photo_path: Path) -> None:
     """One view, one stream: a recording asked for while the visitor's own run streams does
     not write into the run's view, and the page says why; once the run ends, it opens."""
-    start_run(page, photo_path, 40)
+    start_run(page, photo_path, MAX_STEPS)  # long enough to be streaming when asked
     page.wait_for_function("document.querySelectorAll('#strip .strip img').length >= 2",
                            timeout=RUN_TIMEOUT_S * 1000)
     page.locator("#recorded label").filter(has_text=RECORDED_LABELS["moss-simulated-30"]
                                            ).click()
     page.locator(".toast-body").get_by_text("Your run is streaming into this view").wait_for()
     seen = look(page)
-    assert " of 40" in seen.status and seen.frames < 31, seen.status
+    assert f" of {MAX_STEPS}" in seen.status, seen.status
     assert not seen.summary.startswith("After 30 steps"), seen.summary
     page.click("#stop-button")
     wait_for_status(page, "Stopped after step")
     page.wait_for_selector("#download a[download]", timeout=RUN_TIMEOUT_S * 1000)  # its end
-    assert open_recorded(page).frames == 31
+    page.locator("#recorded label").filter(has_text=RECORDED_LABELS["dunes-simulated-30"]
+                                           ).click()
+    page.wait_for_function("document.querySelectorAll('#strip .strip img').length === 31")
+    wait_for_status(page, "Completed · step 30 of 30", timeout_s=PAGE_TIMEOUT_S)
 
 
 def test_a_recorded_chain_opens_at_once(page: Page) -> None:
@@ -626,6 +645,14 @@ def test_the_result_reads_at_every_size(visitors: Visitors, viewport: dict[str, 
     if viewport == PROJECTOR:
         for part in ("#summary", "#compare", "#compare-step", "#plot"):
             assert in_view(page, part), f"{part} is not on the 1280x720 screen with the rest"
+    if viewport == PHONE:  # nothing runs into anything, and a table row is a line or two
+        boxes = page.evaluate(PLOT_BOXES_JS)
+        ticks, legend = boxes["ticks"], boxes["legend"]
+        assert all(a[2] <= b[0] for a, b in zip(ticks, ticks[1:])), f"ticks collide: {ticks}"
+        assert max(t[3] for t in [*ticks, boxes["title"]]) <= legend[1], boxes
+        rows = page.evaluate("[...document.querySelectorAll('#verdict [role=row].virtual-row')]"
+                             ".map(row => row.getBoundingClientRect().height)")
+        assert rows and sorted(rows)[len(rows) // 2] <= 60, f"verdict rows {rows} px tall"
     name = {PHONE["width"]: "phone-recorded", PROJECTOR["width"]: "projector",
             WIDE["width"]: "wide"}[viewport["width"]]
     if viewport == PROJECTOR:  # what a projector shows once scrolled to the result
@@ -633,6 +660,17 @@ def test_the_result_reads_at_every_size(visitors: Visitors, viewport: dict[str, 
         page.screenshot(path=SCREENSHOTS / "projector-1280x720.png")
     else:
         screenshot(page, name)
+
+
+# The main chart's step labels, its "step" title and its legend, each as [left, top, right,
+# bottom] on the page, the labels from left to right.
+PLOT_BOXES_JS = """() => {
+  const box = e => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+  const plot = document.querySelector('#plot');
+  return {ticks: [...plot.querySelectorAll('.xtick text')].map(box).sort((a, b) => a[0] - b[0]),
+          title: box(plot.querySelector('.g-xtitle text')),
+          legend: box(plot.querySelector('.legend'))};
+}"""
 
 
 def on_first_screen(page: Page, selector: str) -> bool:
@@ -816,11 +854,26 @@ def test_the_default_flow_in_the_lecture_hall(visitors: Visitors,
     assert starts_in_view(page, "#status") or starts_in_view(page, "#summary")
 
 
+# A chart's colours as drawn: its paper and plot area, a tick label's, the first curve's (the
+# reference PSNR) and the page's background behind it (the first ancestor that paints one).
+CHART_COLOURS_JS = """selector => {
+  const chart = document.querySelector(selector);
+  let behind = chart;
+  while (behind && ['rgba(0, 0, 0, 0)', 'transparent'].includes(
+      getComputedStyle(behind).backgroundColor)) behind = behind.parentElement;
+  return {paper: getComputedStyle(chart.querySelector('.main-svg')).backgroundColor,
+          area: getComputedStyle(chart.querySelector('.bg')).fill,
+          text: getComputedStyle(chart.querySelector('.xtick text')).fill,
+          psnr: getComputedStyle(chart.querySelector('.scatterlayer .trace .js-line')).stroke,
+          page: behind ? getComputedStyle(behind).backgroundColor : 'rgb(255, 255, 255)'};
+}"""
+
+
 @pytest.mark.parametrize("viewport", [PROJECTOR, PHONE], ids=["1280x720", "390x844"])
 def test_the_page_reads_in_dark_mode(visitors: Visitors, viewport: dict[str, int]) -> None:
     """gradio follows the visitor's colour scheme (`?__theme=dark`, or the system's): the
     page's own colours are the theme's variables, so axe finds no serious or critical fault
-    in dark mode either, on the first screen and with a recorded chain open."""
+    in dark mode either, on the first screen and with a recorded chain open; the charts too."""
     page = visitors.open(viewport, query="?__theme=dark")
     assert page.evaluate("document.body.classList.contains('dark')")
     assert serious_axe_violations(page) == []
@@ -828,3 +881,13 @@ def test_the_page_reads_in_dark_mode(visitors: Visitors, viewport: dict[str, int
     page.wait_for_function("document.querySelector('#summary').innerText.includes('After')",
                            timeout=60000)
     assert serious_axe_violations(page) == []
+    # The charts follow the scheme: no white box; their text and the references' curves (PSNR
+    # black in light mode) read on the page's own background.
+    for chart in ("#plot", "#first-look-plot"):
+        if viewport == PHONE and chart == "#first-look-plot":
+            continue  # a phone leaves the first screen's curves out
+        painted = page.evaluate(CHART_COLOURS_JS, chart)
+        clear = ("transparent", "rgba(0, 0, 0, 0)")
+        assert painted["paper"] in clear and painted["area"] in clear, painted
+        assert contrast(painted["text"], painted["page"]) >= 4.5, painted
+        assert contrast(painted["psnr"], painted["page"]) >= 3, painted  # WCAG 1.4.11

@@ -1,7 +1,8 @@
 """The decay on the first screen, before any click: the first bundled recording (the damage a
 generator leaves comes first, the controls after: `offered.examples`), its input beside a late
 copy with the magnifier's crops of where they differ most (`magnifier.poster`), its curves, and
-its headline (`view.headline`).
+its headline (`view.headline`). It opens from the recordings above it, where it is first: no
+control of its own, so the keyboard's path to the result stays as short.
 
 Made once when the page is built, from the recording as it lies (its kept full frames: the
 latest is the late copy), so it costs a visitor nothing and never changes under a run.
@@ -13,6 +14,8 @@ import copy
 import re
 from dataclasses import dataclass
 
+import gradio as gr
+import plotly.graph_objects as go
 from PIL import Image
 
 from banana_space.chain.offered import examples
@@ -66,3 +69,19 @@ def compact(figure: Figure) -> Figure:
     for trace in small["data"]:  # "brisque · fooled": which way each reads is in the result's
         trace["name"] = re.sub(r" \([^)]*\)", "", trace["name"])
     return small
+
+
+def lay_out() -> None:
+    """The first look's components, under the first screen's actions (nothing where no
+    recording is bundled)."""
+    look = first_look()
+    if look is None:
+        return
+    with gr.Row(elem_id="first-look", equal_height=False):
+        with gr.Column(scale=3, min_width=300):
+            gr.Markdown(look.headline, elem_id="first-look-headline")
+            gr.Image(look.picture, label=look.caption, interactive=False, buttons=[],
+                     elem_id="first-look-picture", format="png",
+                     alt_text=f"{look.caption}. {look.headline.replace('**', '')}")
+        with gr.Column(scale=2, min_width=300, elem_id="first-look-curves"):
+            gr.Plot(go.Figure(look.figure), show_label=False, elem_id="first-look-plot")

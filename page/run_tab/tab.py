@@ -12,7 +12,6 @@ from functools import partial
 from typing import Any
 
 import gradio as gr
-import plotly.graph_objects as go
 
 from banana_space.backends import OPTIONS
 from banana_space.backends import REGISTRY as BACKENDS
@@ -34,7 +33,7 @@ from page.content import (
     SIGN_IN_ON_A_SPACE,
 )
 from page.door.join import CHAIN_EVENTS, PLUMBING, PREVIEW_GROUP, PREVIEWS_AT_ONCE
-from page.run_tab.first_look import first_look
+from page.run_tab import first_look
 from page.run_tab.form import FORM_OPTIONS, inputs_of, option_control
 from page.run_tab.handlers import (
     compare,
@@ -110,7 +109,7 @@ def build(demo: gr.Blocks) -> None:
     """The Run tab: its layout, then its wiring."""
     tab = RunTab()
     _first_screen(tab)
-    _first_look(tab)
+    first_look.lay_out()
     with gr.Accordion("About this demo", open=False):
         gr.Markdown(ABOUT if SETTINGS.sign_in else f"{ABOUT}\n\n{SIGN_IN_ON_A_SPACE}",
                     elem_id="about")
@@ -169,25 +168,6 @@ def _first_screen(tab: RunTab) -> None:
             tab.stop_token = gr.Textbox("", label="token", type="password", visible=False)
 
 
-def _first_look(tab: RunTab) -> None:
-    """The decay before any click: the first recording's input beside a late copy, magnified
-    where they differ most, its curves and its headline (`first_look.py`). It opens from the
-    recordings above it, where it is first: no control of its own, so the keyboard's path to
-    the result stays as short."""
-    tab.first_look = first_look()
-    if tab.first_look is None:
-        return
-    look = tab.first_look
-    with gr.Row(elem_id="first-look", equal_height=False):
-        with gr.Column(scale=3, min_width=300):
-            gr.Markdown(look.headline, elem_id="first-look-headline")
-            gr.Image(look.picture, label=look.caption, interactive=False, buttons=[],
-                     elem_id="first-look-picture", format="png",
-                     alt_text=f"{look.caption}: the copy is grainier and its colours shifted")
-        with gr.Column(scale=2, min_width=300):
-            gr.Plot(go.Figure(look.figure), show_label=False, elem_id="first-look-plot")
-
-
 def _result(tab: RunTab) -> None:
     """The status, the finding, the before/after slider beside the curves, the magnifier."""
     tab.status = gr.Markdown("Open a recorded chain, or press **Run**.", elem_id="status")
@@ -239,6 +219,7 @@ def _below_the_result(tab: RunTab) -> None:
             tab.run_picker = gr.Dropdown([], label="Run", scale=3, allow_custom_value=True)
             tab.refresh = gr.Button("↻", scale=0)
             tab.open_button = gr.Button("Open", scale=1)
+    tab.past = [tab.run_picker, tab.past_gallery, tab.past_listed]
     with gr.Accordion("What am I looking at?", open=False, elem_id="help"):
         gr.Markdown(HELP)
 
@@ -340,10 +321,11 @@ def _wire_chains(tab: RunTab) -> None:
     metric pool; how many one visitor may queue is join.py's (cheap events have their own
     places and never wait behind chains)."""
     form, raw = tab.form, tab.form["raw"]
-    tab.run_button.click(run, inputs_of(form), tab.outputs, api_name="run",
-                         # A second click while a run goes on reaches the server, which says
-                         # why it starts nothing (gradio's default drops it without a word).
-                         trigger_mode="multiple", **STREAMING)
+    ran = tab.run_button.click(run, inputs_of(form), tab.outputs, api_name="run",
+                               # A second click while a run goes on reaches the server, which
+                               # says why it starts nothing (gradio's default drops it without
+                               # a word).
+                               trigger_mode="multiple", **STREAMING)
     tab.hub_button.click(hub_credit, tab.hub_source, tab.input_note, **PLUMBING)
     tab.hub_button.click(replay_hub, [tab.hub_source, form["steps"], form["prompt"],
                                       form["metrics"], form["judges"], form["seed"], raw],
@@ -353,8 +335,10 @@ def _wire_chains(tab: RunTab) -> None:
     # The visitor's key box (a secret `Option`'s control): resume hands it to every secret
     # option the run's backend and judges take (`spec.keyed`).
     key_box = next(form[option.name] for option in FORM_OPTIONS if option.secret)
-    tab.resume_button.click(resume, [tab.run_id, key_box, raw], tab.outputs, api_name="resume",
-                            **STREAMING)
+    resumed = tab.resume_button.click(resume, [tab.run_id, key_box, raw], tab.outputs,
+                                      api_name="resume", **STREAMING)
+    for ended in (ran, resumed):  # Past runs lists a run once it has ended, without a ↻
+        ended.then(past_runs, None, tab.past, **PLUMBING)
 
 
 def _wire_opening(demo: gr.Blocks, tab: RunTab) -> None:
@@ -379,9 +363,8 @@ def _wire_opening(demo: gr.Blocks, tab: RunTab) -> None:
     for shown in (demo.load, timer.tick):
         shown(partial(example_gallery, tab.bundled), None, tab.examples,
               show_progress="hidden", **PLUMBING)
-    past = [tab.run_picker, tab.past_gallery, tab.past_listed]
-    tab.refresh.click(past_runs, None, past, **PLUMBING)
-    demo.load(past_runs, None, past, **PLUMBING)
+    tab.refresh.click(past_runs, None, tab.past, **PLUMBING)
+    demo.load(past_runs, None, tab.past, **PLUMBING)
     tab.past_gallery.select(open_past, [tab.past_listed, raw], tab.outputs, **PLUMBING)
     demo.load(on_load, None, tab.outputs, **PLUMBING).then(None, js=SCROLL_TO_RESULT_JS,
                                                            **PLUMBING)
