@@ -122,6 +122,12 @@ PAGE_CSS = """#claim h1 {margin: 0 0 4px; font-size: 1.6em}
   /* A phone's first screen is the claim, the headline and the picture; the curves are the
      result's, a screen below. */
   #first-look-curves {display: none}
+  /* The picture at a height a phone can read (its four parts side by side were ~64 px tall),
+     swiped sideways. */
+  #first-look-picture .image-container {overflow-x: auto}
+  #first-look-picture .image-frame, #first-look-picture .image-container button {
+    width: max-content}
+  #first-look-picture img {height: 200px; width: auto; max-width: none}
   #examples .grid-container {grid-template-columns: repeat(auto-fill, minmax(64px, 1fr))}
 }
 @media (max-width: 640px) {""" + PHONE_HIDDEN + " {display: none}}\n" + DARK_PLOTS_CSS
