@@ -648,7 +648,8 @@ def test_the_result_reads_at_every_size(visitors: Visitors, viewport: dict[str, 
     if viewport == PHONE:  # nothing runs into anything, and a table row is a line or two
         boxes = page.evaluate(PLOT_BOXES_JS)
         ticks, legend = boxes["ticks"], boxes["legend"]
-        assert all(a[2] <= b[0] for a, b in zip(ticks, ticks[1:])), f"ticks collide: {ticks}"
+        assert all(a[2] <= b[0] for a, b in zip(ticks, ticks[1:], strict=False)), \
+            f"ticks collide: {ticks}"
         assert max(t[3] for t in [*ticks, boxes["title"]]) <= legend[1], boxes
         rows = page.evaluate("[...document.querySelectorAll('#verdict [role=row].virtual-row')]"
                              ".map(row => row.getBoundingClientRect().height)")
@@ -665,7 +666,10 @@ def test_the_result_reads_at_every_size(visitors: Visitors, viewport: dict[str, 
 # The main chart's step labels, its "step" title and its legend, each as [left, top, right,
 # bottom] on the page, the labels from left to right.
 PLOT_BOXES_JS = """() => {
-  const box = e => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+  const box = e => {
+    const r = e.getBoundingClientRect();
+    return [r.left, r.top, r.right, r.bottom];
+  };
   const plot = document.querySelector('#plot');
   return {ticks: [...plot.querySelectorAll('.xtick text')].map(box).sort((a, b) => a[0] - b[0]),
           title: box(plot.querySelector('.g-xtitle text')),
@@ -891,3 +895,8 @@ def test_the_page_reads_in_dark_mode(visitors: Visitors, viewport: dict[str, int
         assert painted["paper"] in clear and painted["area"] in clear, painted
         assert contrast(painted["text"], painted["page"]) >= 4.5, painted
         assert contrast(painted["psnr"], painted["page"]) >= 3, painted  # WCAG 1.4.11
+    if viewport == PROJECTOR:
+        page.evaluate("document.querySelector('#summary').scrollIntoView({block: 'start'})")
+        page.wait_for_function("[...document.images].every(image => image.complete)")
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=SCREENSHOTS / "dark-1280x720.png")
