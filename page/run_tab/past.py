@@ -41,7 +41,8 @@ def described(run: Run) -> PastRun:
     what = BACKENDS[backend].info.label if backend in BACKENDS else backend
     profile = settings.get("backend_options", {}).get("profile")
     what += f" ({profile})" if profile else ""
-    made = f"{steps} steps" if last >= steps else f"{max(last, 0)} of {steps} steps"
+    plural = "" if steps == 1 else "s"
+    made = f"{steps} step{plural}" if last >= steps else f"{max(last, 0)} of {steps} steps"
     status = run.live_status(str(meta.get("status", "running")))
     caption = f"{when(started)} · {what} · {made} · {STATUS_MARKS.get(status, '')} {status}"
     return PastRun(run.id, started, caption, newest_picture(run, last))
