@@ -654,6 +654,12 @@ def test_the_result_reads_at_every_size(visitors: Visitors, viewport: dict[str, 
         rows = page.evaluate("[...document.querySelectorAll('#verdict [role=row].virtual-row')]"
                              ".map(row => row.getBoundingClientRect().height)")
         assert rows and sorted(rows)[len(rows) // 2] <= 60, f"verdict rows {rows} px tall"
+        # The first look's picture at a height a phone reads (swiped sideways), its curves
+        # left to the result's.
+        tall = page.evaluate("document.querySelector('#first-look-picture img')"
+                             ".getBoundingClientRect().height")
+        assert tall >= 150, f"the first look's picture is {tall} px tall on a phone"
+        assert not page.locator("#first-look-plot").is_visible()
     name = {PHONE["width"]: "phone-recorded", PROJECTOR["width"]: "projector",
             WIDE["width"]: "wide"}[viewport["width"]]
     if viewport == PROJECTOR:  # what a projector shows once scrolled to the result
