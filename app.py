@@ -26,7 +26,7 @@ from starlette.middleware import Middleware
 
 import zerogpu  # noqa: F401  (first: installs the spaces.GPU runner; a plain call off ZeroGPU)
 from banana_space.chain.real_chains import start_preparing
-from page import api, leaderboard_tab
+from page import api, leaderboard_tab, lesson_prompts
 from page.compare_tab import tab as compare_tab
 from page.content import EXAMPLES, FOOTER, LICENCES
 from page.door import body_limit, disk, gradio_patches, guard, identity, join, served, uploads
@@ -52,6 +52,7 @@ def build() -> gr.Blocks:
     with gr.Blocks(title="Banana Space", delete_cache=DELETE_CACHE) as demo:
         run_tab.build(demo)
         api.build()
+        lesson_prompts.build()  # the lessons as MCP prompts
         with gr.Tabs() as tabs:
             leaderboard_tab.build()  # the committed results of `banana-space leaderboard`
             compare_tab.build(demo, EXAMPLES[0], tabs)  # two chains side by side, the lessons
@@ -72,8 +73,11 @@ def main() -> None:
     disk.clear_stale(guard.ORPHAN_GRACE_S)
     SETTINGS.runs_root.mkdir(parents=True, exist_ok=True)
     demo = build()
-    # No queue size: cheap events are never refused; chains are bounded by join.py.
-    demo.queue(max_size=None, default_concurrency_limit=8)
+    # No queue size: cheap events are never refused; chains are bounded by join.py. Every
+    # event goes through the queue (`api_open=False`): gradio's /run/<api_name> route would
+    # skip it, and every check made where an event joins it (gradio opens that route
+    # everywhere but on a Space).
+    demo.queue(max_size=None, default_concurrency_limit=8, api_open=False)
     join.install(demo)
     gradio_patches.trust_no_proxy()  # who a visitor is: page/door/identity.py, never uvicorn's
     start_preparing(SETTINGS.runs_root)  # Banana100's own chains, where the hub is reachable

@@ -98,8 +98,9 @@ def _deploy_parser(commands: Any) -> None:
     deploy.add_argument("--hardware", default=None, help="a new Space: zero-a10g (ZeroGPU, the "
                         "one a free account may use); cpu-basic, l4x1, … need a paid plan")
     deploy.add_argument("--private", action="store_true", help="a private Space")
-    deploy.add_argument("--secrets", action="store_true", help="copy GEMINI_API_KEY and "
-                        "HF_TOKEN from this environment into the Space's secrets")
+    deploy.add_argument("--secrets", action="store_true", help="copy GEMINI_API_KEY, "
+                        "HF_TOKEN and BANANA_OWNER_KEY from this environment into the Space's "
+                        "secrets")
     deploy.add_argument("--bucket", default=None, metavar="NAME", help="keep the runs on this "
                         "Storage Bucket (OWNER/NAME, or NAME beside the Space), created if "
                         "needed and mounted read-write")

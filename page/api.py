@@ -7,6 +7,10 @@ streaming events are `/run`, `/resume` and `/open`). Same rules as the page: run
 uploads only, clear errors. gradio's MCP server is stateless (every MCP call reaches the app
 through one client), so a chain here belongs to no session: each caller may give it a token
 of its own, the only key that stops it (`stop_run`), and a caller that disconnects stops it.
+
+The docstrings are what an agent reads, through gradio's parser: it keeps one line per
+argument, so each argument's description is one line (the rest goes in the text above Args),
+and it joins the Returns lines with ", ", so each Returns line is one item.
 """
 
 from __future__ import annotations
@@ -98,21 +102,21 @@ def _answer(chain: contextlib.AbstractContextManager[runner.Chain], request: gr.
 def run_chain(image: str | None, steps: float, generator: str, metrics: str, seed: float,
               profile: str, token: str = "", request: gr.Request = None) -> str:
     """Run a replication chain (Banana100): the image is given back to the generator `steps`
-    times with "Produce an exact replica…", and every frame is scored. Waits for the end.
+    times with "Produce an exact replica…", and every frame is scored. Waits for the end; a
+    chain started without a token stops only at its end or when its caller disconnects.
     {gpu_cost}
 
     Args:
         image: the input image (PNG, JPEG or WebP; at most 64 megapixels).
         steps: how many times the output is fed back in, 1-100.
         generator: a generator name from list_options; "simulate" runs anywhere, no key.
-        metrics: comma-separated metric names this server offers (list_options'
-            metrics_offered) or presets (rulers, classics); blank: the 4 CPU classics.
+        metrics: metric names or presets, comma-separated (list_options); blank: the 4 CPU classics.
         seed: a whole number 0 .. 4294967295; same seed, same simulated frames.
         profile: a profile name, for a generator that takes one (see list_options); blank: default.
-        token: a secret of yours (16+ characters): stop_run with it stops this chain. Blank:
-            only its end, or your disconnecting, stops it.
+        token: a secret of yours (16+ characters): stop_run with it stops this chain.
     Returns:
-        JSON text: run id, link, status, and per metric delta_5/10/20 (negative = worse), detects.
+        JSON text: run id, link, status
+        and per metric delta_5/10/20 (negative = worse) and detects.
     """
     if not image:
         raise Refusal("Give an input image.")
@@ -133,15 +137,16 @@ run_chain.__doc__ = run_chain.__doc__.replace("{gpu_cost}", per_step_note())
 def score_chain(frames: str | None, metrics: str, token: str = "",
                 request: gr.Request = None) -> str:
     """Score a chain recorded elsewhere: every frame against step 0, with the paper's verdict.
+    A zip's images are named by step: step_000.png, step_001.png … (or input.png beside copies
+    1.png, 2.png …); a gap in the numbers stays a gap.
 
     Args:
-        frames: a zip of the chain's images named by step (step_000.png …, or input.png beside
-            copies 1.png …; a gap stays a gap), or a GIF/WebP.
-        metrics: comma-separated metric names this server offers (list_options'
-            metrics_offered) or presets (rulers, classics); blank: the 4 CPU classics.
+        frames: the chain: a zip of its images named by step, or an animated GIF/WebP.
+        metrics: metric names or presets, comma-separated (list_options); blank: the 4 CPU classics.
         token: a secret of yours (16+ characters): stop_run with it stops this chain.
     Returns:
-        JSON text: run id, link, status, and per metric delta_5/10/20 (negative = worse), detects.
+        JSON text: run id, link, status
+        and per metric delta_5/10/20 (negative = worse) and detects.
     """
     if not frames:
         raise Refusal("Give the chain's frames: a zip of images or an animated GIF/WebP.")
@@ -168,13 +173,14 @@ def resume_chain(run_id: str, api_key: str, token: str = "", request: gr.Request
 
 
 def open_run(run_id: str, request: gr.Request) -> str:
-    """A run's status and per-metric verdict so far, by its id.
+    """A run's status and per-metric verdict so far, by its id. Its status is "running" while
+    the run is being made, and "interrupted" where its maker went away mid-run (resume_chain
+    continues it).
 
     Args:
         run_id: the run's id (the `run=` part of its link).
     Returns:
-        JSON text: as run_chain; status "running" while the run is being made, "interrupted"
-        where its maker went away mid-run (resume_chain continues it).
+        JSON text: as run_chain answers.
     """
     run = brought_back(run_id)  # fetched again if wiped
     try:
@@ -188,8 +194,13 @@ def list_options() -> str:
     metric presets, judges and prompt presets.
 
     Returns:
-        JSON text: generators, metric_presets, metrics_offered (what a caller may choose
-        here), checked_metrics, judges, prompt_presets, max_steps.
+        JSON text: generators
+        metric_presets
+        metrics_offered (the metrics a caller may choose here)
+        checked_metrics
+        judges
+        prompt_presets
+        max_steps.
     """
     def entries(registry: dict[str, Any]) -> list[dict[str, Any]]:
         found = []
@@ -221,9 +232,11 @@ def check_degradation(original: str | None, edited: str | None,
         original: the image before any edit (PNG, JPEG or WebP).
         edited: the edited image, or a zip / animated GIF of several edits in order.
     Returns:
-        JSON text: degraded (true/false, the last edit), worse (the measures past their noise
-        floor), first_degraded, look_at ([left, top, right, bottom]: where to look), and per
-        edit each measure's oriented delta (negative = worse), floor and floors_worse.
+        JSON text: degraded (true/false, the last edit)
+        worse (the measures past their noise floor)
+        first_degraded
+        look_at ([left, top, right, bottom]: where to look)
+        and per edit each measure's oriented delta (negative = worse), floor and floors_worse.
     """
     if not original or not edited:
         raise Refusal("Give the original image and the edited one (or a zip/GIF of edits).")
@@ -248,20 +261,21 @@ def compare_chains(image: str | None, steps: float, a: str, b: str, metrics: str
     """Run two replication chains from one image, side by side: settings A and B differ in the
     generator or profile, the start (as it is or smoothed), the prompt or the seed. The input
     is scored once; each side is a run of its own (as run_chain's), and both count against
-    your caps. Waits for both to end.
+    your caps. Waits for both to end. A side is a JSON object whose keys are all optional:
+    {"generator": "simulate", "profile": "nano-banana-pro", "smoothed": false, "prompt": "...",
+    "seed": 0}.
 
     Args:
         image: the input image (PNG, JPEG or WebP).
         steps: each chain's steps, 1-100.
-        a: side A as JSON, every key optional: {"generator": "simulate", "profile":
-            "nano-banana-pro", "smoothed": false, "prompt": "...", "seed": 0}.
-        b: side B, the same way; it must differ from A.
-        metrics: comma-separated metric names this server offers, or presets; blank: the 4
-            CPU classics.
+        a: side A, a JSON object such as {"generator": "simulate", "seed": 0}.
+        b: side B, a JSON object as A's; it must differ from A.
+        metrics: metric names or presets, comma-separated (list_options); blank: the 4 CPU classics.
         token: a secret of yours (16+ characters): stop_run with it stops both chains.
     Returns:
-        JSON text: runs (A and B, each as run_chain answers, or null for a side that never
-        started), link (one page showing both), failed (side -> why).
+        JSON text: runs (A and B, each as run_chain answers; null for a side never started)
+        link (one page showing both)
+        failed (side -> why).
     """
     if not image:
         raise Refusal("Give an input image.")
@@ -314,5 +328,6 @@ def build() -> None:
     tool.click(list_options, None, answer, api_name="list_options")
     tool.click(check_degradation, [original, edited], answer, api_name="check_degradation",
                **join.CHAIN_EVENTS)  # a chain's queue and caps
-    tool.click(compare_chains, [image, pair_steps, side_a, side_b, metrics, token], answer,
-               api_name="compare_chains", **join.CHAIN_EVENTS)
+    join.runs_two_chains(tool.click(compare_chains, [image, pair_steps, side_a, side_b,
+                                                     metrics, token], answer,
+                                    api_name="compare_chains", **join.CHAIN_EVENTS))

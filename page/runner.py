@@ -12,6 +12,8 @@ API's and MCP's tools, a compare mode):
         ...
     with runner.start_pair(request, loaded, steps, a, b, metrics) as chain:  # a comparison
         for event in chain.events: ...                          # SideEvent / SideFailed
+    with runner.resume_pair(request, run_a, key="") as chain:  # a comparison going on
+        chain.pair_saved                                        # each side's run as read
 
 - `token=None`: a browser tab's chain (one per tab, stopped by that tab's Stop); a string: an
   API or MCP chain, stopped by `stop_run(token)` only (blank: by its end, or its caller going
@@ -40,6 +42,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from banana_space.compare.pair import SideEvent, SideFailed
+from banana_space.compare.pair import resume_pair as resume_both
 from banana_space.compare.pair import start_pair as start_both
 from banana_space.compare.record import Comparison
 from banana_space.compare.sides import Side
@@ -47,15 +50,26 @@ from banana_space.events import Event, Started
 from banana_space.sources.images import LoadedImage
 from banana_space.store.run import Run, RunBusy, SavedRun
 from banana_space.chain.runs import Resumption, start_run
-from banana_space.chain.spec import RunSpec
+from banana_space.verdict.columns import SIDES
+from banana_space.chain.spec import RunSpec, check_spec
 from page.door import join
 from page.door import stop_flags
 from page.door import guard
-from page.door.access import REFUSALS, brought_back, claim, mine, refusal, release, tab_of
+from page.door.access import (
+    REFUSALS,
+    Refusal,
+    brought_back,
+    claim,
+    mine,
+    refusal,
+    release,
+    tab_of,
+)
 from page.door.identity import Visitor, visitor_of
 from page.settings import SETTINGS
 
-__all__ = ["Chain", "Complete", "resume", "start", "start_pair", "stream", "until_end"]
+__all__ = ["Chain", "Complete", "resume", "resume_pair", "start", "start_pair", "stream",
+           "until_end"]
 Screen = TypeVar("Screen")
 Shown = TypeVar("Shown")
 
@@ -81,6 +95,7 @@ class Chain:
     saved: SavedRun | None = None
     comparison: Comparison | None = None
     run_id: str | None = None
+    pair_saved: dict[str, SavedRun] | None = None  # a resumed pair's runs, as read
 
 
 class View(Protocol[Screen]):
@@ -119,6 +134,7 @@ def start(request: Any, spec: RunSpec, *, token: str | None = None) -> Iterator[
     """A new run of `spec`, admitted at its cost (pixels x steps), owned by who asked."""
     with _stop_flag(request, token) as (stop, visitor), contextlib.ExitStack() as held:
         try:
+            check_spec(spec)  # its steps in range before they are a cost
             held.enter_context(guard.admitted(visitor, guard.chain_cost(spec.image,
                                                                         spec.steps)))
             events = start_run(spec, SETTINGS.runs_root, stop=stop)
@@ -136,16 +152,51 @@ def start_pair(request: Any, loaded: LoadedImage, steps: int, a: Side, b: Side,
     each side's run owned by who asked; `chain.events` are `SideEvent`s and `SideFailed`."""
     with _stop_flag(request, token) as (stop, visitor), contextlib.ExitStack() as held:
         try:
-            join.room_for_more_chains(visitor, 1)
             cost = guard.chain_cost(loaded.image, steps)
-            held.enter_context(guard.admitted(visitor, cost))
-            held.enter_context(guard.admitted(visitor, cost))
+            held.enter_context(guard.admitted(visitor, cost, cost))  # both at once
             events = start_both(loaded, steps, a, b, metrics, SETTINGS.runs_root, stop=stop,
                                 lesson=lesson)
         except REFUSALS as error:
             raise refusal(error) from None
         yield from _until_left(_owned(Chain(events, stop, visitor,
                                             comparison=events.comparison)))
+
+
+@contextlib.contextmanager
+def resume_pair(request: Any, run_id: Any, *, key: str = "") -> Iterator[Chain]:
+    """The comparison whose run A is `run_id` going on as a pair (`compare.pair.resume_pair`):
+    both runs read once and held, only their owner may (`access.mine`, each side), admitted
+    as the chains it resumes (their number and each one's cost); `chain.comparison` has each
+    side's scores so far and `chain.pair_saved` each side's run as it was read. `Complete` if
+    neither side has anything left to make."""
+    comparison = Comparison.read(brought_back(run_id))
+    if comparison is None or comparison.a != Run(SETTINGS.runs_root / str(run_id)).id:
+        raise Refusal("That run is not side A of a comparison: open the comparison's link "
+                      "(?compare=<run A>) to resume it.")
+    runs = {side: brought_back(comparison.run_id(side)) for side in SIDES
+            if comparison.run_id(side)}
+    with _stop_flag(request, None) as (stop, visitor), contextlib.ExitStack() as held:
+        opened: dict[str, Resumption] = {}
+        for side, run in runs.items():
+            mine(run, visitor)  # only its maker rewrites a run; anyone opens it by its link
+            try:
+                opened[side] = Resumption.open(run.path)
+            except REFUSALS as error:
+                raise refusal(error) from None
+            held.callback(opened[side].close)  # a no-op once it has gone on
+        going_on = [side for side, resumption in opened.items() if not resumption.complete]
+        if not going_on:
+            raise Complete(max(r.saved.last_step for r in opened.values()))
+        saved = {side: copy.deepcopy(resumption.saved) for side, resumption in opened.items()}
+        try:
+            held.enter_context(guard.admitted(  # the sides it resumes, at once
+                visitor, *(guard.resume_cost(saved[side]) for side in going_on)))
+            events = resume_both(comparison, opened, SETTINGS.runs_root, stop=stop,
+                                 key=key or None)
+        except REFUSALS as error:
+            raise refusal(error) from None
+        yield from _until_left(_owned(Chain(events, stop, visitor, comparison=comparison,
+                                            run_id=comparison.a, pair_saved=saved)))
 
 
 def _owned(chain: Chain) -> Chain:

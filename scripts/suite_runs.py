@@ -67,7 +67,7 @@ def _total_variation(pixels):
 
 
 # A start's smoothing, by name (float pixels 0..255 -> float pixels, rounded to 8 bits after):
-# how smooth the start is, as a measured variable (issue 43).
+# how smooth the start is, as a measured variable (the paper's starts were smooth renders).
 SMOOTHINGS = {"gauss-1.0": _gaussian(1.0), "gauss-1.5": _gaussian(1.5),
               "tv": _total_variation}
 

@@ -44,15 +44,16 @@ def strip_frames(update: list) -> list[Path]:
 
 
 @contextmanager
-def running_app(runs_dir: Path, **env: str) -> Iterator[str]:
-    """Yield the app's URL; the app writes runs under `runs_dir`. Its log is printed on exit."""
+def running_app(runs_dir: Path, script: str = "app.py", **env: str) -> Iterator[str]:
+    """Yield the app's URL; the app writes runs under `runs_dir`. Its log is printed on exit.
+    `script`: what starts it (a launcher of tests/ that injects a test's part, then app.main)."""
     port = free_port()
     log = runs_dir.parent / f"app-{port}.log"
     environment = {**os.environ, "GRADIO_SERVER_NAME": "127.0.0.1",
                    "GRADIO_SERVER_PORT": str(port), "BANANA_RUNS_DIR": str(runs_dir),
                    "GRADIO_ANALYTICS_ENABLED": "False", **env}
     with log.open("w") as sink:
-        process = subprocess.Popen([sys.executable, "app.py"], cwd=REPO, env=environment,
+        process = subprocess.Popen([sys.executable, script], cwd=REPO, env=environment,
                                    stdout=sink, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/"
     try:

@@ -3,7 +3,9 @@ tests of the real `huggingface_hub` client publishing a Space (`banana-space dep
 runs to a dataset (`banana_space.chain.persist`). Point the client here with HF_ENDPOINT and set
 HF_HUB_DISABLE_XET=1 before it is imported: this speaks LFS, not Xet.
 
-- `POST /api/repos/create`: a repo (409 with its url when it exists, as the Hub answers);
+- `POST /api/repos/create`: a repo (409 with its url when it exists, as the Hub answers; 403
+  for a token that may not create repos, `may_create=False`); a new Space's `hardware`,
+  `secrets`, `variables` and `volumes` are kept as set at creation;
 - `POST /api/validate-yaml`: the card; a Space's `python_version` must be `3.x` or `3.x.x`
   (hub-docs, spaces-config-reference.md);
 - `POST /api/{type}s/{id}/preupload/{rev}`: "lfs" for a binary sample (a NUL byte in the first
@@ -14,12 +16,19 @@ HF_HUB_DISABLE_XET=1 before it is imported: this speaks LFS, not Xet.
   binary is refused with the Hub's words ("Your push was rejected because it contains binary
   files"), as is an LFS file whose object was never uploaded;
 - `POST /api/spaces/{id}/secrets`, `/variables` and `/hardware`, `PUT /api/spaces/{id}/volumes`:
-  kept in `secrets` / `variables` / `hardware` / `volumes`;
+  kept in `secrets` / `variables` / `hardware` / `volumes`; `GET /api/spaces/{id}/runtime`
+  answers with the hardware and volumes, `GET /api/spaces/{id}/variables` with the variables.
+  A Space builds on each commit (`builds`), and each of these settings changed after its first
+  build restarts it, as on the Hub;
 - `POST /api/buckets/{namespace}/{name}`: a Storage Bucket, kept in `buckets` with what was
   asked (409 when it exists, as the Hub answers);
-- `GET /api/{type}s/{id}/revision/{rev}`: the repo's last commit and files;
+- `GET /api/{type}s/{id}/revision/{rev}` (and a Space's `GET /api/spaces/{id}`): the repo's
+  last commit and files;
+- `GET /api/spaces/{id}` of a Space that is not there: 404 RepoNotFound, as the Hub answers;
 - `GET /api/spaces/{id}/tree/{rev}`: a Space's listing, as the read side lists a dataset (the
   client lists a repo before a commit that deletes what is gone).
+
+`down = True` answers every write 503 (an outage) until it is set back.
 
 Committed dataset files are served by the read side (tree, resolve), so a run pushed here can
 be restored from here. Every commit is kept in `commits` (repo, message, paths, which were LFS).
@@ -48,8 +57,9 @@ def is_binary(data: bytes) -> bool:
 
 class FakeHubWrite(FakeHub):
     def __init__(self, datasets: dict[str, dict[str, bytes]] | None = None,
-                 token: str = "hf_the_owners_token_0001") -> None:
+                 token: str = "hf_the_owners_token_0001", may_create: bool = True) -> None:
         super().__init__(datasets if datasets is not None else {}, token=token)
+        self.may_create = may_create
         self.spaces: dict[str, dict[str, bytes]] = {}
         self.repos: dict[str, dict] = {}  # "space/OWNER/NAME" -> what create_repo asked
         self.lfs: dict[str, bytes] = {}  # sha256 -> content
@@ -59,6 +69,8 @@ class FakeHubWrite(FakeHub):
         self.variables: dict[str, dict[str, str]] = {}
         self.volumes: dict[str, list[dict]] = {}
         self.buckets: dict[str, dict] = {}  # "OWNER/NAME" -> what create_bucket asked
+        self.builds: dict[str, list[str]] = {}  # "OWNER/NAME" -> "build" or "restart (why)"
+        self.down = False  # an outage: every write is answered 503, as the Hub's proxy does
         hub = self
         handler = self._server.RequestHandlerClass
         handler.do_POST = lambda request: hub.write(request)  # type: ignore[attr-defined]
@@ -68,7 +80,13 @@ class FakeHubWrite(FakeHub):
         """GET `/api/{type}s/{id}/revision/{rev}` (the client's `repo_info`, which it calls
         after a commit with nothing new), else the read side's routes."""
         parts = unquote(urlsplit(handler.path).path).strip("/").split("/")
-        if parts[0] == "api" and len(parts) >= 6 and parts[4] == "revision":
+        space_info = parts[:2] == ["api", "spaces"] and len(parts) == 4
+        if space_info and "/".join(parts[2:4]) not in self.spaces:
+            self.requests.append(f"{handler.command} {'/'.join(parts)}")
+            self._send(handler, 404, b'{"error": "Repository not found"}',
+                       {"X-Error-Code": "RepoNotFound"}, with_body)
+            return
+        if parts[0] == "api" and (space_info or len(parts) >= 6 and parts[4] == "revision"):
             kind, repo = parts[1].rstrip("s"), "/".join(parts[2:4])
             stored = self.files(kind, repo)
             if stored is not None:
@@ -79,6 +97,26 @@ class FakeHubWrite(FakeHub):
                 self._send(handler, 200, json.dumps(info).encode(),
                            {"Content-Type": "application/json"}, with_body)
                 return
+        if parts[:2] == ["api", "spaces"] and parts[4:] in (["runtime"], ["variables"]) and (
+                "/".join(parts[2:4]) in self.spaces):
+            self.requests.append(f"{handler.command} {'/'.join(parts)}")
+            repo = "/".join(parts[2:4])
+            variables = self.variables.get(repo, {})
+            answer = (self._runtime(repo) if parts[4] == "runtime" else
+                      {key: {"value": value} for key, value in variables.items()})
+            self._send(handler, 200, json.dumps(answer).encode(),
+                       {"Content-Type": "application/json"}, with_body)
+            return
+        if parts[:2] == ["api", "spaces"] and len(parts) == 4:  # `repo_exists`, `space_info`
+            self.requests.append(f"{handler.command} {'/'.join(parts)}")
+            repo = "/".join(parts[2:4])
+            if repo in self.spaces:
+                self._send(handler, 200, json.dumps({"id": repo}).encode(),
+                           {"Content-Type": "application/json"}, with_body)
+            else:
+                self._send(handler, 404, b'{"error": "Repository not found"}',
+                           {"X-Error-Code": "RepoNotFound"}, with_body)
+            return
         if parts[:2] == ["api", "spaces"] and len(parts) >= 6 and parts[4] == "tree":
             self.requests.append(f"{handler.command} {'/'.join(parts)}")
             self._tree(handler, self.spaces.get("/".join(parts[2:4])), parts[5],
@@ -94,6 +132,10 @@ class FakeHubWrite(FakeHub):
         self.requests.append(f"{handler.command} {path}")
         body = handler.rfile.read(int(handler.headers.get("Content-Length") or 0))
         parts = path.strip("/").split("/")
+        if self.down:
+            self._send(handler, 503, b'{"error": "Service Unavailable"}',
+                       {"Content-Type": "application/json"})
+            return
         try:
             status, answer = self._route(handler.command, parts, body)
         except (KeyError, ValueError) as error:
@@ -121,6 +163,9 @@ class FakeHubWrite(FakeHub):
                 return self._preupload(kind, repo, json.loads(body))
             if action == "commit":
                 return self._commit(kind, repo, body)
+            if kind == "space" and action in ("secrets", "variables", "volumes", "hardware") \
+                    and self.builds.get(repo):
+                self.builds[repo].append(f"restart ({action})")
             if action == "secrets" and kind == "space":
                 secret = json.loads(body)
                 self.secrets.setdefault(repo, {})[secret["key"]] = secret["value"]
@@ -141,15 +186,32 @@ class FakeHubWrite(FakeHub):
     def _create(self, asked: dict) -> tuple[int, dict]:
         kind = asked.get("type") or "model"
         repo = f"{asked['organization']}/{asked['name']}"
+        if not self.may_create:
+            return 403, {"error": "You don't have the rights to create a repo under the "
+                                  f"namespace \"{asked['organization']}\""}
         store = self.spaces if kind == "space" else self.datasets
         url = f"{self.url}/{'spaces/' if kind == 'space' else 'datasets/'}{repo}"
         if repo in store:  # the Hub names the existing repo, and the client reads it
             return 409, {"error": "You already created this repo", "url": url}
         store[repo] = {}
         self.repos[f"{kind}/{repo}"] = asked
+        if kind == "space":
+            self.builds[repo] = []
+            self.secrets[repo] = {s["key"]: s["value"] for s in asked.get("secrets", [])}
+            self.variables[repo] = {v["key"]: v["value"] for v in asked.get("variables", [])}
+            if "volumes" in asked:
+                self.volumes[repo] = asked["volumes"]
+            if "hardware" in asked:
+                self.hardware[repo] = asked["hardware"]
         if kind == "dataset" and (asked.get("private") or asked.get("visibility") == "private"):
             self.private.add(repo)  # read back only with the owner's token, as on the hub
         return 200, {"url": url}
+
+    def _runtime(self, repo: str) -> dict:
+        hardware = self.hardware.get(repo)
+        return {"stage": "RUNNING" if self.builds.get(repo) else "NO_APP_FILE",
+                "hardware": {"current": hardware, "requested": hardware},
+                "volumes": self.volumes.get(repo)}
 
     def _create_bucket(self, bucket: str, asked: dict) -> tuple[int, dict]:
         url = f"{self.url}/buckets/{bucket}"
@@ -217,6 +279,8 @@ class FakeHubWrite(FakeHub):
                     return 400, {"error": f"LFS object {value['oid']} was never uploaded"}
                 changes[value["path"]] = self.lfs[value["oid"]]
                 lfs_paths.append(value["path"])
+        if kind == "space":
+            self.builds.setdefault(repo, []).append("build")
         for name in deleted:
             del stored[name]  # type: ignore[union-attr]
         stored.update(changes)  # type: ignore[union-attr]

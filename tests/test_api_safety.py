@@ -17,6 +17,9 @@ from conftest import REPO
 from gradio_client import Client
 from raw_api import call, dependencies
 
+from banana_space.compare.lessons import LESSONS
+from page.door.operator_key import KEY_FILE  # the operator key kept beside the runs
+
 pytestmark = pytest.mark.app
 
 RECORDED = REPO / "assets" / "recorded" / "dunes-simulated-30"
@@ -71,7 +74,8 @@ def test_named_endpoints_refuse_every_hostile_id_and_write_nothing(site) -> None
     # The control: a real id is accepted (so the refusals above are not a broken client).
     assert json.loads(client.predict("good", api_name="/open_run"))["status"] == "completed"
     assert snapshot(site["outside"], REPO / "assets") == before
-    assert sorted(p.name for p in site["runs"].iterdir()) == ["escape", "good"]
+    assert sorted(p.name for p in site["runs"].iterdir() if p.name != KEY_FILE) == [
+        "escape", "good"]
 
 
 def test_every_event_by_index_refuses_every_hostile_id_and_writes_nothing(site) -> None:
@@ -114,7 +118,8 @@ def test_a_server_path_as_an_upload_is_not_read(site) -> None:
     answer = call(site["url"], index, [{"path": str(secret), "meta": {"_type": "gradio.FileData"}},
                                        2, "simulate", "", 0, ""])
     assert not answer.success
-    assert sorted(p.name for p in site["runs"].iterdir()) == ["escape", "good"]
+    assert sorted(p.name for p in site["runs"].iterdir() if p.name != KEY_FILE) == [
+        "escape", "good"]
 
 
 def test_recorded_examples_are_copied_in_before_anything_writes(site) -> None:
@@ -145,9 +150,11 @@ def test_the_api_pages_example_runs_a_chain_and_reads_the_verdict(site, photo_pa
 def test_the_documented_api_is_the_product_and_no_plumbing(site) -> None:
     client = Client(site["url"], verbose=False)
     api = client.view_api(return_format="dict", print_info=False)
+    lesson_prompts = {"/lesson_" + key.replace("-", "_") for key in LESSONS}  # MCP prompts
     assert set(api["named_endpoints"]) == {"/run_chain", "/score_chain", "/resume_chain",
                                            "/open_run", "/stop", "/list_options",
-                                           "/check_degradation", "/compare_chains"}
+                                           "/check_degradation", "/compare_chains",
+                                           *lesson_prompts}
     assert not api["unnamed_endpoints"]
     for name in ("/redraw", "/compare", "/preview", "/lambda", "/lambda_1", "/on_load"):
         with pytest.raises(ValueError, match="Cannot find a function"):

@@ -10,7 +10,9 @@ import csv
 import io
 import json
 import math
+import os
 import threading
+import time
 import zipfile
 from collections import Counter
 
@@ -18,6 +20,7 @@ import pytest
 
 from banana_space.compare import pair as compare
 from banana_space.compare import sides
+from banana_space.chain.runs import Resumption
 from banana_space.compare.pair import start_pair
 from banana_space.compare.record import Comparison, PairRow
 from banana_space.compare.sides import IDENTICAL, Side
@@ -26,7 +29,7 @@ from banana_space.events import Finished, FrameScored, Started
 from banana_space.sources.images import LoadedImage
 from banana_space.compare.lessons import LESSONS, lesson_sentence
 from banana_space.scores.pool import POOL
-from banana_space.store.run import Run, runs_in
+from banana_space.store.run import Run, RunBusy, runs_in
 
 METRICS = ["brisque", "niqe"]
 STATIC = Side(options={"profile": "nano-banana-pro"})
@@ -128,6 +131,59 @@ def test_stop_stops_both(start, tmp_path) -> None:
     finishes = ended(events)
     assert {side: e.status for side, e in finishes.items()} == {"A": "stopped", "B": "stopped"}
     assert all(e.last_step < 50 for e in finishes.values())
+
+
+def test_a_pair_whose_reader_left_mid_run_goes_on_as_a_pair(start, tmp_path) -> None:
+    """Ended mid-run (its reader gone, as when the tab goes away), both sides stop short and
+    the pair has no zip; resumed as a pair, both go on from their last
+    frame and the comparison's zip is made, its A/B table from every step."""
+    steps = 12
+    pair = start_pair(start, steps, STATIC, NOISE, ["entropy"], tmp_path)
+    seen = []
+    for event in pair:
+        seen.append(event)
+        if {e.side for e in seen if isinstance(e, compare.SideEvent)
+                and isinstance(e.event, FrameScored) and e.event.step >= 2} == {"A", "B"}:
+            break
+    pair.close()
+    comparison = pair.comparison
+    runs = {side: Run(tmp_path / comparison.run_id(side)) for side in "AB"}
+    deadline = time.monotonic() + 120  # each pump closes its chain at the chain's next event
+    while any(_writing(run) for run in runs.values()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    for run in runs.values():  # ended before its end (recorded as stopped once closed)
+        saved = run.load()
+        assert run.live_status(saved.meta["status"]) in {"stopped", "interrupted"}
+        assert saved.last_step < steps
+    assert not runs["A"].compare_zip_path.exists()
+    recorded = Comparison.read(runs["A"])
+    opened = {side: Resumption.open(run.path) for side, run in runs.items()}
+    made = {side: r.saved.last_step for side, r in opened.items()}
+    events = list(compare.resume_pair(recorded, opened, tmp_path))
+    assert {side: e.status for side, e in ended(events).items()} == {"A": "completed",
+                                                                     "B": "completed"}
+    again = {e.side: e.event.step for e in events if isinstance(e, compare.SideEvent)
+             and isinstance(e.event, FrameScored)}
+    assert all(again[side] == steps for side in "AB")
+    assert all(min(e.event.step for e in events if isinstance(e, compare.SideEvent)
+                   and e.side == side and isinstance(e.event, FrameScored)) == made[side] + 1
+               for side in "AB")
+    with zipfile.ZipFile(runs["A"].compare_zip_path) as archive:
+        names = set(archive.namelist())
+        table = archive.read("comparison.csv").decode()
+    assert {"comparison.csv", "compare.json"} <= names
+    assert {name.split("-", 1)[0] for name in names if name.endswith(".zip")} == {"A", "B"}
+    assert "entropy" in table
+    for run in runs.values():
+        assert run.load().last_step == steps
+
+
+def _writing(run: Run) -> bool:
+    try:
+        os.close(run.lock())
+    except RunBusy:
+        return True
+    return False
 
 
 def row(metric: str, detects: bool | None, role: str = "metric") -> VerdictRow:

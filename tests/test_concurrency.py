@@ -83,8 +83,11 @@ def test_a_flood_of_chains_is_capped_per_visitor_and_cheap_events_still_answer(
     accepted = [j for j in joined if j.status_code == 200]
     assert len(accepted) == 2, [j.text[:120] for j in joined]
     assert all("at most 2 per visitor" in j.text for j in joined if j.status_code != 200)
-    # Other visitors fill the places left, then the chains' waiting room (3 here) is full...
-    others = [join(app, "run_chain", data, f"10.0.3.{n}") for n in range(2, 9)]
+    # Other visitors (each with a token of its own: one token is one visitor) fill the places
+    # left, then the chains' waiting room (3 here) is full...
+    tokens = tuple(f"{TOKEN}-{n}" for n in range(2, 9))
+    others = [join(app, "run_chain", [*data[:-1], token], f"10.0.3.{n}")
+              for n, token in zip(range(2, 9), tokens, strict=True)]
     assert any("waiting already" in j.text for j in others)
     # ...and the page still loads, lists, opens and stops: never "Queue is full".
     wait_for(lambda: run_ids(app["runs"]), 300, "a run to open")  # a chain's, here or earlier
@@ -93,7 +96,7 @@ def test_a_flood_of_chains_is_capped_per_visitor_and_cheap_events_still_answer(
                               ("open_run", [some_run], ""), ("stop", [""], "")]:
         result = call(app["url"], app["index"][name], args, query=query, timeout=30)
         assert result.success, (name, result.error)
-    stop_all(app)
+    stop_all(app, (TOKEN, *tokens))
 
 
 def test_a_visitors_chains_are_admitted_by_their_cost(app, tmp_path) -> None:

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import inspect
 import io
 import json
+import re
 import zipfile
 from pathlib import Path
 
@@ -65,6 +67,18 @@ async def session_call(url: str, calls: list[tuple[str, dict]]) -> tuple[list, l
         tools = (await session.list_tools()).tools
         results = [await session.call_tool(name, arguments) for name, arguments in calls]
     return tools, results
+
+
+async def session_prompts(url: str) -> dict[str, tuple[str, str]]:
+    """Every prompt the server lists: its name -> (description, the message it gives)."""
+    async with streamable_http_client(url) as (read, write, _), \
+            ClientSession(read, write) as session:
+        await session.initialize()
+        found = {}
+        for prompt in (await session.list_prompts()).prompts:
+            got = await session.get_prompt(prompt.name, {})
+            found[prompt.name] = (prompt.description, got.messages[0].content.text)
+    return found
 
 
 def answer(result) -> dict:
@@ -141,3 +155,79 @@ def test_run_chain_answers_a_verdict_and_a_link(mcp_url, photo) -> None:
     assert set(verdict["verdict"]) == {"entropy", "psnr", "ssim"}
     assert (runs / verdict["run"] / "run.json").is_file()
     assert refused.isError and "between 1 and 100" in refused.content[0].text
+
+
+def documented(function) -> tuple[str, dict[str, str], list[str]]:
+    """A tool's docstring as a reader takes it: the text before Args (joined), each argument's
+    whole description (its lines indented deeper joined to it), and the Returns lines."""
+    body, args, returns, section, indent = [], {}, [], None, None
+    for line in inspect.getdoc(function).splitlines():
+        text = line.strip()
+        if text in ("Args:", "Returns:"):
+            section, indent = text, None
+        elif section is None:
+            body += [text] if text else []
+        elif section == "Returns:":
+            returns += [text] if text else []
+        elif text and indent in (None, len(line) - len(line.lstrip())):
+            indent = len(line) - len(line.lstrip())
+            name, description = text.split(":", 1)
+            args[name] = description.strip()
+        elif text:
+            args[name] += " " + text
+    return " ".join(body), args, returns
+
+
+def test_every_argument_and_answer_reads_whole_to_an_mcp_client(mcp_url) -> None:
+    """gradio keeps the first line of an argument's description and joins the Returns lines
+    with ", ": what an MCP client lists is each tool's whole docstring, and each Returns line is
+    an item whole in itself (no bracket left open, no mark before the joining comma)."""
+    from page import api
+    from page.run_tab import handlers
+
+    url, _ = mcp_url
+    tools, _ = asyncio.run(session_call(url, []))
+    assert TOOLS <= {tool.name for tool in tools}
+    for tool in tools:
+        function = getattr(api, tool.name, None) or getattr(handlers, tool.name)
+        body, args, returns = documented(function)
+        listed = {name: field.get("description")
+                  for name, field in tool.inputSchema["properties"].items()}
+        assert listed == args, tool.name
+        assert tool.description.startswith(body), tool.name
+        assert returns and tool.description.endswith(" Returns: " + ", ".join(returns))
+        for item in returns:
+            assert all(item.count(o) == item.count(c) for o, c in ("()", "[]", "{}")), item
+            assert not item.endswith((",", ";", ":")), item
+
+
+def test_each_lesson_is_a_prompt_whose_call_sets_up_its_pair(mcp_url, photo) -> None:
+    """An agent lists the lessons as prompts; each message's compare_chains sides are the
+    lesson's own, as the API reads them, and one lesson's call, made as the message says,
+    answers with every field the message tells the agent to read."""
+    from banana_space.compare.lessons import LESSONS
+    from page.compare_tab.sides import side_from_json
+
+    url, _ = mcp_url
+    prompts = asyncio.run(session_prompts(url))
+    assert set(prompts) == {"lesson_" + key.replace("-", "_") for key in LESSONS}
+    for key, lesson in LESSONS.items():
+        description, message = prompts["lesson_" + key.replace("-", "_")]
+        assert lesson.title in description and lesson.about in message
+        a, b = (re.search(rf" {side} (\{{.*?\}}) \(", message).group(1) for side in "ab")
+        assert side_from_json(a, "A").with_defaults() == lesson.a.with_defaults(), key
+        assert side_from_json(b, "B").with_defaults() == lesson.b.with_defaults(), key
+    message = prompts["lesson_static_vs_noise"][1]
+    steps = int(re.search(r"steps (\d+)", message).group(1))
+    a, b = (re.search(rf" {side} (\{{.*?\}}) \(", message).group(1) for side in "ab")
+    _, (compared,) = asyncio.run(session_call(url, [("compare_chains", {
+        "image": data_url(photo.resize((160, 120))), "steps": steps, "a": a, "b": b,
+        "metrics": "classics"})]))
+    runs = answer(compared)["runs"]
+    assert "/?compare=" in answer(compared)["link"]
+    for side in ("A", "B"):
+        assert runs[side]["last_step"] == steps
+        assert {"brisque", "niqe", "piqe", "entropy"} <= set(runs[side]["verdict"])
+        for row in runs[side]["verdict"].values():
+            assert row["detects"] in ("yes", "no", "undecided") and "checkpoints_used" in row
+            assert row["delta_5"] is not None

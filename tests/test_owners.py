@@ -125,6 +125,47 @@ def test_a_forged_browser_secret_owns_nothing(tmp_path) -> None:
             if p.is_file() and p.suffix in {".json", ".csv", ""})
 
 
+def raw_run(url: str, photo: Path, headers: dict[str, str]) -> str:
+    """A one-step chain through the documented /run_chain, sent with `headers`; its run id."""
+    with photo.open("rb") as handle:
+        uploaded = httpx.post(f"{url}gradio_api/upload", files={"files": handle},
+                              headers=headers, timeout=60).json()[0]
+    answer = call(url, dependencies(url)["run_chain"],
+                  [file_data(uploaded), 1, "simulate", "entropy", 0, "", ""], headers=headers)
+    assert answer.success, answer.error
+    return json.loads(answer.data[0])["run"]
+
+
+def owned_by(url: str, headers: dict[str, str]) -> str:
+    """What Past runs lists for a request sent with `headers`."""
+    answer = call(url, dependencies(url)["past_runs"], [], headers=headers)
+    assert answer.success, answer.error
+    return json.dumps(answer.data)
+
+
+def test_a_browser_secret_this_server_did_not_mint_or_sent_twice_owns_nothing(tmp_path) -> None:
+    """Cookie fixation: a secret someone chose and planted in a browser (any well-formed value)
+    owns nothing, and the page replaces it with a minted one; a request carrying the cookie
+    twice is no one's."""
+    runs = tmp_path / "runs"
+    photo = noise(tmp_path / "in.png", 64, 48)
+    with running_app(runs, **SPACE) as url:
+        for planted in (secrets.token_hex(16), f"{secrets.token_hex(16)}.{secrets.token_hex(16)}"):
+            with_planted = {"Cookie": f"{COOKIE}={planted}", "X-Forwarded-For": HALL}
+            replaced = httpx.get(url, headers=with_planted, timeout=60).cookies.get(COOKIE)
+            assert replaced and replaced != planted
+            made = raw_run(url, photo, with_planted)
+            assert made not in owned_by(url, with_planted)
+        a, b = browser(url), browser(url)
+        both = {"Cookie": f"{COOKIE}={a.cookies[COOKIE]}; {COOKIE}={b.cookies[COOKIE]}",
+                "X-Forwarded-For": HALL}
+        made = raw_run(url, photo, both)
+        assert made not in owned_by(url, both)
+        assert made not in past_runs(url, a) and made not in past_runs(url, b)
+        mine = raw_run(url, photo, {**browser_cookie(a), "X-Forwarded-For": HALL})
+        assert mine in past_runs(url, a)  # the control: a minted secret sent once owns its run
+
+
 # --- the classroom: 30 browsers behind one address ---------------------------------------------
 
 def test_thirty_browsers_behind_one_address_each_get_their_run(tmp_path) -> None:
@@ -163,11 +204,19 @@ def victims_chain(url: str, photo: Path, steps: int, token: str) -> object:
 
 async def _mcp(url: str, calls: list[tuple[str, dict]], forged: str) -> list:
     """Tool calls from an MCP client on 127.0.0.1 that names `forged` as its address."""
-    async with httpx.AsyncClient(headers={"X-Forwarded-For": forged}, timeout=300) as http, \
-            streamable_http_client(f"{url}gradio_api/mcp/", http_client=http) as (read, write, _), \
-            ClientSession(read, write) as session:
-        await session.initialize()
-        return [await session.call_tool(name, arguments) for name, arguments in calls]
+    return (await _mcp_session(url, calls, {"X-Forwarded-For": forged}))[0]
+
+
+async def _mcp_session(url: str, calls: list[tuple[str, dict]], headers: dict[str, str]
+                       ) -> tuple[list, dict[str, str]]:
+    """Tool calls in one new MCP session (the SDK's client, keeping the cookies it is given),
+    and the cookies it was given."""
+    async with httpx.AsyncClient(headers=headers, timeout=300) as http:
+        async with streamable_http_client(f"{url}gradio_api/mcp/", http_client=http) as (
+                read, write, _), ClientSession(read, write) as session:
+            await session.initialize()
+            answers = [await session.call_tool(name, arguments) for name, arguments in calls]
+        return answers, dict(http.cookies)
 
 
 def test_an_mcp_caller_naming_another_visitors_address_cannot_act_as_them(tmp_path) -> None:
@@ -206,3 +255,56 @@ def test_an_mcp_caller_naming_another_visitors_address_cannot_act_as_them(tmp_pa
         assert second.success, second.error
         assert json.loads(second.data[0])["status"] == "completed"
 
+
+
+def test_a_visitors_runs_are_theirs_after_a_restart_with_no_key_configured(tmp_path) -> None:
+    """No BANANA_OWNER_KEY: the key drawn at the first start is kept beside the runs (never
+    served by the file routes) and read back at the next."""
+    runs = tmp_path / "runs"
+    photo = noise(tmp_path / "in.png", 64, 48)
+    unset = {**SPACE, "BANANA_OWNER_KEY": ""}
+    with running_app(runs, **unset) as url:
+        owner = browser(url)
+        made = json.loads(owner.predict(handle_file(str(photo)), 1, "simulate", "entropy", 0, "",
+                                        "", api_name="/run_chain"))
+        kept = dict(owner.cookies)
+        key_file = runs / ".operator_key"
+        served = [httpx.get(f"{url}{route}{key_file}") for route in
+                  ("gradio_api/file=", "file=", "gradio_api/file/")]
+    assert [answer.status_code for answer in served] == [404] * 3
+    assert not any(key_file.read_text().strip() in answer.text for answer in served)
+    assert key_file.stat().st_mode & 0o077 == 0
+    with running_app(runs, **unset) as url:
+        assert made["run"] in past_runs(url, browser(url, kept))
+        assert made["run"] not in past_runs(url, browser(url))
+
+
+def test_an_agent_resumes_its_own_run_with_its_token_from_a_new_mcp_session(tmp_path) -> None:
+    """The run an agent starts with its token is the token's: from a new MCP session (no
+    cookie: the MCP routes mint none) the same token resumes it, another token cannot."""
+    runs = tmp_path / "runs"
+    photo = noise(tmp_path / "in.png", 256, 192)
+    local = {"BANANA_OWNER_KEY": OWNER_KEY, "BANANA_REAL_CHAINS": "off",
+             "GRADIO_HEARTBEAT_INTERVAL": "1"}
+    other = "another-agents-token-" + secrets.token_hex(8)
+    with running_app(runs, **local) as url:
+        with ThreadPoolExecutor(1) as pool:
+            first = pool.submit(asyncio.run, _mcp_session(url, [("run_chain", {
+                "image": data_url(photo), "steps": 100, "generator": "simulate",
+                "metrics": "entropy", "seed": 0, "profile": "", "token": TOKEN})], {}))
+            wait_for(lambda: any(runs.glob("*/frames/step_002.png")) or first.done(),
+                     what="the agent's chain")
+            asyncio.run(_mcp_session(url, [("stop_run", {"token": TOKEN})], {}))
+            (started,), cookies = first.result(timeout=300)
+        assert cookies == {}, cookies
+        assert not started.isError, started.content[0].text
+        stopped = json.loads(started.content[0].text)
+        assert stopped["status"] == "stopped", stopped
+        resume = {"run_id": stopped["run"], "api_key": ""}
+        (refused,), _ = asyncio.run(_mcp_session(url, [("resume_chain", {
+            **resume, "token": other})], {}))
+        assert refused.isError and "Only the visitor who started" in refused.content[0].text
+        (resumed,), _ = asyncio.run(_mcp_session(url, [("resume_chain", {
+            **resume, "token": TOKEN})], {}))
+        assert not resumed.isError, resumed.content[0].text
+        assert json.loads(resumed.content[0].text)["status"] == "completed"

@@ -5,7 +5,8 @@ The card (README front matter) is what the Hub reads: `models` links the Space t
 checkpoint it can load, `preload_from_hub` bakes the default editor's and judges' weights into
 the image. Both are checked against the tables in the code, in both directions, so they never
 drift. The install test builds the package from this checkout into a fresh venv with
-`--no-deps` (offline), and lends it this venv's dependencies through a `.pth` file.
+`--no-deps` (offline), and lends it this venv's dependencies through a `.pth` file; the set-up
+test runs scripts/setup.sh on a copy of the checkout the same way.
 """
 
 from __future__ import annotations
@@ -103,23 +104,35 @@ def test_the_licence_table_is_read_from_every_installed_wheel() -> None:
     assert limited == ["pyiqa"]
 
 
-@pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A fresh venv with this checkout installed as a package (no network, no build
-    isolation); its dependencies come from the test venv through a .pth file."""
-    target = tmp_path_factory.mktemp("install") / "venv"
+def lending_venv(target: Path) -> Path:
+    """A fresh venv at `target` whose dependencies (pip included) come from the test venv
+    through a .pth file; its python."""
     venv.create(target, with_pip=False)
     python = target / "bin" / "python"
     purelib = subprocess.check_output(
         [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], text=True)
     Path(purelib.strip(), "lend-deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    # Built from a copy of what the package is made of: setuptools writes build/ and
-    # *.egg-info beside the sources, and the checkout is no place for them.
-    source = tmp_path_factory.mktemp("source")
-    for name in ("pyproject.toml", "README.md", "LICENSE"):
+    return python
+
+
+def copy_package(source: Path, *extra: str) -> None:
+    """What the package is made of, and `extra` files, copied to `source`: setuptools writes
+    build/ and *.egg-info beside the sources, and the checkout is no place for them."""
+    for name in ("pyproject.toml", "README.md", "LICENSE", *extra):
+        (source / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(REPO / name, source / name)
     shutil.copytree(REPO / "banana_space", source / "banana_space",
                     ignore=shutil.ignore_patterns("__pycache__"))
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh venv with this checkout installed as a package (no network, no build
+    isolation)."""
+    target = tmp_path_factory.mktemp("install") / "venv"
+    python = lending_venv(target)
+    source = tmp_path_factory.mktemp("source")
+    copy_package(source)
     subprocess.run([python, "-m", "pip", "install", "--quiet", "--no-deps",
                     "--no-build-isolation", "--no-index", str(source)],
                    check=True, cwd=source, env={**os.environ, "PIP_NO_INPUT": "1"})
@@ -139,6 +152,36 @@ def test_pip_install_gives_the_banana_space_command(installed: Path, tmp_path: P
         [installed / "bin" / "python", "-c", "import banana_space; print(banana_space.__file__)"],
         text=True, cwd=tmp_path)
     assert not where.startswith(str(REPO)), where
+
+
+def test_the_readme_set_up_puts_an_editable_banana_space_command_in_the_venv(
+        tmp_path: Path) -> None:
+    """scripts/setup.sh (which start.sh and test.sh run first) installs the checkout itself
+    into .venv, editable: .venv/bin/banana-space works from any folder and runs the checkout's
+    code as it stands. The requirements are lent and the index is off, so the set-up's pip
+    steps run for real, offline."""
+    checkout = tmp_path / "checkout"
+    copy_package(checkout, "scripts/setup.sh", "requirements.txt", "constraints.txt")
+    lending_venv(checkout / ".venv")
+    setup = ["bash", str(checkout / "scripts" / "setup.sh")]
+    offline = {**os.environ, "PIP_NO_INDEX": "1", "PYTHONPATH": ""}
+    done = subprocess.run(setup, capture_output=True, text=True, env=offline, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    command = checkout / ".venv" / "bin" / "banana-space"
+    assert command.is_file(), "the set-up left no banana-space command in .venv/bin"
+    shown = subprocess.run([command, "--help"],
+                           capture_output=True, text=True, cwd=elsewhere, env=offline)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.startswith("usage: banana-space ")
+    where = subprocess.check_output(
+        [checkout / ".venv" / "bin" / "python", "-c",
+         "import banana_space; print(banana_space.__file__)"], text=True, cwd=elsewhere,
+        env=offline)
+    assert Path(where.strip()) == checkout / "banana_space" / "__init__.py"
+    again = subprocess.run(setup, capture_output=True, text=True, env=offline, timeout=600)
+    assert again.returncode == 0 and again.stdout + again.stderr == "", "set-up is not a no-op"
 
 
 def test_installed_command_scores_a_tiny_chain(installed: Path, tmp_path: Path) -> None:

@@ -138,6 +138,31 @@ def test_fifty_runs_take_one_commit_in_shards_and_a_commit_is_cut_between_runs(
         assert sorted(holding)[-2:] == [0, files_per_run], run.name
 
 
+def test_runs_a_failed_commit_held_are_committed_with_the_next_and_a_gone_one_skipped(
+        hub, tmp_path, photo, weights_dir, capfd) -> None:
+    """The hub is down at one commit: its runs wait for the next (one line in the log for the
+    outage, however many commits fail), and a run pruned meanwhile is skipped."""
+    root = tmp_path / "runs"
+    spec = RunSpec(photo.resize((32, 24)), 1, "simulate", metrics=["entropy"])
+    pool = MetricPool(device="cpu", load_seconds=600)
+    runs = [next(e.run_dir for e in list(start_run(spec, root, pool=pool))
+                 if isinstance(e, Started)) for _ in range(3)]
+    hub.down = True
+    _pushed()
+    _pushed()  # still down: the runs are still queued
+    assert hub.commits == []
+    said = capfd.readouterr().err
+    assert said.count("not kept in") == 1 and "retried with the next commit" in said, said
+    shutil.rmtree(runs[1])  # pruned while it waited
+    hub.down = False
+    _pushed()
+    assert len(hub.commits) == 1 and hub.commits[0]["message"] == "2 finished run(s)"
+    kept = {name.split("/")[2] for name in hub.datasets[RUNS_REPO]}
+    assert kept == {runs[0].name, runs[2].name}
+    assert "kept in" in capfd.readouterr().err
+    assert persist.flush() is None  # nothing left queued
+
+
 def test_without_the_variable_nothing_is_pushed(tmp_path, photo, engine_env,
                                                 weights_dir) -> None:
     engine_env(**{persist.RUNS_REPO_ENV: None})

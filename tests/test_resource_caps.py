@@ -15,11 +15,13 @@ import json
 import os
 import secrets
 import shutil
+import socket
 import subprocess
 import sys
 import threading
 import zipfile
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx
 import numpy as np
@@ -174,14 +176,19 @@ def test_the_pool_holds_each_metrics_weights_in_the_budget_and_refuses_past_its_
 # --- item 9: every X-Forwarded-For line counts -------------------------------------------------
 
 @pytest.mark.app
-def test_a_visitor_cannot_pick_its_address_with_a_line_of_its_own(app, tmp_path) -> None:
-    """The proxy adds its own header line after whatever the client sent: the visitor is the
-    last entry of the last line, whatever the first line says."""
+@pytest.mark.parametrize("shape", ["a line of its own", "an entry before the proxy's"])
+def test_a_visitor_cannot_pick_its_address_with_a_line_of_its_own(app, tmp_path, shape) -> None:
+    """The proxy adds its own header line after whatever the client sent, or appends the
+    address it saw to the client's line (`client, proxy`: nginx's `$proxy_add_x_forwarded_for`,
+    AWS's load balancers; docs/limits.md): the visitor is the last entry of the last line,
+    whatever the client wrote before it."""
     photo = noise(tmp_path / "big.png", 330, 330).read_bytes()  # ~330 KB of noise
+    seen = "10.32.9.1" if shape == "a line of its own" else "10.32.9.2"  # each its own share
     statuses = []
     for forged in range(5):
-        headers = [("X-Forwarded-For", f"203.0.113.{forged}"),
-                   ("X-Forwarded-For", "10.32.9.1")]
+        headers = ([("X-Forwarded-For", f"203.0.113.{forged}"), ("X-Forwarded-For", seen)]
+                   if shape == "a line of its own" else
+                   [("X-Forwarded-For", f"203.0.113.{forged}, {seen}")])
         answer = httpx.post(f"{app['url']}gradio_api/upload", headers=headers, timeout=60,
                             files={"files": (f"{forged}.png", photo, "image/png")})
         statuses.append(answer.status_code)
@@ -322,6 +329,27 @@ def test_a_large_body_is_refused_on_every_route_and_neither_kept_nor_logged(app)
                       timeout=60).status_code == 200
     assert httpx.post(f"{app['url']}gradio_api/queue/join", json=join_body("stop", [""]),
                       timeout=60).status_code == 200
+
+
+@pytest.mark.app
+def test_an_mcp_body_past_what_the_mcp_server_takes_is_refused_before_it_is_read(app) -> None:
+    """The MCP server takes at most 4 MiB a call: one declaring 125 MB is answered 413 from
+    its headers while the client is still sending (nothing of it buffered), one sent in chunks
+    once 4 MiB have come; a call under the cap reaches the MCP server, which answers it."""
+    mcp = f"{app['url']}gradio_api/mcp/"
+    host, port = urlsplit(mcp).hostname, urlsplit(mcp).port
+    with socket.create_connection((host, port), timeout=30) as raw:
+        raw.sendall(b"POST /gradio_api/mcp/ HTTP/1.1\r\nHost: " + host.encode() +
+                    b"\r\nContent-Type: application/json\r\n"
+                    b"Accept: application/json, text/event-stream\r\n"
+                    b"Content-Length: 125000000\r\n\r\n" + b"x" * 1024)
+        answered = raw.recv(65536)
+    assert answered.startswith(b"HTTP/1.1 413") and b"at most 4 MiB" in answered, answered[:200]
+    headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+    chunked = httpx.post(mcp, content=iter([b"x" * 1_000_000] * 5), headers=headers, timeout=60)
+    assert chunked.status_code == 413 and "give a larger one as an https URL" in chunked.text
+    under = httpx.post(mcp, content=b" " * 4_000_000 + b"{}", headers=headers, timeout=60)
+    assert "at most 4 MiB" not in under.text  # the MCP server's own answer
 
 
 # --- issue 41, item 2: many pages, through the page's preview ------------------------------------

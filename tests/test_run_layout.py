@@ -65,7 +65,9 @@ def test_a_run_finds_its_files(tmp_path: Path) -> None:
     assert frame_files(run.frames_dir) == [run.frame_path(0)]
     assert run.made_by is None
     run.mark_owner("someone")
-    assert run.made_by == "someone"
+    assert run.made_by == "someone" and run.owners == {"someone"}
+    run.mark_owner("a-browser", "its-token")  # the first is the share's; each owns it
+    assert run.made_by == "a-browser" and run.owners == {"a-browser", "its-token"}
 
 
 def test_opening_a_run_by_its_id_never_brings_one_in(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ from fake_openid import FakeOpenID
 from raw_api import call, dependencies
 from visitors import file_data, noise
 
-from page.door.identity import COOKIE
+from page.door.identity import SECURE_COOKIE as COOKIE  # the app runs as on a Space
 
 pytestmark = pytest.mark.app
 
@@ -90,6 +90,11 @@ def test_a_signed_in_visitors_runs_are_their_accounts_in_any_browser(tmp_path) -
                  "BANANA_REAL_CHAINS": "off"}
         with running_app(tmp_path / "runs", **space) as app:
             offered = httpx.get(f"{app}config", timeout=60).text  # what the page draws
+            # Only this host, over https, may set the browser's secret (no sibling Space).
+            given = httpx.get(app, timeout=60).headers["set-cookie"].split("; ")
+            assert given[0].startswith(f"{COOKIE}=") and COOKIE.startswith("__Host-")
+            assert {"Secure", "Path=/"} <= set(given) and not any(
+                a.lower().startswith("domain") for a in given)
             assert "Sign in with Hugging Face" in offered and "own ZeroGPU quota" in offered
             laptop = sign_in(app, provider, "ada")
             made = run_chain(app, laptop, photo)

@@ -129,21 +129,48 @@ def test_every_tracked_binary_travels_through_lfs() -> None:
 
 def test_space_files_take_the_app_and_leave_venv_runs_caches_and_secrets(tmp_path: Path) -> None:
     for name in ("app.py", "page/run_tab/handlers.py", "README.md", "LICENSE", "requirements.txt",
-                 "docs/licences.md",
+                 "docs/licences.md", "docs/calibration/granular.md",
                  ".gitattributes", "banana_space/chain/loop.py", "banana_space/judges/base.py",
                  "assets/recorded/dunes/run.json", "docs/screenshots/wide.png",
+                 "docs/screenshots/shown.png", "docs/smoothness_runs/a/run.json",
+                 "docs/detection_runs/b/verdict.csv", "docs/detection_runs/verdicts.csv",
+                 "docs/leaderboard/leaderboard.csv", "docs/leaderboard/chains/suite--a.png",
+                 "docs/leaderboard/table/moss/verdict.csv",
                  ".env", ".venv/lib/x.py", "runs/abc/run.json", "tests/test_x.py",
                  "bench/load.py", "scripts/setup.sh", "banana_space/__pycache__/chain.pyc",
                  ".pytest_cache/v", "assets/.DS_Store", "constraints.txt", "notes.txt",
                  "requirements-test.txt"):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text("x")
+    (tmp_path / "README.md").write_text(
+        "![shown](docs/screenshots/shown.png) [the table](docs/detection_runs/verdicts.csv)"
+        " [licences](docs/licences.md#terms) [paper](https://arxiv.org/abs/2604.03400)\n")
     assert [f.path for f in space_files(tmp_path)] == [
         ".gitattributes", "LICENSE", "README.md", "app.py", "assets/recorded/dunes/run.json",
         "banana_space/chain/loop.py", "banana_space/judges/base.py", "constraints.txt",
-        "docs/licences.md",
-        "docs/screenshots/wide.png",
+        "docs/calibration/granular.md", "docs/detection_runs/verdicts.csv",
+        "docs/leaderboard/chains/suite--a.png", "docs/leaderboard/leaderboard.csv",
+        "docs/licences.md", "docs/screenshots/shown.png",
         "page/run_tab/handlers.py", "requirements.txt"]
+
+
+def test_the_space_gets_what_the_card_links_and_the_app_reads_and_no_run_archives() -> None:
+    """From this checkout: every file the card links or shows and every result the
+    Leaderboard tab reads ships; the run archives and the screenshots the card does not show
+    stay home."""
+    from page.leaderboard_tab import CARDS, RESULTS
+
+    shipped = {f.path for f in space_files(REPO)}
+    card = (REPO / "README.md").read_text()
+    linked = {target for target in re.findall(r"\]\(([^)#]+)", card)
+              if (REPO / target).is_file()}
+    assert "docs/screenshots/mid-run.png" in linked and linked <= shipped
+    read = [*RESULTS.glob("*.csv"), *CARDS.iterdir()]
+    assert len(read) > 10 and {p.relative_to(REPO).as_posix() for p in read} <= shipped
+    stay = [p for p in shipped if p.startswith(("docs/smoothness_runs/", "docs/leaderboard/table/"))
+            or p.startswith("docs/detection_runs/") and p not in linked
+            or p.startswith("docs/screenshots/") and p not in linked]
+    assert stay == []
 
 
 def _deploy(hub_url: str, *args: str, **env: str) -> subprocess.CompletedProcess:
@@ -175,6 +202,7 @@ def test_deploy_publishes_the_space_binaries_in_lfs_and_secrets_unprinted() -> N
     gemini = "gm-fake-key-for-the-deploy-test-42"
     with FakeHubWrite() as hub:
         done = _deploy(hub.url, "--hardware", "zero-a10g", "--secrets", GEMINI_API_KEY=gemini)
+        drawn = dict(hub.secrets.get(SPACE, {})).get("BANANA_OWNER_KEY")
         # Files an older checkout published, gone from this one (handlers.py moved to page/).
         hub.spaces[SPACE] |= {"handlers.py": b"old", "old/mcp_tools.py": b"old"}
         again = _deploy(hub.url)  # an existing Space: updated, not an error
@@ -193,10 +221,13 @@ def test_deploy_publishes_the_space_binaries_in_lfs_and_secrets_unprinted() -> N
     binaries = {p for p in published if is_binary(published[p])}
     assert binaries and set(first["lfs"]) == binaries  # every binary went through LFS
     assert hub.hardware[SPACE] == "zero-a10g"
+    owner_key = hub.secrets[SPACE].pop("BANANA_OWNER_KEY")  # drawn for the new Space, kept
+    assert owner_key == drawn and re.fullmatch(r"[0-9a-f]{64}", owner_key)
     assert hub.secrets[SPACE] == {"GEMINI_API_KEY": gemini,
                                   "HF_TOKEN": "hf_fake_token_for_tests_0001"}
     for output in (done.stdout + done.stderr, again.stdout + again.stderr):
         assert gemini not in output and "hf_fake_token_for_tests_0001" not in output
+        assert owner_key not in output
     assert f"spaces/{SPACE}" in done.stdout
 
 
@@ -220,18 +251,19 @@ def test_deploy_asks_for_zerogpu_by_default_and_mounts_the_runs_bucket() -> None
     assert "runs on the bucket banana-lab/banana-runs mounted at /data" in done.stdout
 
 
-def test_deploy_refuses_a_checkout_holding_a_secret(tmp_path: Path) -> None:
+@pytest.mark.parametrize("secret", ["GEMINI_API_KEY", "BANANA_OWNER_KEY"])
+def test_deploy_refuses_a_checkout_holding_a_secret(tmp_path: Path, secret: str) -> None:
     source = tmp_path / "checkout"
     source.mkdir()
     (source / "app.py").write_text("KEY = 'gm-leaked-key-value-123456'\n")
-    environment = {**os.environ, "GEMINI_API_KEY": "gm-leaked-key-value-123456"}
+    environment = {**os.environ, secret: "gm-leaked-key-value-123456"}
     with FakeHubWrite() as hub:
         environment["HF_ENDPOINT"] = hub.url
         done = subprocess.run([sys.executable, "-m", "banana_space", "deploy", SPACE,
                                "--source", str(source)], capture_output=True, text=True,
                               env=environment, cwd=REPO, timeout=300)
     assert done.returncode == 1
-    assert "app.py holds the value of GEMINI_API_KEY" in done.stdout
+    assert f"app.py holds the value of {secret}" in done.stdout
     assert "gm-leaked-key-value-123456" not in done.stdout + done.stderr
     assert hub.spaces == {}
 

@@ -1,5 +1,6 @@
-"""An image given as an https URL (page/door/url_inputs.py): fetched when its host is public, refused
-for every private, loopback and link-local address, written or resolved, and for a redirect to
+"""An image given as an https URL (page/door/url_inputs.py): fetched when its host is global,
+refused for every private, loopback, link-local or other non-global address (and any IPv4
+address a 6to4, mapped or compatible one wraps), written or resolved, and for a redirect to
 one; limited in size and time like an upload.
 
 The web is a local HTTP server that logs every request. Nothing public can be reached from a
@@ -130,7 +131,12 @@ def test_a_public_https_url_is_fetched_through_the_checked_address(web, tmp_path
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "10.1.2.3", "169.254.169.254", "[::1]",
-                                  "[::ffff:127.0.0.1]", "0.0.0.0", "192.168.0.1", "[fe80::1]"])
+                                  "[::ffff:127.0.0.1]", "0.0.0.0", "192.168.0.1", "[fe80::1]",
+                                  # not global, and passed by Python 3.11's is_global or
+                                  # wrapping an IPv4 address that is not
+                                  "100.64.0.1", "192.0.0.8", "192.88.99.1", "[fec0::1]",
+                                  "[2002:7f00:1::]", "[2002:a9fe:a9fe::]", "[::127.0.0.1]",
+                                  "[64:ff9b::a9fe:a9fe]", "224.0.0.1"])
 def test_an_address_inside_is_refused_before_any_connection(web, tmp_path, host) -> None:
     with pytest.raises(UrlRefused, match="private, loopback or link-local"):
         get(f"https://{host}:{web.port}/photo.png", tmp_path)  # the real resolver and transport
@@ -138,7 +144,8 @@ def test_an_address_inside_is_refused_before_any_connection(web, tmp_path, host)
 
 
 @pytest.mark.parametrize("resolved", [["127.0.0.1"], ["10.0.0.7"], ["169.254.169.254"],
-                                      ["::1"], [PUBLIC, "127.0.0.1"]])
+                                      ["::1"], [PUBLIC, "127.0.0.1"], ["100.100.100.200"],
+                                      [PUBLIC, "2002:a9fe:a9fe::"], ["fec0::1"]])
 def test_a_name_that_resolves_inside_is_refused(web, tmp_path, resolved) -> None:
     connected: list[str] = []
     with pytest.raises(UrlRefused, match="private, loopback or link-local"):

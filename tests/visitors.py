@@ -41,15 +41,15 @@ def uploads_folder(runs: Path) -> Path:
 
 
 @contextmanager
-def public_app(runs: Path) -> Iterator[dict]:
-    """The app with `SETTINGS`, writing runs under `runs`: {"url", "runs", "stale" (files a
-    process killed with -9 left behind, removed when this one starts), "index" (events by
-    name)}."""
+def public_app(runs: Path, script: str = "app.py", **env: str) -> Iterator[dict]:
+    """The app with `SETTINGS` (and `env`), started by `script`, writing runs under `runs`:
+    {"url", "runs", "stale" (files a process killed with -9 left behind, removed when this one
+    starts), "index" (events by name)}."""
     stale = [uploads_folder(runs) / "0123abcd" / "someone.png", runs / ".previews" / "old.png"]
     for path in stale:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(b"left by a killed process")
-    with running_app(runs, **SETTINGS) as url:
+    with running_app(runs, script, **{**SETTINGS, **env}) as url:
         yield {"url": url, "runs": runs, "stale": stale, "index": dependencies(url)}
 
 
@@ -153,11 +153,12 @@ def waiting(app: dict) -> int:
     return httpx.get(f"{app['url']}gradio_api/queue/status", timeout=30).json()["queue_size"]
 
 
-def stop_all(app: dict) -> None:
-    """Stop every chain started with TOKEN, the waiting ones as they start, until none runs and
-    none waits: a chain left waiting would start in a later test."""
+def stop_all(app: dict, tokens: tuple[str, ...] = (TOKEN,)) -> None:
+    """Stop every chain started with one of `tokens`, the waiting ones as they start, until
+    none runs and none waits: a chain left waiting would start in a later test."""
     deadline = time.monotonic() + STOP_ALL_S
     while busy_runs(app["runs"]) or waiting(app):
         assert time.monotonic() < deadline, f"chains still ran after {STOP_ALL_S} s of Stop"
-        stop(app, "10.0.0.1")
+        for token in tokens:
+            stop(app, "10.0.0.1", token)
         time.sleep(0.5)

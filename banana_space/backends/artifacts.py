@@ -80,7 +80,7 @@ def nano_banana_pro(pixels: Pixels, rng: np.random.Generator, strength: float) -
 
     Built from Banana100's description of Nano Banana Pro's replication chains (arXiv
     2604.03400; the abstract: "minor artifacts accumulate, rapidly leading to a severe
-    accumulation of visible noise"; its figures, as this project's issue 16 summarised them:
+    accumulation of visible noise"; its figures:
     static that is never smoothed away, a green tint, scattered dots, replicas that come back
     cropped or at another aspect ratio) and Mi-Ripple's measurement of Nano Banana Pro's
     lattice (J. Chen, Y. Xu & M. Wang 2026, Table 5: a late (5, 0) period whose
@@ -129,9 +129,9 @@ WRINKLE_SCALE = 4.0  # px: how wide one wrinkle of the displacement field is
 def contour_wrinkles(pixels: Pixels, rng: np.random.Generator, strength: float) -> Pixels:
     """Ripples along object edges, as seen in Nano Banana 2's replication chains.
 
-    Models the "contour wrinkles" that a later look at Nano Banana 2 chains describes (as cited
-    in issue 16: ripples along object edges). Each step displaces pixels by a smooth random
-    field (features `WRINKLE_SCALE` px wide) weighted by `edge_weight`: outlines move, flat
+    Models the creases that the Banana100 study reports for Nano Banana 2's chains (arXiv
+    2604.03400), drawn as ripples along object edges. Each step displaces pixels by a smooth
+    random field (features `WRINKLE_SCALE` px wide) weighted by `edge_weight`: outlines move, flat
     regions do not, so outlines turn wavy and their waves add up over the steps. The resampling
     is cubic, so flat regions stay exactly as they were.
 
@@ -158,8 +158,8 @@ DOT_SIDE = 2  # px
 def scattered_dots(pixels: Pixels, rng: np.random.Generator, strength: float) -> Pixels:
     """Isolated light and dark specks scattered over the frame, as in FLUX.2 [dev] chains.
 
-    Models the "scattered dots" that a later look at FLUX.2 [dev] replication chains describes
-    (as cited in issue 16). Each step sets `DOTS_PER_MEGAPIXEL` x strength small squares
+    Models the scattered dots that the Banana100 study reports for FLUX.2 [dev]'s replication
+    chains (arXiv 2604.03400). Each step sets `DOTS_PER_MEGAPIXEL` x strength small squares
     (`DOT_SIDE` px) at random places to near-black or near-white; the next steps copy them on.
 
     Calibrated against PSNR to the input only: the dot count set so the clean starts reach
@@ -204,12 +204,12 @@ def copy_regions(pixels: Pixels, rng: np.random.Generator, count: int, side: int
 def simplification(pixels: Pixels, rng: np.random.Generator, strength: float) -> Pixels:
     """Fine texture smoothed away, small regions copied from elsewhere in the frame.
 
-    Models what a later look at Qwen Image Edit's replication chains describes (as cited in
-    issue 16): texture simplified away and small regions duplicated. Each step "cores" the
-    detail (the frame minus a 1.2 px Gaussian): detail weaker than `CORING_LEVEL` grey levels is
-    texture and loses `CORING_RATE` of itself, strong edges keep theirs; then a Poisson number
-    (mean `PATCHES_PER_STEP`) of square regions (`PATCH_FRACTION` of the short side) are
-    copied from nearby (`copy_regions`).
+    Models the simplified texture that the Banana100 study reports for Qwen Image Edit's
+    replication chains (arXiv 2604.03400): texture simplified away, here with small regions
+    duplicated. Each step "cores" the detail (the frame minus a 1.2 px Gaussian): detail weaker
+    than `CORING_LEVEL` grey levels is texture and loses `CORING_RATE` of itself, strong edges
+    keep theirs; then a Poisson number (mean `PATCHES_PER_STEP`) of square regions
+    (`PATCH_FRACTION` of the short side) are copied from nearby (`copy_regions`).
 
     Calibrated against PSNR to the input only: rates set so the clean starts reach about 30 dB
     at step 10 (measured, seed 0, 1024 px: facade 30.7, feathers 29.4, illustration 31.5 dB;

@@ -9,7 +9,8 @@ bring a run back when its link is opened and the run is not on disk (`restore`):
   (completed, stopped or failed; again after a resume) is queued by `push_run`, and the runs
   queued are committed together at most every BANANA_RUNS_COMMIT_S seconds (default 300,
   CommitScheduler's 5 minutes; and at a clean exit), under
-  `runs/<shard>/<id>/`; a link to a run that is not on disk is restored from it.
+  `runs/<shard>/<id>/`; a link to a run that is not on disk is restored from it. A commit
+  that fails leaves its runs queued for the next one (a hub outage loses nothing).
 
 The Hub slows down past a few thousand commits and past about 10k entries in one folder
 (hub-docs `repositories-recommendations.md`). So commits are batched, as huggingface_hub's
@@ -49,14 +50,19 @@ import secrets
 import shutil
 import sys
 import threading
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..sources.images import BadImage
 from ..store.run import KEPT_FILE, META_NAME, Run
 from ..store.runids import copy_in, run_path
 from ..settings import engine_settings
+
+if TYPE_CHECKING:
+    from huggingface_hub import CommitOperationAdd
 
 RUNS_REPO_ENV = "BANANA_RUNS_REPO"
 IN_REPO = "runs"  # runs/<shard>/<id>/… inside the dataset
@@ -70,6 +76,7 @@ _created: set[str] = set()
 _queued: dict[str, Path] = {}  # run id -> its folder, waiting for the next commit
 _queue_lock = threading.Lock()
 _timer: threading.Timer | None = None
+_failing = False  # the last commit failed: said once, until one works again
 
 
 def runs_repo() -> str | None:
@@ -155,16 +162,22 @@ def in_repo(run_id: str) -> str:
 def push_run(run_dir: Path) -> bool:
     """Queue a finished run for the next commit to BANANA_RUNS_REPO (BANANA_RUNS_COMMIT_S);
     False when the variable is unset. A failure is one line on stderr, never the run's."""
-    global _timer
     if not runs_repo():
         return False
+    _queue([Path(run_dir)])
+    return True
+
+
+def _queue(run_dirs: list[Path]) -> None:
+    """Add runs to the next commit (a run queued again is there once) and start its timer."""
+    global _timer
     with _queue_lock:
-        _queued[Path(run_dir).name] = Path(run_dir)  # resumed since it was queued: once
-        if _timer is None:
+        for run_dir in run_dirs:
+            _queued[run_dir.name] = run_dir
+        if _timer is None and _queued:
             _timer = threading.Timer(engine_settings().runs_commit_s, flush)
             _timer.daemon = True
             _timer.start()
-    return True
 
 
 def flush() -> Future | None:
@@ -193,32 +206,64 @@ def _commit_at_exit() -> None:
 
 
 def _commit(repo: str, runs: list[Path]) -> None:
-    """One commit per MAX_FILES_PER_COMMIT files, cut between runs."""
-    from huggingface_hub import CommitOperationAdd, HfApi
+    """Commit `runs`, one commit per MAX_FILES_PER_COMMIT files, cut between runs. Where a
+    commit fails (the hub is down, the token cannot write) its runs and the ones after it go
+    back in the queue for the next commit, and the log says so once until commits work again;
+    a run pruned meanwhile is skipped (there is nothing left to keep)."""
+    from huggingface_hub import HfApi
 
     from ..sources.hub_client import endpoint
 
-    batches: list[tuple[int, list[CommitOperationAdd]]] = [(0, [])]  # (runs, operations)
-    for run_dir in runs:
-        files = sorted(p for p in run_dir.rglob("*") if p.is_file()
-                       and KEPT_FILE.fullmatch(p.relative_to(run_dir).as_posix()))
-        count, operations = batches[-1]
-        if operations and len(operations) + len(files) > MAX_FILES_PER_COMMIT:
-            count, operations = 0, []
-            batches.append((count, operations))
-        operations += [CommitOperationAdd(f"{in_repo(run_dir.name)}/"
-                                          f"{p.relative_to(run_dir).as_posix()}", str(p))
-                       for p in files]
-        batches[-1] = (count + 1, operations)
+    global _failing
+    committed: list[Path] = []
     try:
         api = HfApi(endpoint=endpoint())
         if repo not in _created:
             api.create_repo(repo, repo_type="dataset", private=True, exist_ok=True)
             _created.add(repo)
-        for count, operations in batches:
-            if operations:
-                api.create_commit(repo, operations, repo_type="dataset",
-                                  commit_message=f"{count} finished run(s)")
-    except Exception as error:  # the hub is down, the token cannot write: the runs stay here
-        print(f"banana-space: {len(runs)} run(s) not kept in {repo}: "
-              f"{type(error).__name__}", file=sys.stderr)
+        for batch, operations in _batches(runs):
+            api.create_commit(repo, operations, repo_type="dataset",
+                              commit_message=f"{len(batch)} finished run(s)")
+            committed += batch
+    except Exception as error:  # noqa: BLE001 (any failure of the hub: the runs wait here)
+        _queue([run for run in runs if run not in committed and Run(run).exists()])
+        if not _failing:
+            print(f"banana-space: runs not kept in {repo} yet ({type(error).__name__}); "
+                  "they are retried with the next commit.", file=sys.stderr)
+        _failing = True
+        return
+    if _failing:
+        print(f"banana-space: runs are kept in {repo} again.", file=sys.stderr)
+    _failing = False
+
+
+def _batches(runs: list[Path]) -> Iterator[tuple[list[Path], list[CommitOperationAdd]]]:
+    """The runs that are still there, with their files' operations, in batches of at most
+    MAX_FILES_PER_COMMIT files cut between runs (a run alone may pass it)."""
+    from huggingface_hub import CommitOperationAdd
+
+    batch: list[Path] = []
+    operations: list[CommitOperationAdd] = []
+    for run_dir in runs:
+        try:
+            added = [CommitOperationAdd(f"{in_repo(run_dir.name)}/{name}", str(run_dir / name))
+                     for name in _kept_files(run_dir)]
+        except (FileNotFoundError, ValueError):  # pruned as it was read: nothing to keep
+            continue
+        if operations and len(operations) + len(added) > MAX_FILES_PER_COMMIT:
+            yield batch, operations
+            batch, operations = [], []
+        if added:
+            batch.append(run_dir)
+            operations += added
+    if operations:
+        yield batch, operations
+
+
+def _kept_files(run_dir: Path) -> list[str]:
+    """The names (relative, "/"-separated) of a run's files the dataset keeps; none when the
+    run is gone."""
+    if not Run(run_dir).exists():
+        return []
+    return sorted(name for path in run_dir.rglob("*") if path.is_file()
+                  for name in [path.relative_to(run_dir).as_posix()] if KEPT_FILE.fullmatch(name))

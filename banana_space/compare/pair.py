@@ -13,6 +13,7 @@ the record). The page and the API call this; nothing here is gradio.
 from __future__ import annotations
 
 import contextvars
+import copy
 import queue
 import threading
 from collections.abc import Generator, Iterator, Sequence
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..budget import BUDGET, MemoryBudget
-from ..chain.runs import start_run
+from ..chain.runs import Resumption, start_run
 from ..common import error_line
 from ..events import Event, Finished, Started
 from ..scores.pool import POOL, MetricPool
@@ -82,7 +83,39 @@ def start_pair(loaded: LoadedImage, steps: int, a: Side, b: Side, metrics: Seque
     except Exception as error:  # noqa: BLE001 - any reason B cannot start is shown; A goes on
         comparison.failed["B"] = error_line(error)
         second = None
-    return Paired(comparison, _paired(first, second, comparison, root))
+    chains = {"A": first, **({"B": second} if second is not None else {})}
+    return Paired(comparison, _paired(chains, comparison, root))
+
+
+def resume_pair(comparison: Comparison, opened: dict[str, Resumption], root: Path, *,
+                stop: threading.Event | None = None, pool: MetricPool = POOL,
+                key: str | None = None) -> Paired:
+    """Go on with a comparison whose chains were stopped or killed, as a pair: each side in
+    `opened` (its run opened to go on, `Resumption`) goes on from its last frame under one
+    stop flag, each side's scores so far are the record's (a side with nothing left to make
+    is opened for its scores and let go), and the record and the comparison's zip are
+    written as a new pair's are.
+
+    Raises:
+        ValueError, BackendUnavailable: a side cannot go on here (every side is let go).
+    """
+    stop = stop or threading.Event()
+    chains: dict[str, Iterator[Event]] = {}
+    try:
+        for side, resumption in opened.items():
+            comparison.histories[side] = copy.deepcopy(resumption.saved.history)
+            if resumption.complete:
+                resumption.close()
+            else:
+                chains[side] = resumption.events(stop=stop, pool=pool, key=key)
+                comparison.failed.pop(side, None)  # it goes on: its old failure is history
+    except BaseException:
+        for events in chains.values():
+            events.close()  # type: ignore[attr-defined]
+        for resumption in opened.values():
+            resumption.close()
+        raise
+    return Paired(comparison, _paired(chains, comparison, root))
 
 
 class Paired(Iterator[SideEvent | SideFailed]):
@@ -101,17 +134,16 @@ class Paired(Iterator[SideEvent | SideFailed]):
         self._events.close()
 
 
-def _paired(first: Iterator[Event], second: Iterator[Event] | None, comparison: Comparison,
+def _paired(chains: dict[str, Iterator[Event]], comparison: Comparison,
             root: Path) -> Generator[SideEvent | SideFailed, None, None]:
     """Both chains' events through one queue, each pulled on its own thread (so neither waits
     for the other's reader); the record written once both have started and again when a side
     ends, the zip at the end. Closing this closes both chains at their next event (each is
     then recorded as interrupted, as a lone run whose visitor left)."""
-    if comparison.failed:
+    if "B" in comparison.failed and "B" not in chains:
         yield SideFailed("B", comparison.failed["B"])
     inbox: queue.Queue = queue.Queue()
     abandoned = threading.Event()
-    chains = {"A": first, **({"B": second} if second is not None else {})}
     for side, events in chains.items():
         threading.Thread(target=contextvars.copy_context().run,
                          args=(_pump, side, events, inbox, abandoned),

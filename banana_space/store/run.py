@@ -13,7 +13,7 @@ one object (`Run`) that knows it. Nothing else spells a run's file names; everyt
     DIR/run.json                settings, versions, status, timings; never a secret
     DIR/banana-<run id>.zip     all of the above plus README.txt and plot.html, for download
     DIR/.writer.lock            held (flock) by the one process and thread writing the run
-    DIR/.owner                  who made the run (an opaque key), for retention shares
+    DIR/.owner                  who made the run (opaque keys, one a line), for shares
     DIR/remake.json             a bundled recording's pixel hashes, so that the frames it
                                 dropped can be re-made and checked (`remake.py`)
     DIR/compare.json            in both runs of a comparison: the pair, its two settings
@@ -208,17 +208,26 @@ class Run:
 
     @property
     def made_by(self) -> str | None:
-        """Who made the run: the key `mark_owner` recorded, or None (a recording, a restored
-        run)."""
-        try:
-            return (self.path / OWNER_NAME).read_text()
-        except (FileNotFoundError, UnicodeDecodeError):
-            return None
+        """Whose share the run counts against (`retention.prune_runs`): the first key
+        `mark_owner` recorded, or None (a recording, a restored run)."""
+        owners = self._owner_lines()
+        return owners[0] if owners else None
 
-    def mark_owner(self, owner: str) -> None:
-        """Record who made the run (an opaque key, never an address) for `retention.prune_runs`'
-        shares: a dot-file, so never zipped or replayed."""
-        write_atomic(self.path / OWNER_NAME, owner.encode())
+    @property
+    def owners(self) -> frozenset[str]:
+        """Every key that owns the run (a browser's and the token its caller gave, say)."""
+        return frozenset(self._owner_lines())
+
+    def _owner_lines(self) -> list[str]:
+        try:
+            return (self.path / OWNER_NAME).read_text().split()
+        except (FileNotFoundError, UnicodeDecodeError):
+            return []
+
+    def mark_owner(self, *owners: str) -> None:
+        """Record who made the run (opaque keys, never an address; the first is the one whose
+        share it counts against): a dot-file, so never zipped or replayed."""
+        write_atomic(self.path / OWNER_NAME, "\n".join(owners).encode())
 
     def load(self) -> SavedRun:
         """The run as saved: its run.json, its scores (`History`) and its frames.

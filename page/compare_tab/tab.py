@@ -3,9 +3,10 @@
 click (`banana_space.compare.lessons`) and the "Why is it fooled?" panel (`banana_space.compare.why`); the
 `compare_chains` tool (`page.compare_tab.pair`) is registered here.
 
-Both chains run under the tab's one stop flag (Stop stops both). A
-comparison's link is `?compare=<run A's id>`: it reopens both sides from run A's
-`compare.json`, read-only, for anyone who has it.
+Both chains run under the tab's one stop flag (Stop stops both); a comparison stopped or
+killed mid-run goes on as a pair (Resume both, its maker only). A comparison's link is
+`?compare=<run A's id>`: it reopens both sides from run A's `compare.json`, read-only, for
+anyone who has it.
 """
 
 from __future__ import annotations
@@ -178,6 +179,26 @@ def run_compare(upload: str | None, steps: float, metrics: list[str], lesson: st
                                                                      with_why=last))
 
 
+def resume_compare(run_id: str | None, request: gr.Request) -> Iterator[CompareOutputs]:
+    """The comparison on screen (its run A) going on as a pair from where its chains were
+    stopped or killed, both sides streamed as they come; only its maker may."""
+    if not run_id:
+        raise Refusal("Open or start a comparison first.")
+    try:
+        with runner.resume_pair(request, run_id) as chain:
+            assert chain.comparison is not None and chain.pair_saved is not None
+            pair = PairView.from_saved(chain.comparison, chain.pair_saved)
+            for side, view in pair.views.items():  # going on: no old ending, metrics first
+                if chain.pair_saved[side].meta.get("status") != "completed":
+                    view.ended, view.started = None, False
+            yield from runner.stream(chain, pair,
+                                     lambda pair, stopping, last: screen(pair, None, stopping,
+                                                                         with_why=last))
+    except runner.Complete as complete:
+        gr.Info(str(complete))
+        yield CompareOutputs(*[gr.skip()] * len(CompareOutputs._fields))
+
+
 def reopen(run_id: str, step: float | None = None) -> CompareOutputs:
     """Both sides of the comparison whose run A is `run_id`, as saved (anyone may look)."""
     comparison = Comparison.read(brought_back(run_id))
@@ -262,6 +283,7 @@ def build(demo: gr.Blocks, default_upload: str, tabs: gr.Tabs) -> None:
         with gr.Row():
             go = gr.Button("Compare", variant="primary", elem_id="compare-run")
             stop = gr.Button("Stop both", variant="stop", elem_id="compare-stop")
+            resume = gr.Button("Resume both", elem_id="compare-resume")
         status = gr.Markdown(elem_id="compare-status")
         lesson_text = gr.Markdown(elem_id="compare-lesson")
         step = gr.Slider(0, 1, value=0, step=1, label="Step shown on both sides",
@@ -296,13 +318,15 @@ def build(demo: gr.Blocks, default_upload: str, tabs: gr.Tabs) -> None:
                                   why_bars))
     plumbing, chains = join.PLUMBING, join.CHAIN_EVENTS
     inputs = [upload, steps, metrics, lesson, *fields]
-    go.click(run_compare, inputs, outputs, **plumbing, **chains)
+    join.runs_two_chains(go.click(run_compare, inputs, outputs, **plumbing, **chains))
     for key, button in lesson_buttons.items():
-        button.click(lambda key=key: set_lesson(key), None, [lesson, steps, *fields],
-                     **plumbing).then(run_compare, inputs, outputs, **plumbing, **chains)
+        join.runs_two_chains(button.click(lambda key=key: set_lesson(key), None,
+                                          [lesson, steps, *fields], **plumbing).then(
+            run_compare, inputs, outputs, **plumbing, **chains))
     for control in fields:  # a pair set by hand is no lesson
         control.input(lambda: "", None, lesson, **plumbing)
     stop.click(_stop, None, status, concurrency_limit=None, **plumbing)
+    resume.click(resume_compare, [compare_id], outputs, **plumbing, **chains)
     # .input, not .release: the arrow keys move the slider too, and both sides must follow.
     step.input(show_step, [compare_id, step], outputs, show_progress="hidden", **plumbing)
     demo.load(open_compare_link, None, [tabs, *outputs], **plumbing).then(

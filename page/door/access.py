@@ -42,6 +42,9 @@ from page.settings import RECORDED, REPO, SETTINGS
 ALREADY_RUNNING = ("A chain is already running for you: press Stop (or wait for it to end) "
                    "before starting another.")
 # Errors the engine raises for bad input or a run that cannot go ahead: shown, never a crash.
+# The largest whole number a form field may hold: a double's exact integers (every field's
+# own range, steps or a seed, is far inside it and checked where it is used).
+WHOLE_NUMBER_LIMIT = 2**53
 REFUSALS = (BadImage, BadRunId, ValueError, BackendUnavailable, FileExistsError,
             FileNotFoundError, RunBusy, guard.Refused)
 
@@ -157,6 +160,8 @@ def whole_number(value: Any, what: str) -> int:
         raise Refusal(f"{what} must be a whole number.") from None
     if not number.is_integer():
         raise Refusal(f"{what} must be a whole number, not {number:g}.")
+    if abs(number) > WHOLE_NUMBER_LIMIT:  # 1e308 is whole, and overflows a cost
+        raise Refusal(f"{what} must be a whole number, not one as large as {number:g}.")
     return int(number)
 
 

@@ -6,10 +6,13 @@ inputs whole in its log (`Blocks.validate_inputs`): thirty 20 MB `/stop` tokens 
 four 100 MB joins wrote 400 MB of log. No request of the page or the API needs more than a
 prompt, a few names and file references (the files themselves go to `/upload`), so every body
 is held to `BODY_BYTES`; a body past it is answered 413 before gradio sees a byte of it, and
-what was read of it is dropped unread and unlogged. Two routes carry files and keep caps of
-their own: `/upload` (gradio's `max_file_size`, and `uploads.UploadGuard`'s per-visitor share)
-and the MCP server, whose tool calls carry their images inline as data: URLs (base64: 4/3 of
-the file). No gradio here: plain ASGI.
+what was read of it is dropped unread and unlogged. Two routes carry files: `/upload` keeps
+caps of its own (gradio's `max_file_size`, and `uploads.UploadGuard`'s per-visitor share), and
+the MCP server's tool calls carry their images inline as data: URLs (base64: 4/3 of the file).
+Those are held to what the MCP server itself accepts (`MCP_BODY_BYTES`, the SDK's 4 MiB, which
+gradio's MCP server keeps on both of its transports): a larger one it would refuse anyway,
+after this had buffered it. So an MCP image comes to about 3 MB at most as a data: URL
+(docs/api.md); a larger one goes in as an https URL. No gradio here: plain ASGI.
 """
 
 from __future__ import annotations
@@ -17,12 +20,17 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
+
 BODY_BYTES = 1_000_000  # a 4000-character prompt and every other field, many times over
 UPLOAD_BYTES = 100_000_000  # app.py's max_file_size: gradio refuses a larger upload itself
-MCP_BODY_BYTES = UPLOAD_BYTES * 4 // 3 + BODY_BYTES  # one upload's worth of base64, and the call
+MCP_BODY_BYTES = DEFAULT_MAX_REQUEST_BODY_SIZE  # what the MCP server accepts (4 MiB)
 MCP_ROUTE = "/gradio_api/mcp"  # gradio's MCP server (SSE and streamable HTTP)
 TOO_LARGE = (f"A request body may be at most {BODY_BYTES // 1_000_000} MB here: send files "
              "with /upload (gradio_client's handle_file does), never inside a call.").encode()
+MCP_TOO_LARGE = (f"An MCP call may be at most {MCP_BODY_BYTES // 2**20} MiB, so an image about "
+                 f"{MCP_BODY_BYTES * 3 // 4 // 1_000_000} MB at most as a data: URL: give a "
+                 "larger one as an https URL.").encode()
 
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
@@ -49,9 +57,10 @@ class BodyLimit:
         if limit is None:
             await self.app(scope, receive, send)
             return
+        refusal = MCP_TOO_LARGE if scope["path"].startswith(MCP_ROUTE) else TOO_LARGE
         declared = dict(scope["headers"]).get(b"content-length", b"")
         if declared.isdigit() and int(declared) > limit:
-            await _refuse(send)
+            await _refuse(send, refusal)
             return
         received, size = [], 0
         while True:  # a body without a length (chunked) is counted as it arrives
@@ -62,7 +71,7 @@ class BodyLimit:
             size += len(message.get("body", b""))
             if size > limit:
                 received.clear()
-                await _refuse(send)
+                await _refuse(send, refusal)
                 return
             received.append(message)
             if not message.get("more_body"):
@@ -77,9 +86,9 @@ def _replayed(messages: list[dict[str, Any]], receive: Receive) -> Receive:
     return replay
 
 
-async def _refuse(send: Send) -> None:
+async def _refuse(send: Send, message: bytes) -> None:
     await send({"type": "http.response.start", "status": 413,
                 "headers": [(b"content-type", b"text/plain; charset=utf-8"),
-                            (b"content-length", str(len(TOO_LARGE)).encode()),
+                            (b"content-length", str(len(message)).encode()),
                             (b"connection", b"close")]})
-    await send({"type": "http.response.body", "body": TOO_LARGE})
+    await send({"type": "http.response.body", "body": message})

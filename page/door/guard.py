@@ -7,9 +7,11 @@ only a ceiling on top, for one machine minting new browsers. What one visitor ma
 `page.settings.SETTINGS` (its `BANANA_*` variable), and each is checked in one room of the door:
 - chains queued or running, and previews, counted from gradio's queue when an event joins it,
   with every number field checked there (`join.py`);
-- chains in flight worth at most `cost_per_visitor` megapixel-steps (pixels x steps) together
-  (`cost_per_address` per address; `admitted`, here); one chain alone is always admitted, so
-  nothing a single visitor may ask for is refused for its size;
+- chains running, where each starts (`admitted`, here, for every route that starts one): at
+  most `chains_per_visitor` (`chains_per_address` per address), a comparison two at once,
+  worth at most `cost_per_visitor` megapixel-steps (pixels x steps) together
+  (`cost_per_address` per address); chains with none of the visitor's beside them are
+  admitted at any cost, so nothing a single visitor may ask for is refused for its size;
 - its share of the runs kept (`started`, here: `runs_per_visitor`, `run_bytes_per_visitor`);
 - uploads, and hub files fetched for its replays, within `uploads_keep_s` (`uploads.py`);
 - who may stop a chain in flight (`stop_flags.py`).
@@ -34,7 +36,7 @@ from banana_space.store.retention import clear_orphans, prune_runs
 from banana_space.sources.images import MAX_SIDE
 from banana_space.store.diskspace import frame_bytes
 from banana_space.store.run import Run, SavedRun, runs_in
-from page.door.identity import Visitor
+from page.door.identity import Visitor, owner_key
 from page.settings import SETTINGS
 
 # A folder in the runs folder without run.json this old never became a run (its start failed):
@@ -59,15 +61,14 @@ class Served:
 def owns(visitor: Visitor, run: Run) -> bool:
     """Whether `visitor` made `run` (under any credential it holds now: its account, its
     browser, the token it gave)."""
-    made_by = run.made_by
-    return made_by is not None and made_by in visitor.keys()
+    return not run.owners.isdisjoint(visitor.keys())
 
 
 def own_runs(visitor: Visitor) -> list[str]:
     """The ids of the runs `visitor` made, newest first."""
     mine = visitor.keys()
-    return sorted((run.id for run in runs_in(SETTINGS.runs_root) if run.made_by in mine),
-                  reverse=True) if mine else []
+    return sorted((run.id for run in runs_in(SETTINGS.runs_root)
+                   if not run.owners.isdisjoint(mine)), reverse=True) if mine else []
 
 
 def chain_cost(image: Image.Image | None, steps: int) -> float:
@@ -90,14 +91,16 @@ def restored(run_dir: Path) -> None:
 
 
 def started(run_dir: Path, visitor: Visitor) -> None:
-    """Once a new run's first event is on disk: its owner is recorded and old runs are pruned,
-    the owner's own beyond its share first (the new run counts toward both). A caller with no
-    credential (no browser, account or token) owns nothing: its run is anyone's to open by its
-    link, and no one's to resume."""
+    """Once a new run's first event is on disk: its owners are recorded (every credential the
+    visitor holds: a token given explicitly owns the run beside the browser that sent it, so an
+    agent resumes with its token from anywhere) and old runs are pruned, the owner's own beyond
+    its share first (the new run counts toward both). A caller with no credential (no
+    browser, account or token) owns nothing: its run is anyone's to open by its link, and no
+    one's to resume."""
     owner = visitor.owner
     run = Run(run_dir)
-    if owner is not None and run.made_by is None:  # a resumed run keeps its owner
-        run.mark_owner(owner)
+    if owner is not None and run.made_by is None:  # a resumed run keeps its owners
+        run.mark_owner(*(owner_key(credential) for credential in visitor.credentials()))
     prune_runs(SETTINGS.runs_root, SETTINGS.keep_runs, owner=owner, **_shares())
     clear_orphans(SETTINGS.runs_root, ORPHAN_GRACE_S)
 
@@ -112,29 +115,49 @@ def _shares() -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def admitted(visitor: Visitor, cost: float) -> Iterator[None]:
-    """Hold `cost` (pixels x steps) of the visitor's share, and of its address's ceiling, while
-    a chain runs, or `Refused`."""
+def admitted(visitor: Visitor, *costs: float) -> Iterator[None]:
+    """Hold chains while they run, one `costs` (pixels x steps) each, admitted together (a
+    comparison's two at once), or `Refused`: wherever a chain starts, at most
+    `chains_per_visitor` of the visitor's run at once (`chains_per_address` of its address's),
+    worth at most `cost_per_visitor` (`cost_per_address`) together; chains with none of the
+    visitor's beside them are admitted at any cost."""
     address = "address " + visitor.address
     with _cost_lock:
-        mine, here = _costs[visitor.share], _costs[address]
-        if mine and sum(mine) + cost > SETTINGS.cost_per_visitor:
+        mine, here = _costs.get(visitor.share, []), _costs.get(address, [])
+        _check_count(len(mine), len(here), len(costs))
+        if mine and sum(mine) + sum(costs) > SETTINGS.cost_per_visitor:
             raise Refused(f"Your chains in flight come to {sum(mine) / 1e6:,.0f} megapixel-"
-                          f"steps and this one to {cost / 1e6:,.0f}; at most "
+                          f"steps and this to {sum(costs) / 1e6:,.0f}; at most "
                           f"{SETTINGS.cost_per_visitor / 1e6:,.0f} per visitor at once. Wait "
                           "for one to end, or use fewer steps or a smaller picture.")
-        if here and sum(here) + cost > SETTINGS.cost_per_address:
+        if here and sum(here) + sum(costs) > SETTINGS.cost_per_address:
             raise Refused(f"The chains in flight from your network come to "
-                          f"{sum(here) / 1e6:,.0f} megapixel-steps and this one to "
-                          f"{cost / 1e6:,.0f}; at most {SETTINGS.cost_per_address / 1e6:,.0f} "
-                          "per address at once. Try again in a few minutes.")
-        mine.append(cost)
-        here.append(cost)
+                          f"{sum(here) / 1e6:,.0f} megapixel-steps and this to "
+                          f"{sum(costs) / 1e6:,.0f}; at most "
+                          f"{SETTINGS.cost_per_address / 1e6:,.0f} per address at once. Try "
+                          "again in a few minutes.")
+        for who in (visitor.share, address):
+            _costs[who].extend(costs)
     try:
         yield
     finally:
         with _cost_lock:
             for who in (visitor.share, address):
-                _costs[who].remove(cost)
+                for cost in costs:
+                    _costs[who].remove(cost)
                 if not _costs[who]:
                     del _costs[who]
+
+
+def _check_count(mine: int, here: int, more: int) -> None:
+    """`Refused` where `more` chains beside the visitor's `mine` (its address's `here`) pass
+    their caps."""
+    asked = "this one" if more == 1 else f"these {more} (a comparison runs two)"
+    if mine + more > SETTINGS.chains_per_visitor:
+        raise Refused(f"You have {mine} chains running; with {asked}, more than "
+                      f"{SETTINGS.chains_per_visitor} per visitor. Wait for one to end, or "
+                      "stop one.")
+    if here + more > SETTINGS.chains_per_address:
+        raise Refused(f"{here} chains are running from your network; with {asked}, more "
+                      f"than {SETTINGS.chains_per_address} per address. Try again in a few "
+                      "minutes.")

@@ -6,6 +6,12 @@ A visitor is never an address: in a lecture hall 30 browsers share one.
   `BrowserCookie` on any answer to a client that sent none (the page, and gradio_client's
   first request for the config, which keeps the cookies it is given). It is never derived
   from an address, and never leaves the request: a run records only a keyed hash of it.
+  Against fixation (someone else choosing the secret a browser will hold): only a value this
+  server minted counts (it is signed under the operator's key, so it stays valid across a
+  restart); a request carrying the cookie twice counts as none (a second one may be planted,
+  and which one a server reads differs); on a Space, where it is Secure, it is named
+  `__Host-…` (`SECURE_COOKIE`), which a browser accepts only from this very host, over https,
+  for the whole site: another Space on a sibling domain cannot set it.
 - **An account**: a visitor signed in with Hugging Face (gradio's OAuth session) owns their
   runs in any browser.
 - **An API or MCP caller** without a browser owns its runs by the token it gives them.
@@ -13,9 +19,9 @@ A visitor is never an address: in a lecture hall 30 browsers share one.
   its caps are counted under its address.
 
 Keys: a run records `owner_key`, an HMAC-SHA256 of the credential under the operator's key
-(`BANANA_OWNER_KEY`, a Space secret), so ownership survives a restart and the key on disk
-tells nobody which browser or account made the run. Without that setting the key is new at
-every start (and the log says so once): ownership then lasts until the restart.
+(`BANANA_OWNER_KEY`, a Space secret, else a key kept in a private file beside the runs:
+`operator_key`), so ownership survives a restart and the key on disk tells nobody which
+browser or account made the run.
 
 The MCP hop: gradio's MCP server calls the app through its own loopback client and forwards
 the MCP request's headers to it (gradio 6.31 `mcp.GradioMCPServer._prepare_tool_call_args`),
@@ -37,27 +43,28 @@ from dataclasses import dataclass
 from typing import Any
 
 from starlette.datastructures import MutableHeaders
-from starlette.requests import Request, cookie_parser
+from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
 from page.door import gradio_patches
+from page.door.operator_key import operator_key
 from page.settings import SETTINGS
 
-__all__ = ["COOKIE", "BrowserCookie", "McpCaller", "SignInErrors", "Visitor", "owner_key",
-           "visitor_of"]
+__all__ = ["COOKIE", "SECURE_COOKIE", "BrowserCookie", "McpCaller", "SignInErrors", "Visitor",
+           "owner_key", "visitor_of"]
 
-COOKIE = "banana_visitor"
-SECRET = re.compile(r"[0-9a-f]{32}")  # secrets.token_hex(16): 128 bits
+COOKIE = "banana_visitor"  # where the page is served over plain http (locally)
+SECURE_COOKIE = "__Host-" + COOKIE  # on a Space: Secure, and only this host may set it
+MINTED = re.compile(r"[0-9a-f]{32}\.[0-9a-f]{32}")  # secrets.token_hex(16), then its signature
 COOKIE_AGE_S = 400 * 24 * 3600  # the longest a browser keeps a cookie (Chrome's cap)
 MCP_CALLER = "x-banana-mcp-caller"
 MCP_PATH = "/gradio_api/mcp"
 SIGN_IN_FAILED = ('<p>Signing in with Hugging Face did not work just now. <a href="/">Back to '
                   "the page</a>: it works as before without signing in.</p>")
 _SEAL = secrets.token_bytes(32)  # the MCP seal never leaves this process
-_OWNER_KEY = SETTINGS.owner_key.encode() or secrets.token_bytes(32)
-if not SETTINGS.owner_key:
-    print("BANANA_OWNER_KEY is not set: who owns which run is known until this server restarts "
-          "(set it, as a Space secret, to keep it across restarts).", file=sys.stderr)
+_OWNER_KEY = operator_key(SETTINGS.owner_key, SETTINGS.runs_root)
+_COOKIE_KEY = hmac.new(_OWNER_KEY, b"browser cookie", hashlib.sha256).digest()  # signs minted ones
+_NAME = SECURE_COOKIE if SETTINGS.space_id else COOKIE
 
 
 @dataclass(frozen=True)
@@ -121,9 +128,25 @@ def _peer(request: Any) -> str:
 
 
 def _browser(request: Any) -> str | None:
-    """The browser secret the request carries, if it has our shape (anything else is none)."""
-    value = cookie_parser(request.headers.get("cookie", "")).get(COOKIE, "")
-    return value if SECRET.fullmatch(value) else None
+    """The browser secret the request carries, if this server minted it and it came once
+    (anything else is none)."""
+    headers = request.headers
+    lines = headers.getlist("cookie") if hasattr(headers, "getlist") else [headers.get("cookie")]
+    values = [value.strip().strip('"') for line in lines if line
+              for name, equals, value in (pair.strip().partition("=") for pair in line.split(";"))
+              if equals and name == _NAME]
+    return values[0] if len(values) == 1 and _minted(values[0]) else None
+
+
+def _signature(secret: str) -> str:
+    return hmac.new(_COOKIE_KEY, secret.encode(), hashlib.sha256).hexdigest()[:32]
+
+
+def _minted(value: str) -> bool:
+    """Whether `value` is a browser secret this server minted (its signature checks)."""
+    secret, _, signature = value.partition(".")
+    return MINTED.fullmatch(value) is not None and hmac.compare_digest(_signature(secret),
+                                                                       signature)
 
 
 def _account(request: Any) -> str | None:
@@ -153,18 +176,23 @@ def _cookie_header() -> str:
     # On a Space the page lives in an iframe on huggingface.co: a third-party context, where a
     # cookie must be Secure, SameSite=None and (for browsers that partition them) Partitioned.
     attributes += "; Secure; SameSite=None; Partitioned" if SETTINGS.space_id else "; SameSite=Lax"
-    return f"{COOKIE}={secrets.token_hex(16)}; {attributes}"
+    secret = secrets.token_hex(16)
+    return f"{_NAME}={secret}.{_signature(secret)}; {attributes}"
 
 
 class BrowserCookie:
     """ASGI middleware: an answer to a client that sent no browser secret gives it one. The
-    request itself stays without one (a client that keeps no cookies is never a browser)."""
+    request itself stays without one (a client that keeps no cookies is never a browser).
+    Never on the MCP routes: an MCP client keeps the cookie its `initialize` is given, so it
+    would be a browser, whose key outranks its token, and a new session of the same agent
+    (same token, no cookie) would not own what the first one started."""
 
     def __init__(self, app: Any) -> None:
         self.app = app
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        if scope["type"] != "http" or _browser(Request(scope)) is not None:
+        if (scope["type"] != "http" or MCP_PATH in scope["path"]
+                or _browser(Request(scope)) is not None):
             await self.app(scope, receive, send)
             return
 

@@ -1,17 +1,20 @@
 """Files a visitor sends: a file argument is a file gradio received (`received_file`), never a
 folder, never a path a client names; a visitor's uploads within `uploads_keep_s` are bounded
 (`upload_bytes_per_visitor`, `upload_bytes_per_address` per address; `UploadGuard` on gradio's
-upload route), and so are the hub files fetched for its replays (`count_hub_bytes`); the upload
-folder is kept within its share of the disk, oldest first.
+upload route, `arriving` for an image fetched from a URL as its bytes arrive), and so are the
+hub files fetched for its replays (`count_hub_bytes`); the upload folder is kept within its
+share of the disk, oldest first.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import threading
 import time
 from collections import defaultdict, deque
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +28,10 @@ from page.door.identity import Visitor, visitor_of
 from page.settings import SETTINGS
 
 _upload_lock = threading.Lock()
-_uploads: dict[str, deque[tuple[float, int]]] = defaultdict(deque)  # who -> (time, bytes)
-_hub_bytes: dict[str, deque[tuple[float, int]]] = defaultdict(deque)  # the same, for replays
+# who -> [time, bytes] of each file it sent (a fetch's grows as its bytes arrive)
+Ledger = dict[str, deque[list[float]]]
+_uploads: Ledger = defaultdict(deque)
+_hub_bytes: Ledger = defaultdict(deque)  # the same, for replays
 
 
 def received_file(path: Any) -> str:
@@ -77,14 +82,34 @@ def _admit_upload(request: Request) -> None:
 
 def admit_bytes(request: Any, size: int) -> None:
     """`size` more bytes in the upload folder from `request`'s visitor, or `Refused`."""
+    _count(_uploads, _upload_shares(request), size, "uploads")
+    disk.make_room(Path(disk.UPLOADS), size, SETTINGS.uploads_bytes)
+
+
+@contextlib.contextmanager
+def arriving(request: Any) -> Iterator[Callable[[int], None]]:
+    """A file that arrives in pieces (an image fetched from a URL) counted as it arrives:
+    `arrived(size)` adds a piece to the visitor's uploads, or `Refused` past a share, so its
+    fetches in flight count against each other. Once it is written, the upload folder is
+    kept within its share of the disk."""
+    shares, entries = _upload_shares(request), []
+
+    def arrived(size: int) -> None:
+        entries[:] = _count(_uploads, shares, size, "uploads", entries or None)
+
+    yield arrived
+    disk.make_room(Path(disk.UPLOADS), 0, SETTINGS.uploads_bytes)
+
+
+def _upload_shares(request: Any) -> list[tuple[str, int, str]]:
+    """The (who, cap, per what) an upload from `request` counts against."""
     # Behind the proxy, only the app's own MCP client uploads without the proxy's header: MCP
     # callers' files are bounded by the upload folder's share alone.
-    if not (SETTINGS.trust_proxy and "x-forwarded-for" not in request.headers):
-        visitor = visitor_of(request)
-        _count(_uploads, [(visitor.share, SETTINGS.upload_bytes_per_visitor, "visitor"),
-                          ("address " + visitor.address, SETTINGS.upload_bytes_per_address,
-                           "address")], size, "uploads")
-    disk.make_room(Path(disk.UPLOADS), size, SETTINGS.uploads_bytes)
+    if SETTINGS.trust_proxy and "x-forwarded-for" not in request.headers:
+        return []
+    visitor = visitor_of(request)
+    return [(visitor.share, SETTINGS.upload_bytes_per_visitor, "visitor"),
+            ("address " + visitor.address, SETTINGS.upload_bytes_per_address, "address")]
 
 
 def count_hub_bytes(visitor: Visitor, size: int) -> None:
@@ -94,10 +119,11 @@ def count_hub_bytes(visitor: Visitor, size: int) -> None:
            "replays from the hub")
 
 
-def _count(ledger: dict[str, deque[tuple[float, int]]], shares: list[tuple[str, int, str]],
-           size: int, what: str) -> None:
-    """Add `size` to each (who, cap, per what) of `shares` within the window, or `Refused`
-    (adding to none) where one would pass its cap."""
+def _count(ledger: Ledger, shares: list[tuple[str, int, str]], size: int, what: str,
+           entries: list[list[float]] | None = None) -> list[list[float]]:
+    """Add `size` to each (who, cap, per what) of `shares` within the window, as a new entry
+    or grown onto `entries` (one per share, as this returned them), or `Refused` (adding to
+    none) where one would pass its cap. Returns the entries it added to."""
     now = time.monotonic()
     with _upload_lock:
         for who, cap, per in shares:
@@ -110,8 +136,13 @@ def _count(ledger: dict[str, deque[tuple[float, int]]], shares: list[tuple[str, 
                 raise Refused(f"{whose} {what} came to {_mb(sent)} recently and this needs "
                               f"{_mb(size)} more; at most {_mb(cap)} per {per} within "
                               f"{SETTINGS.uploads_keep_s / 3600:g} h.")
-        for who, _, _ in shares:
-            ledger[who].append((now, size))
+        if entries is None:
+            entries = [[now, 0] for _ in shares]
+            for (who, _, _), entry in zip(shares, entries, strict=True):
+                ledger[who].append(entry)
+        for entry in entries:
+            entry[1] += size
+    return entries
 
 
 def _mb(nbytes: float) -> str:
