@@ -320,6 +320,8 @@ def compare(run_id: str | None, step: float) -> tuple[Any, Any, Any]:
     if not run_id:
         return None, gr.skip(), gr.skip()
     run, step = confined(run_id), whole_number(step, "The step")
+    if not run.has_frame(step):  # a step the run lacks (one of a run shown before): nothing
+        return gr.skip(), gr.skip(), gr.skip()
     remake_frame(run.path, step)  # a recording's dropped frame (else its thumbnail, said so)
     chosen = run.shown_frame(step)
     if not chosen.is_file():

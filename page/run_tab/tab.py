@@ -373,12 +373,17 @@ def _wire_opening(demo: gr.Blocks, tab: RunTab) -> None:
 
 def _wire_view(tab: RunTab) -> None:
     """The compared frame, the marked curve, the magnifier, and raw scores or Δ."""
+    # The step as sent, unchecked by gradio against the slider's maximum: a step of the run
+    # shown before (30, a recording) may arrive after a shorter run's (5) has shrunk it, and
+    # gradio's check answered with an error toast. The handlers check it themselves (a whole
+    # number; a step the run lacks shows nothing).
+    step_as_sent = {"preprocess": False, **PLUMBING}
     # .change, not .release: arrow keys move the slider too, and the picture must follow.
     tab.compare_step.change(compare, [tab.run_id, tab.compare_step],
                             [tab.before_after, tab.magnifier, tab.share],
-                            show_progress="hidden", **PLUMBING)
+                            show_progress="hidden", **step_as_sent)
     # The visitor's own choice is marked on the curves (a streaming run marks its newest).
     tab.compare_step.input(marked_plot, [tab.run_id, tab.compare_step, tab.form["raw"]],
-                           tab.plot, show_progress="hidden", **PLUMBING)
-    tab.frame.select(zoom_at, [tab.run_id, tab.compare_step], tab.magnifier, **PLUMBING)
+                           tab.plot, show_progress="hidden", **step_as_sent)
+    tab.frame.select(zoom_at, [tab.run_id, tab.compare_step], tab.magnifier, **step_as_sent)
     tab.form["raw"].change(redraw, [tab.run_id, tab.form["raw"]], tab.outputs, **PLUMBING)
