@@ -23,6 +23,11 @@ FOOTER = ("Banana Space · code under Apache-2.0 · **for non-commercial use**, 
           "[Banana100 paper](https://arxiv.org/abs/2604.03400)")
 SIGN_IN_NOTE = ("Signing in keeps your runs on any device, gives you your own share of this "
                 "Space and spends your own ZeroGPU quota, not the anonymous one.")
+# Said in the About panel where there is no sign-in here: a local user learns it exists.
+SIGN_IN_ON_A_SPACE = ("**Sign in** is offered where this app runs as a Hugging Face Space with "
+                      "sign-in on (`hf_oauth: true` in its card): a button beside Run. "
+                      + SIGN_IN_NOTE)
+DUPLICATE_LABEL = "Duplicate this Space: your own copy, on your own quota"
 DEFAULT_EXAMPLE = "photo-moss.png"
 # The default first, then the other photographs, the flat synthetic renders, and the small
 # sample photos.

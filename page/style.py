@@ -40,18 +40,59 @@ SHARE_JS = """element.addEventListener('click', async (event) => {
     said.textContent = 'Selected: press Ctrl+C (or ⌘C) to copy';
   }
 });"""
-# Opened from a shared link, the page scrolls to the result, which otherwise starts a screen
-# and a half down on a phone.
-SCROLL_TO_RESULT_JS = """() => {
-  if (!new URLSearchParams(window.location.search).has('run')) return;
-  const summary = document.querySelector('#summary');
-  if (summary) setTimeout(() => summary.scrollIntoView({block: 'start'}), 50);
-}"""
 
 
+def scroll_to_js(query: str, selector: str) -> str:
+    """Opened from a shared link (`?<query>=…`), the page scrolls to its result (`selector`),
+    which otherwise starts a screen and a half down on a phone, or on a tab not yet drawn: it
+    waits, up to ten seconds, for the result to be drawn."""
+    return f"""() => {{
+  if (!new URLSearchParams(window.location.search).has('{query}')) return;
+  let tries = 0;
+  const scroll = () => {{
+    const result = document.querySelector('{selector}');
+    if (result && result.getBoundingClientRect().height > 0)
+      result.scrollIntoView({{block: 'start'}});
+    else if (tries++ < 200) setTimeout(scroll, 50);
+  }};
+  setTimeout(scroll, 50);
+}}"""
+
+
+SCROLL_TO_RESULT_JS = scroll_to_js("run", "#summary")
+SCROLL_TO_COMPARISON_JS = scroll_to_js("compare", "#compare-status")
+
+
+# Charts in the page's colour scheme: the figures are drawn on the server, in light colours
+# (`verdict.plots`), before anyone knows the visitor's scheme; in dark mode the page's CSS
+# repaints them as plotly.js draws them (inline styles, which an !important rule overrides),
+# so every redraw of a streaming run follows too. Backgrounds go clear, text takes the page's
+# colour, grid lines dim, and the curves drawn dark (the references' black and greys, the
+# indigo and wine metrics, the compared step's line) are drawn light.
+DARK_CURVES = {"#000000": "#f3f4f6", "#6b6b6b": "#b0b0b0", "#404040": "#d4d4d4",
+               "#595959": "#bdbdbd", "#332288": "#a99cf5", "#882255": "#e583b1",
+               "#374151": "#d1d5db"}
+
+
+def _rgb(colour: str) -> str:
+    """"#374151" as plotly.js writes it in a style: "rgb(55, 65, 81)"."""
+    return "rgb({}, {}, {})".format(*(int(colour[i:i + 2], 16) for i in (1, 3, 5)))
+
+
+DARK_PLOTS_CSS = """.dark .js-plotly-plot .main-svg {background: transparent !important}
+.dark .js-plotly-plot .bg {fill: transparent !important}
+.dark .js-plotly-plot text {fill: var(--body-text-color) !important}
+.dark .js-plotly-plot .gridlayer path, .dark .js-plotly-plot .zerolinelayer path {
+  stroke: rgba(255, 255, 255, .16) !important}
+""" + "".join(
+    f'.dark .js-plotly-plot [style*="{prop}: {_rgb(light)};"] {{{prop}: {dark} !important}}\n'
+    for light, dark in DARK_CURVES.items() for prop in ("stroke", "fill"))
 # The verdict table's columns a phone leaves out (the zip and wider screens have them), as the
 # column table marks them (`verdict.columns`).
-PHONE_HIDDEN = ", ".join(f"#verdict th:nth-child({n}), #verdict td:nth-child({n})"
+# gradio draws the header as a table and the rows as divs (`[role=gridcell]`, virtual rows):
+# both are named, or a hidden header leaves its cells 0 px wide and each row ~120 px tall.
+PHONE_HIDDEN = ", ".join(f"#verdict th:nth-child({n}), #verdict td:nth-child({n}), "
+                         f"#verdict [role=row] > [role=gridcell]:nth-child({n})"
                          for n in phone_hidden())
 # ---- Page-wide CSS and JS: the summary's type, alt text, grids that fit a phone ----
 PAGE_CSS = """#claim h1 {margin: 0 0 4px; font-size: 1.6em}
@@ -60,12 +101,16 @@ PAGE_CSS = """#claim h1 {margin: 0 0 4px; font-size: 1.6em}
 #status {scroll-margin-top: 4px}
 #summary {font-size: 1.15em; line-height: 1.45; scroll-margin-top: 8px}
 #summary p {margin: 4px 0}
+#summary details {font-size: 0.87em}
+#summary summary {cursor: pointer; color: var(--link-text-color)}
 #status, #summary, #status .prose, #summary .prose {overflow: visible !important}
 #plot {min-height: 440px}
 #examples .grid-container {grid-template-columns: repeat(auto-fill, minmax(76px, 1fr))}
 /* The label chips sit above the pictures, never on them. */
 #magnifier [data-testid=block-label], #frame [data-testid=block-label],
-#compare [data-testid=block-label] {position: static; margin-bottom: 4px}
+#compare [data-testid=block-label], #first-look-picture [data-testid=block-label] {
+  position: static; margin-bottom: 4px}
+#first-look-headline p {margin: 0; font-size: 1.1em}
 /* Text that gradio draws at under 4.5:1 (WCAG AA): the theme's subdued colour, which THEME
    sets to read at >= 4.5:1 in both schemes. */
 .or, [data-testid=min-value], [data-testid=max-value], footer, footer a, footer button,
@@ -74,8 +119,18 @@ PAGE_CSS = """#claim h1 {margin: 0 0 4px; font-size: 1.6em}
 @media (max-width: 640px) {
   #verdict {font-size: 13px}
   #plot .modebar-container {display: none}
+  /* A phone's first screen is the claim, the headline and the picture; the curves are the
+     result's, a screen below. */
+  #first-look-curves {display: none}
+  /* The picture at a height a phone can read (its four parts side by side were ~64 px tall),
+     swiped sideways. */
+  #first-look-picture .image-container {overflow-x: auto}
+  #first-look-picture .image-frame, #first-look-picture .image-container button {
+    width: max-content}
+  #first-look-picture img {height: 200px; width: auto; max-width: none}
+  #examples .grid-container {grid-template-columns: repeat(auto-fill, minmax(64px, 1fr))}
 }
-@media (max-width: 640px) {""" + PHONE_HIDDEN + " {display: none}}"
+@media (max-width: 640px) {""" + PHONE_HIDDEN + " {display: none}}\n" + DARK_PLOTS_CSS
 PAGE_JS = r"""() => {
   // Every picture says what it shows to a reader that cannot see it (gr.ImageSlider has no
   // alt text of its own; the file names say which frames it compares).
@@ -93,7 +148,8 @@ PAGE_JS = r"""() => {
   const unlabel = () => {
     document.querySelectorAll('.empty[aria-label]').forEach(e => e.removeAttribute('aria-label'));
     document.querySelectorAll('#recorded input[type=radio]').forEach(r => r.name = 'recorded');
-    document.querySelectorAll('#plot .modebar-btn').forEach(b => b.tabIndex = -1);
+    document.querySelectorAll('#plot .modebar-btn, #first-look-plot .modebar-btn')
+      .forEach(b => b.tabIndex = -1);
   };
   // The example pictures are named by what they show: gradio names each "Thumbnail k of 8",
   // leaving out the caption a sighted visitor reads and may say aloud (WCAG 2.5.3 Label in

@@ -47,6 +47,7 @@ from PIL import Image
 from playwright.sync_api import Browser, ConsoleMessage, Page
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
+from banana_space.chain.spec import MAX_STEPS
 from banana_space.verdict.columns import VERDICT_COLUMN
 from page.style import THEME
 
@@ -66,7 +67,8 @@ RUN_TIMEOUT_S = 600
 # shared machine has stalled a page's redraw for tens of seconds.
 PAGE_TIMEOUT_S = 120
 MAX_TAB_STOPS = 15
-RECORDED_LABELS = {"dunes-simulated-30": "Dunes · simulated (nano-banana-pro profile) · 30 steps"}
+RECORDED_LABELS = {"dunes-simulated-30": "Dunes · simulated (nano-banana-pro profile) · 30 steps",
+                   "moss-simulated-30": "Moss · simulated (nano-banana-pro profile) · 30 steps"}
 # Every error toast a page shows, kept from the moment the page starts (a toast fades away).
 TOASTS_JS = """window.__errorToasts = [];
 new MutationObserver(() => document.querySelectorAll('.toast-body.error').forEach(toast => {
@@ -76,11 +78,30 @@ new MutationObserver(() => document.querySelectorAll('.toast-body.error').forEac
 # from one `fetch` of /queue/data (server-sent events), so a copy of that response, read beside
 # it, holds each message in the order it came, whatever the page had time to draw. Each message
 # that carries the strip's newest thumbnails (`alt="step k"`) is kept with those steps, and the
-# first message that says the run completed is kept too (the run's end). The ids of the events
+# first message that says the run completed is kept too (the run's end), and each message's
+# curves are counted (their points, where it carries curves). The ids of the events
 # the page queued, and of those gradio said were completed, are kept as well.
 STREAM_JS = r"""window.__stream = [];
 window.__completed = [];  // the event ids gradio said were completed (`finish_event`)
 window.__joined = [];  // the event ids the page queued (`SETTLED_JS`)
+// The points a message's curves hold (non-null y values, as SNAPSHOT_JS counts them on the
+// page), or null where it carries no curves: gradio sends the plot's figure as a JSON string,
+// whole or as the new value of a changed part of it.
+const plotPoints = (value) => {
+  if (typeof value === 'string' && value.startsWith('{') && value.includes('"data"')) {
+    let figure = null;
+    try { figure = JSON.parse(value); } catch (error) { return null; }
+    if (!Array.isArray(figure?.data)) return null;
+    return figure.data.reduce(
+      (sum, trace) => sum + Array.from(trace.y || []).filter(v => v !== null).length, 0);
+  }
+  if (value === null || typeof value !== 'object') return null;
+  for (const part of Object.values(value)) {
+    const found = plotPoints(part);
+    if (found !== null) return found;
+  }
+  return null;
+};
 const pageFetch = window.fetch;
 window.fetch = async (...args) => {
   const response = await pageFetch(...args);
@@ -104,7 +125,9 @@ window.fetch = async (...args) => {
           if (message?.msg === 'process_completed') window.__completed.push(message.event_id);
           const steps = [...line.matchAll(/alt=\\"step (\d+)\\"/g)].map(m => +m[1]);
           const completed = line.includes('Completed');
-          if (steps.length || completed) window.__stream.push({steps, completed});
+          const points = plotPoints(message?.output?.data);
+          if (steps.length || completed || points !== null)
+            window.__stream.push({steps, completed, points});
         }
       }
     })().catch(() => {});  // gradio aborts the stream it has done with: so ends its copy
@@ -141,7 +164,8 @@ SNAPSHOT_JS = """() => {
     frames: document.querySelectorAll('#strip .strip img').length,
     points: points,
     status: (document.querySelector('#status')?.innerText ?? ''),
-    summary: (document.querySelector('#summary')?.innerText ?? ''),
+    // the whole finding, its folded part too
+    summary: (document.querySelector('#summary')?.textContent.trim() ?? ''),
     verdict: rows,
   };
 }"""
@@ -379,13 +403,15 @@ def test_a_run_streams_in_frame_by_frame_and_downloads(page: Page, visitors: Vis
     assert {c for c in counts if 0 < c < steps + 1}, f"no frame was drawn mid-run: {counts}"
 
     # The curves gained points while the run went, never lost any, and end with one point per
-    # metric per frame. Each component redraws on its own tick, so one state may pair an older
-    # strip with newer curves: the growth is read across all states, not from one of them.
-    points = [s.points for s in seen]
+    # metric per frame: read from the stream's own messages, each holding the curves as sent
+    # (a loaded machine's page may draw only some of them).
+    points = [message["points"] for message in stream[:end + 1]
+              if message["points"] is not None]
     assert points == sorted(points), f"the curves lost points: {points}"
     assert any(0 < n < final.points for n in points), f"the curves did not grow: {points}"
+    assert points[-1] == final.points, f"the page drew {final.points} points, sent {points}"
     # The summary states the finding as it grows: provisional mid-run, final at the end.
-    assert any(s.summary.startswith("So far, after") for s in seen), [s.summary for s in seen]
+    assert any(s.summary.startswith("So far (step") for s in seen), [s.summary for s in seen]
     assert final.summary.startswith(f"After {steps} steps, PSNR to the input fell"), final.summary
     # A finished 5-step run: read at step 5 alone, and it says so; never "so far".
     assert "by the paper's test at step 5 only (Δ from step 1 < 0 there;" in final.summary
@@ -450,6 +476,21 @@ def test_a_run_streams_in_frame_by_frame_and_downloads(page: Page, visitors: Vis
     wait_in_view(phone, "#summary", "the shared link did not scroll to the result")
     screenshot(phone, "phone")
 
+    # Found again under Past runs: its thumbnail says when, what, how far and how it ended,
+    # and a click on it brings it back over a recording opened since.
+    open_recorded(page)
+    page.get_by_text("Past runs", exact=True).click()
+    finish_event(page, page.get_by_role("button", name="↻").click)
+    past = page.locator("#past-runs .thumbnail-item").first
+    caption = past.inner_text()
+    assert re.fullmatch(rf"\d+ \w+ \d{{4}} \d\d:\d\d UTC · Simulated \(offline\).* · {steps} "
+                        r"steps · ✅ completed", caption.strip()), caption
+    past.click()
+    page.wait_for_function(f"document.querySelectorAll('#strip .strip img').length === "
+                           f"{steps + 1}")
+    page.wait_for_function("document.querySelector('#share a')?.getAttribute('href')"
+                           f".includes('run={run_id}&')")
+
 
 def test_stop_keeps_the_frames_made(page: Page, photo_path: Path) -> None:
     start_run(page, photo_path, 40)
@@ -474,6 +515,28 @@ def test_stop_keeps_the_frames_made(page: Page, photo_path: Path) -> None:
     later = look(page)
     assert later.frames == stopped.frames
     assert "Stopped" in later.status
+
+
+def test_a_chain_opened_while_the_run_streams_leaves_the_runs_view(page: Page,
+                                                                  photo_path: Path) -> None:
+    """One view, one stream: a recording asked for while the visitor's own run streams does
+    not write into the run's view, and the page says why; once the run ends, it opens."""
+    start_run(page, photo_path, MAX_STEPS)  # long enough to be streaming when asked
+    page.wait_for_function("document.querySelectorAll('#strip .strip img').length >= 2",
+                           timeout=RUN_TIMEOUT_S * 1000)
+    page.locator("#recorded label").filter(has_text=RECORDED_LABELS["moss-simulated-30"]
+                                           ).click()
+    page.locator(".toast-body").get_by_text("Your run is streaming into this view").wait_for()
+    seen = look(page)
+    assert f" of {MAX_STEPS}" in seen.status, seen.status
+    assert not seen.summary.startswith("After 30 steps"), seen.summary
+    page.click("#stop-button")
+    wait_for_status(page, "Stopped after step")
+    page.wait_for_selector("#download a[download]", timeout=RUN_TIMEOUT_S * 1000)  # its end
+    page.locator("#recorded label").filter(has_text=RECORDED_LABELS["dunes-simulated-30"]
+                                           ).click()
+    page.wait_for_function("document.querySelectorAll('#strip .strip img').length === 31")
+    wait_for_status(page, "Completed · step 30 of 30", timeout_s=PAGE_TIMEOUT_S)
 
 
 def test_a_recorded_chain_opens_at_once(page: Page) -> None:
@@ -582,6 +645,21 @@ def test_the_result_reads_at_every_size(visitors: Visitors, viewport: dict[str, 
     if viewport == PROJECTOR:
         for part in ("#summary", "#compare", "#compare-step", "#plot"):
             assert in_view(page, part), f"{part} is not on the 1280x720 screen with the rest"
+    if viewport == PHONE:  # nothing runs into anything, and a table row is a line or two
+        boxes = page.evaluate(PLOT_BOXES_JS)
+        ticks, legend = boxes["ticks"], boxes["legend"]
+        assert all(a[2] <= b[0] for a, b in zip(ticks, ticks[1:], strict=False)), \
+            f"ticks collide: {ticks}"
+        assert max(t[3] for t in [*ticks, boxes["title"]]) <= legend[1], boxes
+        rows = page.evaluate("[...document.querySelectorAll('#verdict [role=row].virtual-row')]"
+                             ".map(row => row.getBoundingClientRect().height)")
+        assert rows and sorted(rows)[len(rows) // 2] <= 60, f"verdict rows {rows} px tall"
+        # The first look's picture at a height a phone reads (swiped sideways), its curves
+        # left to the result's.
+        tall = page.evaluate("document.querySelector('#first-look-picture img')"
+                             ".getBoundingClientRect().height")
+        assert tall >= 150, f"the first look's picture is {tall} px tall on a phone"
+        assert not page.locator("#first-look-plot").is_visible()
     name = {PHONE["width"]: "phone-recorded", PROJECTOR["width"]: "projector",
             WIDE["width"]: "wide"}[viewport["width"]]
     if viewport == PROJECTOR:  # what a projector shows once scrolled to the result
@@ -589,6 +667,20 @@ def test_the_result_reads_at_every_size(visitors: Visitors, viewport: dict[str, 
         page.screenshot(path=SCREENSHOTS / "projector-1280x720.png")
     else:
         screenshot(page, name)
+
+
+# The main chart's step labels, its "step" title and its legend, each as [left, top, right,
+# bottom] on the page, the labels from left to right.
+PLOT_BOXES_JS = """() => {
+  const box = e => {
+    const r = e.getBoundingClientRect();
+    return [r.left, r.top, r.right, r.bottom];
+  };
+  const plot = document.querySelector('#plot');
+  return {ticks: [...plot.querySelectorAll('.xtick text')].map(box).sort((a, b) => a[0] - b[0]),
+          title: box(plot.querySelector('.g-xtitle text')),
+          legend: box(plot.querySelector('.legend'))};
+}"""
 
 
 def on_first_screen(page: Page, selector: str) -> bool:
@@ -694,6 +786,37 @@ def every_step_shows_its_full_frame(page: Page, last: int, width: int) -> None:
         assert "thumbnail" not in compare_view(page)["label"], step
 
 
+# The first screen's curves: points per curve, as the page drew them.
+FIRST_LOOK_POINTS_JS = """() => {
+  const graph = document.querySelector('#first-look-plot .js-plotly-plot');
+  return ((graph && graph.data) || []).map(
+    trace => Array.from(trace.y || []).filter(v => v !== null).length);
+}"""
+
+
+def test_the_first_screen_shows_the_decay_before_any_click(visitors: Visitors) -> None:
+    """At 1280x720, with nothing clicked or scrolled: the claim, the first recording (the
+    damage, not the control) as its input beside a late copy with the magnified crops, its
+    curves and a headline of at most 30 words, and the actions; its button opens it."""
+    page = visitors.open(PROJECTOR)
+    page.wait_for_function("document.querySelector('#first-look-picture img')?.naturalWidth > 0")
+    page.wait_for_function(f"({FIRST_LOOK_POINTS_JS})().length > 0")
+    for part in ("#claim", "#first-look-headline", "#first-look-picture img",
+                 "#first-look-plot .main-svg", "#recorded", "#run-button"):
+        assert on_first_screen(page, part), f"{part} is below the fold at 1280x720"
+    headline = page.inner_text("#first-look-headline").strip()
+    assert headline.startswith("After 30 steps, PSNR to the input fell"), headline
+    assert "standard metrics detect" in headline and len(headline.split()) <= 30, headline
+    label = page.inner_text("#first-look-picture [data-testid=block-label]")
+    assert label.startswith(RECORDED_LABELS["dunes-simulated-30"]), label
+    assert "the input | step 30 |" in label and "control" not in label, label
+    assert set(page.evaluate(FIRST_LOOK_POINTS_JS)) == {31}  # every curve, steps 0-30
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=SCREENSHOTS / "first-screen-1280x720.png")
+    # The first recording in the list above is the same chain, every frame of it.
+    assert open_recorded(page).frames == 31 and look(page).summary.startswith(headline)
+
+
 @pytest.mark.parametrize("viewport", [PROJECTOR, PHONE], ids=["1280x720", "390x844"])
 def test_the_default_flow_in_the_lecture_hall(visitors: Visitors,
                                               viewport: dict[str, int]) -> None:
@@ -741,11 +864,26 @@ def test_the_default_flow_in_the_lecture_hall(visitors: Visitors,
     assert starts_in_view(page, "#status") or starts_in_view(page, "#summary")
 
 
+# A chart's colours as drawn: its paper and plot area, a tick label's, the first curve's (the
+# reference PSNR) and the page's background behind it (the first ancestor that paints one).
+CHART_COLOURS_JS = """selector => {
+  const chart = document.querySelector(selector);
+  let behind = chart;
+  while (behind && ['rgba(0, 0, 0, 0)', 'transparent'].includes(
+      getComputedStyle(behind).backgroundColor)) behind = behind.parentElement;
+  return {paper: getComputedStyle(chart.querySelector('.main-svg')).backgroundColor,
+          area: getComputedStyle(chart.querySelector('.bg')).fill,
+          text: getComputedStyle(chart.querySelector('.xtick text')).fill,
+          psnr: getComputedStyle(chart.querySelector('.scatterlayer .trace .js-line')).stroke,
+          page: behind ? getComputedStyle(behind).backgroundColor : 'rgb(255, 255, 255)'};
+}"""
+
+
 @pytest.mark.parametrize("viewport", [PROJECTOR, PHONE], ids=["1280x720", "390x844"])
 def test_the_page_reads_in_dark_mode(visitors: Visitors, viewport: dict[str, int]) -> None:
     """gradio follows the visitor's colour scheme (`?__theme=dark`, or the system's): the
     page's own colours are the theme's variables, so axe finds no serious or critical fault
-    in dark mode either, on the first screen and with a recorded chain open."""
+    in dark mode either, on the first screen and with a recorded chain open; the charts too."""
     page = visitors.open(viewport, query="?__theme=dark")
     assert page.evaluate("document.body.classList.contains('dark')")
     assert serious_axe_violations(page) == []
@@ -753,3 +891,18 @@ def test_the_page_reads_in_dark_mode(visitors: Visitors, viewport: dict[str, int
     page.wait_for_function("document.querySelector('#summary').innerText.includes('After')",
                            timeout=60000)
     assert serious_axe_violations(page) == []
+    # The charts follow the scheme: no white box; their text and the references' curves (PSNR
+    # black in light mode) read on the page's own background.
+    for chart in ("#plot", "#first-look-plot"):
+        if viewport == PHONE and chart == "#first-look-plot":
+            continue  # a phone leaves the first screen's curves out
+        painted = page.evaluate(CHART_COLOURS_JS, chart)
+        clear = ("transparent", "rgba(0, 0, 0, 0)")
+        assert painted["paper"] in clear and painted["area"] in clear, painted
+        assert contrast(painted["text"], painted["page"]) >= 4.5, painted
+        assert contrast(painted["psnr"], painted["page"]) >= 3, painted  # WCAG 1.4.11
+    if viewport == PROJECTOR:
+        page.evaluate("document.querySelector('#summary').scrollIntoView({block: 'start'})")
+        page.wait_for_function("[...document.images].every(image => image.complete)")
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=SCREENSHOTS / "dark-1280x720.png")

@@ -4,7 +4,8 @@ on each score's chart (A solid, B dashed, one colour), an A/B verdict table, a l
 written from the verdicts and the "Why is it fooled?" panel, whose bars add up to each side's
 change of BRISQUE since step 1 (pyiqa's, of the same frames) and whose sentences read that
 change as the metric does; its share link, opened cold in a new browser context, shows
-both runs. A screenshot of the lesson lands in $BANANA_SCREENSHOTS (docs/screenshots)."""
+both runs, scrolled to them, and its step slider follows the arrow keys. A screenshot of the
+lesson lands in $BANANA_SCREENSHOTS (docs/screenshots)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,13 @@ from urllib.parse import unquote
 import pytest
 import torch
 from PIL import Image
-from test_browser import SCREENSHOTS, Visitors, app_url, visitors  # noqa: F401 - fixtures
+from test_browser import (  # noqa: F401 - fixtures
+    SCREENSHOTS,
+    Visitors,
+    app_url,
+    visitors,
+    wait_in_view,
+)
 
 from banana_space.scores.catalog import build_metric, to_tensor
 from banana_space.scores.scoring import as_scored
@@ -123,3 +130,11 @@ def test_the_static_against_noise_lesson_side_by_side(visitors: Visitors) -> Non
     again = cold.evaluate(SIDES_JS)
     assert (again["a"], again["b"]) == (seen["a"], seen["b"])
     assert again["rows"] == seen["rows"] and again["lesson"] == seen["lesson"]
+    # ... scrolled to the comparison, whose step follows the arrow keys on both sides.
+    wait_in_view(cold, "#compare-status", "the compare link did not scroll to the comparison")
+    cold.focus("#compare-pair-step input[type=range]")
+    cold.keyboard.press("ArrowLeft")
+    for side in "ab":
+        cold.wait_for_function(f"decodeURIComponent(document.querySelector("
+                               f"'#compare-frame-{side} img')?.src ?? '')"
+                               f".endsWith('step_{STEPS - 1:03d}.png')")

@@ -295,6 +295,13 @@ def test_the_pair_figure_draws_both_runs_on_each_scores_chart() -> None:
     colours = {traces[0]["line"]["color"] for traces in by_chart.values()}
     assert len(colours) == 3  # one colour per score
     assert len(figure["layout"]["shapes"]) == 3  # the compared step, on every chart
+    # The legend names every curve, not the first chart's alone; each axis reads in % of its
+    # score's range, as the Run tab's curves do.
+    assert all(trace.get("showlegend", True) for trace in figure["data"])
+    assert {t["name"] for t in figure["data"]} == {f"{side} · {name}" for side in "AB"
+                                                   for name in ("psnr", "brisque", "niqe")}
+    axes = [key for key in figure["layout"] if key.startswith("yaxis")]
+    assert len(axes) >= 3 and all(figure["layout"][k]["tickformat"] == ".0%" for k in axes)
     alone = pair_figure(histories[0], None)
     assert {t["name"][0] for t in alone["data"]} == {"A"}
 

@@ -49,7 +49,9 @@ def past_runs(page: Page) -> list[str]:
     picker.click()
     options = page.locator("ul[role=listbox] li").all_inner_texts()
     page.keyboard.press("Escape")
-    return [option.split("\n")[-1].strip() for option in options]  # the chosen one has a ✓
+    # Each option names the run's date, generator, steps and status, then its id; the chosen
+    # one has a ✓.
+    return [option.split("\n")[-1].strip().rsplit(" · ", 1)[-1] for option in options]
 
 
 def test_thirty_visitors_behind_one_address_three_in_chromium(browser: Browser, tmp_path) -> None:

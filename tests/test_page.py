@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import json
 import re
 from pathlib import Path
 
@@ -163,3 +164,71 @@ def test_a_link_goes_through_the_spaces_hub_page_on_a_space(tmp_path: Path, monk
         "https://huggingface.co/spaces/me/space?run=20260101-000000-abcdef&frame=3")
     assert api.link(None, run.id) == (
         "https://huggingface.co/spaces/me/space?run=20260101-000000-abcdef")
+
+
+def test_the_first_screen_shows_the_first_recording_of_the_damage_not_a_control() -> None:
+    """The decay before any click (`first_look`): the damage a generator leaves, never the
+    blur control; its input and its latest kept full frame, magnified where they differ; its
+    headline; its curves short, each named by its verdict."""
+    from banana_space.view import simulates_damage
+    from page.run_tab.first_look import FIGURE_HEIGHT, PICTURE_HEIGHT, first_look
+    from page.settings import RECORDED
+
+    look = first_look()
+    assert look is not None and look.name == "dunes-simulated-30"
+    settings = json.loads((RECORDED / look.name / "run.json").read_text())["settings"]
+    assert simulates_damage(settings) and "control" not in look.label
+    assert "the input | step 30 |" in look.caption and look.picture.height == PICTURE_HEIGHT
+    assert look.headline.startswith("**After 30 steps**, PSNR to the input fell ")
+    assert len(look.headline.split()) <= 30
+    assert look.figure["layout"]["height"] == FIGURE_HEIGHT
+    names = [trace["name"] for trace in look.figure["data"]]
+    assert names[0] == "psnr · reference" and "brisque · fooled" in names, names
+    assert all(len(trace["y"]) == 31 for trace in look.figure["data"])
+
+
+def test_past_runs_say_when_what_how_far_and_how_it_ended_newest_first(tmp_path: Path) -> None:
+    from banana_space.store.run import runs_in
+    from banana_space.store.runids import copy_in
+    from page.run_tab.past import newest_first
+    from page.settings import RECORDED
+
+    older = copy_in(RECORDED / "dunes-blur-30", tmp_path)
+    newer = copy_in(RECORDED / "moss-simulated-30", tmp_path)
+    meta = json.loads(newer.meta_file.read_text())
+    meta.update(started_at="2026-12-05T08:15:00+0100", status="stopped", last_step=12)
+    newer.meta_file.write_text(json.dumps(meta))
+    broken = tmp_path / "broken-run"
+    broken.mkdir()
+    (broken / "run.json").write_text("{not json")
+    listed = newest_first(runs_in(tmp_path))
+    assert [run.id for run in listed] == [newer.id, older.id, "broken-run"]
+    assert listed[0].caption == ("5 Dec 2026 07:15 UTC · Simulated (offline) (nano-banana-pro) "
+                                 "· 12 of 30 steps · ⏹ stopped")
+    assert listed[1].caption.endswith(" UTC · Simulated (offline) (blur) · 30 steps · "
+                                      "✅ completed"), listed[1].caption
+    assert listed[0].thumb.endswith("step_012.png") and Path(listed[0].thumb).is_file()
+    assert listed[2].caption == "broken-run · its run.json cannot be read"
+    assert listed[2].thumb is None
+
+
+@pytest.mark.parametrize("space_id", [None, "me/banana"])
+def test_a_space_offers_its_duplicate_and_a_local_page_says_where_sign_in_is(
+        monkeypatch, space_id: str | None) -> None:
+    """Without OAuth the sign-in button is absent, and the About panel says where it is
+    offered; on a Space, gradio's Duplicate button (only there: it does nothing elsewhere)."""
+    import gradio as gr
+
+    import app
+    from page.content import SIGN_IN_ON_A_SPACE
+    from page.run_tab import tab
+    from page.settings import SETTINGS
+
+    monkeypatch.setattr(tab, "SETTINGS", dataclasses.replace(SETTINGS, space_id=space_id,
+                                                             sign_in=False))
+    blocks = list(app.build().blocks.values())
+    duplicates = [b for b in blocks if isinstance(b, gr.DuplicateButton)]
+    assert len(duplicates) == (1 if space_id else 0)
+    assert not any(isinstance(b, gr.LoginButton) for b in blocks)
+    about = next(b for b in blocks if getattr(b, "elem_id", None) == "about")
+    assert about.value.endswith(SIGN_IN_ON_A_SPACE) and "hf_oauth: true" in about.value

@@ -15,10 +15,20 @@ from banana_space.verdict import history as verdict_history
 from banana_space.verdict.history import History
 from banana_space.common import ScoreInfo
 from banana_space.events import Finished, Notice
-from banana_space.verdict.magnifier import CROP, GAP, box_around, largest_difference_box, side_by_side
+from banana_space.verdict.magnifier import (
+    CROP,
+    GAP,
+    MARK,
+    box_around,
+    largest_difference_box,
+    poster,
+    side_by_side,
+)
 from banana_space.verdict.columns import VERDICT_COLUMN, VERDICT_HEADERS
 from banana_space.view import (
+    HEADLINE_WORDS,
     RunView,
+    headline,
     simulates_damage,
     summarise,
 )
@@ -292,3 +302,40 @@ def test_a_finished_short_chain_says_in_its_table_which_checkpoint_its_verdict_u
                       ended=Finished("stopped", 9, "stopped by the user"))
     assert rows_of(stopped)["niqe"][VERDICT_COLUMN] == "✅ detects (at step 5 only)"
     assert "so far" not in stopped.screen().summary
+
+
+def test_the_headline_says_what_fell_and_what_the_metrics_said_in_thirty_words() -> None:
+    assert headline(history(20), 20, running=False) == (
+        "**After 20 steps**, PSNR to the input fell 41 → 22 dB; by the paper's test (steps 5, "
+        "10, 20), 1 of 3 standard metrics detects it.")
+    assert headline(nine_steps_with_rulers(), 9, running=False) == (
+        "**After 9 steps**, PSNR to the input fell 41 → 33 dB; by the paper's test (step 5), 1 "
+        "of 4 standard metrics detects it.")  # the rulers are counted in the folded rest
+    assert headline(history(1), 20, running=True) == (
+        "**So far (step 1 of 20)**, PSNR to the input is 41 dB; the paper's test cannot be "
+        "asked yet.")
+    # The longest: a long run under way, every checkpoint read, two-digit counts.
+    infos = [INFOS[0], *(ScoreInfo(f"metric_{k}", "metric", True) for k in range(21))]
+    long = History(infos)
+    for step in range(61):
+        long.add(step, {"psnr": 42.0 - step / 2,
+                        **{f"metric_{k}": 30.0 + (k % 2 or -1) * step for k in range(21)}})
+    text = headline(long, 100, running=True)
+    assert "(steps 5, 10, 20), 10 of 21 standard metrics detect it." in text, text
+    assert len(text.split()) <= HEADLINE_WORDS, text
+
+
+def test_the_poster_shows_both_frames_whole_with_the_crop_outlined_then_the_crop_enlarged(
+        ) -> None:
+    clean, damaged = frames_with_a_planted_patch()  # 300 x 200
+    box = largest_difference_box(clean, damaged)
+    shown = np.asarray(poster(clean, damaged, box, height=100))
+    # input 150 | frame 150 | the two crops, 288 x 288 each side, at 100 tall: 202
+    assert shown.shape == (100, 150 + GAP + 150 + GAP + 202, 3)
+    left, top = box[0] // 2, box[1] // 2  # the outline, at the poster's scale
+    for start in (0, 150 + GAP):
+        edge = shown[top + 1, start + left + 10:start + left + 30]  # the outline's middle row
+        assert (np.abs(edge.astype(int) - MARK).max(axis=1) < 40).all()  # amber on both
+    enlarged = np.asarray(side_by_side(clean, damaged, box).resize((202, 100),
+                                                                  Image.Resampling.NEAREST))
+    assert (shown[:, 2 * (150 + GAP):] == enlarged).all()

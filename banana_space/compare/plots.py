@@ -32,6 +32,7 @@ from ..verdict.plots import (
 from .why import Explanation, NssReading, bin_centres, ggd_density
 
 SIDE_DASHES = {"A": "solid", "B": "dash"}
+LEGEND_PER_LINE = 6  # legend entries a line holds at the narrowest width the tab is drawn
 SIDE_COLOURS = {"A": "#0072B2", "B": "#E69F00"}  # Okabe-Ito blue and orange
 SUM_LABEL = "sum: the change"
 X_TITLE = "score units (ours)"
@@ -77,7 +78,7 @@ def pair_figure(a: History, b: History | None, marked: int | None = None) -> Fig
             traces.append({
                 "type": "scatter", "x": list(range(len(curve))), "y": _clean(curve),
                 "mode": "lines+markers", "connectgaps": True, "name": f"{side} · {name}",
-                "legendgroup": side, "showlegend": i == 0,
+                "legendgroup": side,
                 "line": {"color": colour, "width": 3, "dash": SIDE_DASHES[side]},
                 "marker": {"size": 5}, "xaxis": f"x{axis}", "yaxis": f"y{axis}",
                 "hovertemplate": f"{side} · {name}<br>step %{{x}}<br>%{{y:.0%}} of its range"
@@ -85,8 +86,14 @@ def pair_figure(a: History, b: History | None, marked: int | None = None) -> Fig
     layout = dict(_grid_layout(titles, 2))
     layout["title"] = {"text": PAIR_TITLE, "font": {"size": FONT_PX + 2}, "x": 0.01}
     layout["margin"] = {**layout["margin"], "t": 90}
+    # Every curve in the legend, by side (A's scores, then B's): each panel's title names
+    # its score, the legend which line is which side.
     layout["legend"] = {"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 1,
-                        "xanchor": "right", "font": {"size": FONT_PX}}
+                        "xanchor": "right", "font": {"size": FONT_PX - 2}}
+    layout["margin"]["t"] = 90 + 22 * math.ceil(len(traces) / LEGEND_PER_LINE)
+    # Each panel's axis in % of its score's range, as the Run tab's curves.
+    for key in [key for key in layout if key.startswith("yaxis")]:
+        layout[key] = {**layout[key], "tickformat": ".0%"}
     last = max(h.last_step for h in sides.values())
     if marked is not None and 0 <= marked <= last:
         layout["shapes"] = [_marker_line(marked, "" if i == 0 else str(i + 1))

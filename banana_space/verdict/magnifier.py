@@ -8,12 +8,15 @@ changed size (a copy cropped or reshaped) are compared at the input's size, as f
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
-from PIL import Image
+from PIL import Image, ImageDraw
 
 CROP = 96  # pixels of the input per side: small enough to show single pixels at 3x
 ZOOM = 3
 GAP = 6  # white pixels between the two halves
+MARK = (255, 200, 0)  # the outline of the magnified crop on the whole frames: amber, on any photo
 
 
 def largest_difference_box(input_image: Image.Image, frame: Image.Image,
@@ -57,6 +60,35 @@ def side_by_side(input_image: Image.Image, frame: Image.Image,
     for i, crop in enumerate(crops):
         canvas.paste(crop.resize(side, Image.Resampling.NEAREST), (i * (side[0] + GAP), 0))
     return canvas
+
+
+def poster(input_image: Image.Image, frame: Image.Image, box: tuple[int, int, int, int],
+           height: int) -> Image.Image:
+    """The decay in one picture, `height` pixels tall: the whole input | the whole frame (at the
+    input's size), each with `box` outlined, then the magnifier's two crops of `box`
+    (`side_by_side`), so that where the crops come from is plain."""
+    frame = _at_size(frame, input_image.size)
+    parts = []
+    for image in (input_image.convert("RGB"), frame):
+        outlined = image.copy()
+        # Three of the poster's pixels wide, whatever the frame's size.
+        ImageDraw.Draw(outlined).rectangle(box, outline=MARK,
+                                           width=math.ceil(3 * image.height / height))
+        parts.append(_to_height(outlined, height, Image.Resampling.LANCZOS))
+    # Nearest-neighbour again: the enlarged pixels stay pixels.
+    parts.append(_to_height(side_by_side(input_image, frame, box), height,
+                            Image.Resampling.NEAREST))
+    canvas = Image.new("RGB", (sum(p.width for p in parts) + GAP * (len(parts) - 1), height),
+                       "white")
+    left = 0
+    for part in parts:
+        canvas.paste(part, (left, 0))
+        left += part.width + GAP
+    return canvas
+
+
+def _to_height(image: Image.Image, height: int, resample: Image.Resampling) -> Image.Image:
+    return image.resize((round(image.width * height / image.height), height), resample)
 
 
 def _at_size(image: Image.Image, size: tuple[int, int]) -> Image.Image:

@@ -48,6 +48,8 @@ REFERENCE_DASHES = ["solid", "dash", "dashdot"]
 METRIC_COLOURS = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#999933", "#332288", "#882255"]
 VERDICT_DASHES = {True: "solid", False: "dash", None: "dot"}
 FONT_PX = 14  # the smallest text on the chart: legend, ticks and axis titles
+SHORT_RUN = 6  # steps: a tick at every step; plotly might pick half steps on so short an axis
+MAX_STEP_TICKS = 8
 MARK_COLOUR = "#374151"
 # How a value reads where it has a unit; any other score is shown as a plain number.
 UNITS = {"psnr": " dB"}
@@ -162,12 +164,19 @@ def delta_figure(history: History, title: str = DELTA_TITLE,
         "annotations": [_marker_label(marked)] if shown else [],
         "title": {"text": title, "font": {"size": FONT_PX + 2}, "x": 0.01} if title else {},
         "height": 440, "margin": {"l": 64, "r": 10, "t": 56 if title else 26, "b": 40},
+        # Whole steps only: one a tick on a short run; else at most 8 ticks, upright, which
+        # plotly spaces by the width it draws at (a phone's too: tilted labels ran into the
+        # legend there).
         "xaxis": {"title": {"text": "step"}, "rangemode": "tozero", "tick0": 0,
-                  "dtick": max(1, math.ceil(history.last_step / 10))},  # whole steps only
+                  "tickangle": 0, **({"dtick": 1} if history.last_step <= SHORT_RUN
+                                     else {"nticks": MAX_STEP_TICKS})},
         "yaxis": {"title": {"text": ("Δ" if history.has_input else "Δ since step 1 (no input)")
                             + ", share of the score's range"}, "range": [-half, half],
                   "tickformat": ".0%"},
-        "legend": {"orientation": "h", "y": -0.2, "font": {"size": FONT_PX}},
+        # Under the chart, wherever its tick labels end: plotly makes room for a legend placed
+        # in the figure (its container) but not for one placed against the axes.
+        "legend": {"orientation": "h", "yref": "container", "y": 0, "yanchor": "bottom",
+                   "font": {"size": FONT_PX}},
         "hovermode": "closest"}
     return {"data": traces, "layout": layout}
 

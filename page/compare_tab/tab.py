@@ -48,7 +48,14 @@ from page.run_tab.handlers import stop_run
 from page.run_tab.outputs import plot_data, strip_html
 from page.compare_tab.sides import side_of
 from page.settings import SETTINGS
-from page.style import SHARE_CSS, SHARE_HTML, SHARE_JS, STRIP_CSS, STRIP_JS
+from page.style import (
+    SCROLL_TO_COMPARISON_JS,
+    SHARE_CSS,
+    SHARE_HTML,
+    SHARE_JS,
+    STRIP_CSS,
+    STRIP_JS,
+)
 
 NOT_YET = "The answer appears here once both runs have their first checkpoint."
 
@@ -320,8 +327,10 @@ def build(demo: gr.Blocks, default_upload: str, tabs: gr.Tabs) -> None:
         control.input(lambda: "", None, lesson, **plumbing)
     stop.click(_stop, None, status, concurrency_limit=None, **plumbing)
     resume.click(resume_compare, [compare_id], outputs, **plumbing, **chains)
-    step.release(show_step, [compare_id, step], outputs, show_progress="hidden", **plumbing)
-    demo.load(open_compare_link, None, [tabs, *outputs], **plumbing)
+    # .input, not .release: the arrow keys move the slider too, and both sides must follow.
+    step.input(show_step, [compare_id, step], outputs, show_progress="hidden", **plumbing)
+    demo.load(open_compare_link, None, [tabs, *outputs], **plumbing).then(
+        None, js=SCROLL_TO_COMPARISON_JS, **plumbing)
 
 
 def _stop(request: gr.Request) -> Any:

@@ -43,11 +43,15 @@ from page.door.access import (
     whole_number,
 )
 from page.door.disk import make_room
+from page.run_tab.past import newest_first
 from page.run_tab.form import RunForm, chosen_options, form_event, spec_of
 from page.door.identity import visitor_of
 from page.run_tab.outputs import STOPPING, PageOutputs, compared, magnify, plot_data, share_link, shown
 from page.settings import RECORDED, SETTINGS
 
+VIEW_TAKEN = ("Your run is streaming into this view, so nothing else opens here until it ends: "
+              "press Stop (its frames are kept), or open the page in another tab to look at "
+              "something beside it.")
 FRAME_QUERY = re.compile(r"[0-9]{1,4}")  # `?frame=`: a step, 0-100 (a few digits to spare)
 
 
@@ -219,7 +223,17 @@ def show_saved(run: Run, raw: bool) -> PageOutputs:
     return shown(view.screen())
 
 
-def reopen(run_id: str | None, raw: bool) -> PageOutputs:
+def view_taken(request: gr.Request | None) -> bool:
+    """Whether this browser tab's own chain streams into its view right now; if so the visitor
+    is told why nothing else opens there (one view, one stream: two would mix, a recording's
+    step 30 under the run's "step 1 of 10")."""
+    if request is None or running_for(tab_of(request)) is None:
+        return False
+    gr.Info(VIEW_TAKEN)
+    return True
+
+
+def reopen(run_id: str | None, raw: bool, request: gr.Request = None) -> PageOutputs:
     """Open a past run by its id, as the page showed it.
 
     Args:
@@ -230,35 +244,59 @@ def reopen(run_id: str | None, raw: bool) -> PageOutputs:
     """
     if not run_id:
         raise Refusal("Pick a run.")
+    if view_taken(request):
+        return PageOutputs.unchanged()
     return show_saved(brought_back(run_id), raw)  # fetched again if a restart wiped it
 
 
-def open_recorded(name: str, raw: bool) -> PageOutputs:
+def open_recorded(name: str, raw: bool, request: gr.Request = None) -> PageOutputs:
     """Copy a bundled recorded run into the runs folder (once), then show it; the full frames
     it dropped are re-made in the background (and at once for a frame being compared)."""
     if name not in {p.name for p in RECORDED.iterdir() if p.is_dir()}:
         raise Refusal("Pick one of the recorded chains.")  # never a path of the visitor's
+    if view_taken(request):
+        return PageOutputs.unchanged()
     run = copy_in(RECORDED / name, SETTINGS.runs_root)
     threading.Thread(target=remake_all, args=(run.path,), name="remake", daemon=True).start()
     return show_saved(run, raw)
 
 
-def open_real_chain(index: int, raw: bool) -> PageOutputs:
+def open_real_chain(index: int, raw: bool, request: gr.Request = None) -> PageOutputs:
     """Copy the `index`-th prepared real chain into the runs folder (once), then show it."""
     real = [e for e in examples(SETTINGS.runs_root, RECORDED) if e.real]
     if index >= len(real):
         raise Refusal("That real chain is not ready (the hub is not reachable from here).")
+    if view_taken(request):
+        return PageOutputs.unchanged()
     return show_saved(copy_in(real[index].path, SETTINGS.runs_root), raw)
 
 
-def redraw(run_id: str | None, raw: bool) -> Any:
-    return show_saved(confined(run_id), raw) if run_id else PageOutputs.unchanged()
+def redraw(run_id: str | None, raw: bool, request: gr.Request = None) -> Any:
+    """The run on screen with raw scores or Δ; a streaming run keeps the curves it started
+    with until it ends (its stream owns the view)."""
+    if not run_id or view_taken(request):
+        return PageOutputs.unchanged()
+    return show_saved(confined(run_id), raw)
 
 
-def past_runs(request: gr.Request) -> Any:
-    """The picker of past runs: the visitor's own (any other opens by its link)."""
-    runs = guard.own_runs(visitor_of(request))
-    return gr.update(choices=runs, value=runs[0] if runs else None)
+def past_runs(request: gr.Request) -> tuple[Any, list[tuple[str, str]], list[str]]:
+    """Past runs, the visitor's own (any other opens by its link), newest first
+    (`past.newest_first`): the picker, each named by what it is and its id; the thumbnails
+    with the same words; and the ids in the thumbnails' order, for a click on one."""
+    runs = newest_first([Run(SETTINGS.runs_root / run_id)
+                         for run_id in guard.own_runs(visitor_of(request))])
+    pictured = [run for run in runs if run.thumb]
+    return (gr.update(choices=[(f"{run.caption} · {run.id}", run.id) for run in runs],
+                      value=runs[0].id if runs else None),
+            [(run.thumb, run.caption) for run in pictured], [run.id for run in pictured])
+
+
+def open_past(listed: list[str], raw: bool, event: gr.SelectData,
+              request: gr.Request) -> PageOutputs:
+    """A click on a past run's thumbnail: that run, by its place in the list last shown."""
+    if not isinstance(event.index, int) or not 0 <= event.index < len(listed):
+        raise Refusal("Pick a run.")
+    return reopen(listed[event.index], raw, request)
 
 
 def on_load(request: gr.Request) -> PageOutputs:
@@ -266,7 +304,7 @@ def on_load(request: gr.Request) -> PageOutputs:
     run_id = request.query_params.get("run")
     if not run_id:
         return PageOutputs.unchanged()
-    opened = reopen(run_id, False)
+    opened = reopen(run_id, False, request)
     frame = request.query_params.get("frame", "")
     if not FRAME_QUERY.fullmatch(frame):  # digits only: `²` is a digit to str.isdigit
         return opened
@@ -282,6 +320,8 @@ def compare(run_id: str | None, step: float) -> tuple[Any, Any, Any]:
     if not run_id:
         return None, gr.skip(), gr.skip()
     run, step = confined(run_id), whole_number(step, "The step")
+    if not run.has_frame(step):  # a step the run lacks (one of a run shown before): nothing
+        return gr.skip(), gr.skip(), gr.skip()
     remake_frame(run.path, step)  # a recording's dropped frame (else its thumbnail, said so)
     chosen = run.shown_frame(step)
     if not chosen.is_file():

@@ -68,9 +68,18 @@ def shown(screen: Screen, stopping: bool = False, magnified: bool = True) -> Pag
                               newest),
         # Never below the slider's minimum (0), even before frame 0 exists.
         compare_step=gr.update(maximum=max(1, newest, screen.offered), value=max(0, newest)),
-        summary=screen.summary,
+        summary=finding(screen),
         share=share_link(run, newest),
         magnifier=zoomed)
+
+
+def finding(screen: Screen) -> str:
+    """The finding as the page shows it: its headline, read in the first seconds, and the whole
+    of it (each family's count, the noise floors, this chain beside the paper) folded below."""
+    if screen.headline == screen.summary:
+        return screen.summary
+    return (f"{screen.headline}\n\n<details><summary>The whole finding: each kind of metric, "
+            f"the noise floors, the paper</summary>\n\n{screen.summary}\n\n</details>")
 
 
 def plot_data(figure: dict[str, Any]) -> Any:

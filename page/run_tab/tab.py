@@ -23,8 +23,17 @@ from banana_space.prompts import PRESETS as PROMPTS
 from banana_space.scores.catalog import CPU_DEFAULTS, FIDELITY, PRESETS, visitor_metrics
 from banana_space.scores.pool import POOL
 from banana_space.verdict.columns import VERDICT_HEADERS
-from page.content import ABOUT, CLAIM, EXAMPLES, HELP, SIGN_IN_NOTE
+from page.content import (
+    ABOUT,
+    CLAIM,
+    DUPLICATE_LABEL,
+    EXAMPLES,
+    HELP,
+    SIGN_IN_NOTE,
+    SIGN_IN_ON_A_SPACE,
+)
 from page.door.join import CHAIN_EVENTS, PLUMBING, PREVIEW_GROUP, PREVIEWS_AT_ONCE
+from page.run_tab import first_look
 from page.run_tab.form import FORM_OPTIONS, inputs_of, option_control
 from page.run_tab.handlers import (
     compare,
@@ -33,6 +42,7 @@ from page.run_tab.handlers import (
     marked_plot,
     on_load,
     open_real_chain,
+    open_past,
     open_recorded,
     past_runs,
     redraw,
@@ -99,8 +109,10 @@ def build(demo: gr.Blocks) -> None:
     """The Run tab: its layout, then its wiring."""
     tab = RunTab()
     _first_screen(tab)
+    first_look.lay_out()
     with gr.Accordion("About this demo", open=False):
-        gr.Markdown(ABOUT)
+        gr.Markdown(ABOUT if SETTINGS.sign_in else f"{ABOUT}\n\n{SIGN_IN_ON_A_SPACE}",
+                    elem_id="about")
     with gr.Row():
         # The result first (in the page's order too: a keyboard reaches it at once).
         with gr.Column(scale=2, elem_id="result"):
@@ -150,6 +162,8 @@ def _first_screen(tab: RunTab) -> None:
                 with gr.Row(equal_height=True):
                     gr.LoginButton(size="sm", scale=0, min_width=200)
                     gr.Markdown(SIGN_IN_NOTE, elem_id="sign-in-note")
+            if SETTINGS.space_id:  # gradio's: a teacher takes a copy, as Spaces users expect
+                gr.DuplicateButton(DUPLICATE_LABEL, size="sm", elem_id="duplicate")
             # /stop's token (an API caller's); the page's Stop sends it blank.
             tab.stop_token = gr.Textbox("", label="token", type="password", visible=False)
 
@@ -197,10 +211,15 @@ def _below_the_result(tab: RunTab) -> None:
                            elem_id="download", height=60, visible=False)
     tab.run_id = gr.Textbox(visible=False)
     with gr.Accordion("Past runs", open=False):
+        tab.past_gallery = gr.Gallery([], label="Your runs, newest first (click one to open it)",
+                                      columns=4, height="auto", allow_preview=False,
+                                      object_fit="cover", elem_id="past-runs", buttons=[])
+        tab.past_listed = gr.State([])  # the run ids in the thumbnails' order
         with gr.Row():
             tab.run_picker = gr.Dropdown([], label="Run", scale=3, allow_custom_value=True)
             tab.refresh = gr.Button("↻", scale=0)
             tab.open_button = gr.Button("Open", scale=1)
+    tab.past = [tab.run_picker, tab.past_gallery, tab.past_listed]
     with gr.Accordion("What am I looking at?", open=False, elem_id="help"):
         gr.Markdown(HELP)
 
@@ -302,10 +321,11 @@ def _wire_chains(tab: RunTab) -> None:
     metric pool; how many one visitor may queue is join.py's (cheap events have their own
     places and never wait behind chains)."""
     form, raw = tab.form, tab.form["raw"]
-    tab.run_button.click(run, inputs_of(form), tab.outputs, api_name="run",
-                         # A second click while a run goes on reaches the server, which says
-                         # why it starts nothing (gradio's default drops it without a word).
-                         trigger_mode="multiple", **STREAMING)
+    ran = tab.run_button.click(run, inputs_of(form), tab.outputs, api_name="run",
+                               # A second click while a run goes on reaches the server, which
+                               # says why it starts nothing (gradio's default drops it without
+                               # a word).
+                               trigger_mode="multiple", **STREAMING)
     tab.hub_button.click(hub_credit, tab.hub_source, tab.input_note, **PLUMBING)
     tab.hub_button.click(replay_hub, [tab.hub_source, form["steps"], form["prompt"],
                                       form["metrics"], form["judges"], form["seed"], raw],
@@ -315,8 +335,10 @@ def _wire_chains(tab: RunTab) -> None:
     # The visitor's key box (a secret `Option`'s control): resume hands it to every secret
     # option the run's backend and judges take (`spec.keyed`).
     key_box = next(form[option.name] for option in FORM_OPTIONS if option.secret)
-    tab.resume_button.click(resume, [tab.run_id, key_box, raw], tab.outputs, api_name="resume",
-                            **STREAMING)
+    resumed = tab.resume_button.click(resume, [tab.run_id, key_box, raw], tab.outputs,
+                                      api_name="resume", **STREAMING)
+    for ended in (ran, resumed):  # Past runs lists a run once it has ended, without a ↻
+        ended.then(past_runs, None, tab.past, **PLUMBING)
 
 
 def _wire_opening(demo: gr.Blocks, tab: RunTab) -> None:
@@ -341,8 +363,9 @@ def _wire_opening(demo: gr.Blocks, tab: RunTab) -> None:
     for shown in (demo.load, timer.tick):
         shown(partial(example_gallery, tab.bundled), None, tab.examples,
               show_progress="hidden", **PLUMBING)
-    tab.refresh.click(past_runs, None, tab.run_picker, **PLUMBING)
-    demo.load(past_runs, None, tab.run_picker, **PLUMBING)
+    tab.refresh.click(past_runs, None, tab.past, **PLUMBING)
+    demo.load(past_runs, None, tab.past, **PLUMBING)
+    tab.past_gallery.select(open_past, [tab.past_listed, raw], tab.outputs, **PLUMBING)
     demo.load(on_load, None, tab.outputs, **PLUMBING).then(None, js=SCROLL_TO_RESULT_JS,
                                                            **PLUMBING)
     demo.load(warm_up_metrics, None, None, **PLUMBING)
@@ -350,12 +373,17 @@ def _wire_opening(demo: gr.Blocks, tab: RunTab) -> None:
 
 def _wire_view(tab: RunTab) -> None:
     """The compared frame, the marked curve, the magnifier, and raw scores or Δ."""
+    # The step as sent, unchecked by gradio against the slider's maximum: a step of the run
+    # shown before (30, a recording) may arrive after a shorter run's (5) has shrunk it, and
+    # gradio's check answered with an error toast. The handlers check it themselves (a whole
+    # number; a step the run lacks shows nothing).
+    step_as_sent = {"preprocess": False, **PLUMBING}
     # .change, not .release: arrow keys move the slider too, and the picture must follow.
     tab.compare_step.change(compare, [tab.run_id, tab.compare_step],
                             [tab.before_after, tab.magnifier, tab.share],
-                            show_progress="hidden", **PLUMBING)
+                            show_progress="hidden", **step_as_sent)
     # The visitor's own choice is marked on the curves (a streaming run marks its newest).
     tab.compare_step.input(marked_plot, [tab.run_id, tab.compare_step, tab.form["raw"]],
-                           tab.plot, show_progress="hidden", **PLUMBING)
-    tab.frame.select(zoom_at, [tab.run_id, tab.compare_step], tab.magnifier, **PLUMBING)
+                           tab.plot, show_progress="hidden", **step_as_sent)
+    tab.frame.select(zoom_at, [tab.run_id, tab.compare_step], tab.magnifier, **step_as_sent)
     tab.form["raw"].change(redraw, [tab.run_id, tab.form["raw"]], tab.outputs, **PLUMBING)
