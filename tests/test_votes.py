@@ -1,0 +1,148 @@
+"""The room's votes in the engine: the Wilson interval against published values, the tally
+(one voter, one vote per pair: the last), the people row by the paper's test, and the ledger on
+disk (append-only, verdict.csv's people row, the zip, a run's files kept on the hub)."""
+
+from __future__ import annotations
+
+import csv
+import math
+import zipfile
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from banana_space.chain.runs import RunSpec, start_run
+from banana_space.store.run import KEPT_FILE, Run
+from banana_space.store.rundir import write_zip
+from banana_space.verdict.analysis import Verdict
+from banana_space.votes import MIN_VOTES, Ledger, PairTally, Vote, people_row, tally, wilson
+
+
+@pytest.mark.parametrize(("successes", "n", "low", "high"), [
+    # Newcombe, "Two-sided confidence intervals for the single proportion", Stat. Med.
+    # 17:857 (1998), table I, method 3 (the Wilson score interval without correction).
+    (81, 263, 0.2553, 0.3662), (15, 148, 0.0624, 0.1605), (0, 20, 0.0, 0.1611),
+    (1, 29, 0.0061, 0.1718)])
+def test_the_wilson_interval_is_newcombes(successes: int, n: int, low: float,
+                                          high: float) -> None:
+    assert wilson(successes, n) == (pytest.approx(low, abs=5e-5), pytest.approx(high, abs=5e-5))
+
+
+def test_no_votes_have_no_interval() -> None:
+    assert all(math.isnan(bound) for bound in wilson(0, 0))
+
+
+def votes_for(pair: tuple[int, int], earlier: int, later: int, start: int = 0) -> list[Vote]:
+    """`earlier` voters for the pair's earlier step, then `later` for its later one."""
+    return [Vote(f"v{start + i}", *pair, "earlier" if i < earlier else "later")
+            for i in range(earlier + later)]
+
+
+def test_a_second_vote_replaces_the_first() -> None:
+    # v9 voted for the later step, then again so, then changed their mind.
+    votes = [*votes_for((1, 5), 9, 3), Vote("v9", 1, 5, "later"), Vote("v9", 1, 5, "earlier")]
+    assert tally(votes) == [PairTally(1, 5, 12, 10)]
+    changed = [*votes_for((1, 5), 10, 2), Vote("v0", 1, 5, "later")]
+    assert tally(changed) == [PairTally(1, 5, 12, 9)]
+
+
+def test_each_pair_is_counted_apart() -> None:
+    votes = [*votes_for((1, 5), 2, 1), *votes_for((1, 10), 0, 4), *votes_for((5, 10), 1, 0)]
+    assert tally(votes) == [PairTally(1, 5, 3, 2), PairTally(1, 10, 4, 0), PairTally(5, 10, 1, 1)]
+
+
+@pytest.mark.parametrize(("pair", "choice", "words"), [
+    ((5, 5), "earlier", "earlier step with a later"),
+    ((5, 1), "later", "earlier step with a later"),
+    ((1, 5), "left", '"earlier" or "later"')])
+def test_bad_votes_say_why(pair: tuple[int, int], choice: str, words: str) -> None:
+    with pytest.raises(ValueError, match=words):
+        Vote("v", *pair, choice)  # type: ignore[arg-type]
+
+
+def test_the_people_row_detects_where_most_preferred_step_1_at_every_checkpoint() -> None:
+    pairs = tally([*votes_for((1, 5), 10, 2), *votes_for((1, 10), 9, 3)])
+    row = people_row(pairs, last_step=10)
+    assert row.metric == "people" and row.checkpoints_used == (5, 10)
+    assert row.delta_at(5) == pytest.approx(-8 / 12) and row.delta_at(10) == pytest.approx(-6 / 12)
+    assert math.isnan(row.delta_at(20))
+    assert row.detects is True
+    # 10/12's interval lies above one half (0.552), 9/12's does not (0.468): not robust.
+    assert wilson(9, 12)[0] < 0.5 < wilson(10, 12)[0]
+    assert row.detects_robust is False
+
+
+def test_the_people_row_is_fooled_where_most_preferred_the_later_copy() -> None:
+    row = people_row(tally(votes_for((1, 5), 3, 9)), last_step=5)
+    assert row.detects is False and row.delta_at(5) == pytest.approx(0.5)
+
+
+def test_too_few_votes_say_how_many() -> None:
+    row = people_row(tally(votes_for((1, 5), MIN_VOTES - 2, 1)), last_step=6)
+    assert row.detects is None
+    assert row.undecided_because == f"not enough votes yet ({MIN_VOTES - 1})"
+    assert people_row(tally(votes_for((5, 6), 4, 4)), last_step=6) is None  # no (1, k) pair
+
+
+def test_the_people_row_in_the_files_says_its_verdict() -> None:
+    from banana_space.verdict.columns import VERDICT_FIELDS, file_cells
+
+    cells = dict(zip(VERDICT_FIELDS, file_cells(people_row(tally(votes_for((1, 5), 12, 0)), 5)),
+                     strict=True))
+    assert cells["metric"] == "people" and cells["detects"] == Verdict(True).words.plain
+    assert cells["detects_robust"] == "yes" and cells["delta_5"] == -1.0
+
+
+@pytest.fixture()
+def run(photo, tmp_path) -> Run:
+    """A finished 6-step simulated run (checkpoint 5 decides)."""
+    list(start_run(RunSpec(photo.resize((96, 64)), 6, metrics=["entropy"]), tmp_path,
+                   run_id="voted"))
+    return Run(tmp_path / "voted")
+
+
+def verdict_rows(run: Run) -> dict[str, dict[str, str]]:
+    with run.verdict_file.open(newline="") as handle:
+        return {row["metric"]: row for row in csv.DictReader(handle)}
+
+
+def test_votes_are_appended_and_verdict_csv_gets_the_people_row(run: Run) -> None:
+    ledger = Ledger(run.votes_file, run.votes_lock)
+    before = verdict_rows(run)
+    for vote in [*votes_for((1, 5), 10, 2), Vote("v3", 1, 5, "earlier")]:
+        lines = run.votes_file.read_bytes() if run.votes_file.exists() else b""
+        ledger.cast(vote, run.verdict_file, last_step=6)
+        assert run.votes_file.read_bytes().startswith(lines)  # only ever appended to
+    assert len(ledger.votes()) == 13 and ledger.pairs() == [PairTally(1, 5, 12, 10)]
+    after = verdict_rows(run)
+    assert {k: v for k, v in after.items() if k != "people"} == before  # the rest as it was
+    assert after["people"]["detects"] == "yes" and after["people"]["checkpoints_used"] == "5"
+    assert "voter" not in after["people"] and "v3" not in run.verdict_file.read_text()
+
+
+def test_votes_at_once_all_land(run: Run) -> None:
+    ledger = Ledger(run.votes_file, run.votes_lock)
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda vote: ledger.cast(vote, run.verdict_file, 6),
+                      votes_for((1, 5), 20, 20)))
+    assert ledger.pairs() == [PairTally(1, 5, 40, 20)]
+
+
+def test_the_zip_and_the_hub_keep_the_votes(run: Run) -> None:
+    Ledger(run.votes_file, run.votes_lock).cast(Vote("v", 1, 5, "earlier"), run.verdict_file, 6)
+    assert KEPT_FILE.fullmatch(run.votes_file.name)
+    with zipfile.ZipFile(write_zip(run.path)) as archive:
+        names = archive.namelist()
+        assert f"voted/{run.votes_file.name}" in names
+        assert not any(".votes" in name for name in names)  # the lock stays behind
+        assert "votes.csv" in archive.read("voted/README.txt").decode()
+
+
+def test_a_resumed_or_rescored_run_keeps_the_people_row(run: Run) -> None:
+    from banana_space.store.rundir import rewrite_verdict
+
+    ledger = Ledger(run.votes_file, run.votes_lock)
+    for vote in votes_for((1, 5), 11, 1):
+        ledger.cast(vote, run.verdict_file, 6)
+    rewrite_verdict(run.path)
+    assert verdict_rows(run)["people"]["detects"] == "yes"
