@@ -146,3 +146,24 @@ def test_a_resumed_or_rescored_run_keeps_the_people_row(run: Run) -> None:
         ledger.cast(vote, run.verdict_file, 6)
     rewrite_verdict(run.path)
     assert verdict_rows(run)["people"]["detects"] == "yes"
+
+
+def test_the_command_prints_each_pair_with_its_interval(run: Run) -> None:
+    import json
+    import subprocess
+    import sys
+
+    ledger = Ledger(run.votes_file, run.votes_lock)
+    for vote in [*votes_for((1, 5), 10, 2), Vote("v11", 1, 5, "later")]:
+        ledger.cast(vote, run.verdict_file, 6)
+    command = [sys.executable, "-m", "banana_space", "votes", str(run.path)]
+    answer = json.loads(subprocess.run([*command, "--json"], check=True, capture_output=True,
+                                       text=True).stdout)
+    low, high = wilson(10, 12)
+    assert answer == {"pairs": [{"a": 1, "b": 5, "n": 12, "prefer_a": 10,
+                                 "low": round(low, 4), "high": round(high, 4)}]}
+    text = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+    assert text.startswith("step 1 vs 5: 10 of 12 preferred step 1 (83%, 95% CI 55%–95%)")
+    missing = subprocess.run([*command[:-1], str(run.path.parent / "nothing")],
+                             capture_output=True, text=True)
+    assert missing.returncode == 2 and missing.stderr.count("\n") == 1
