@@ -335,8 +335,12 @@ def _why(args: argparse.Namespace) -> int:
 def _votes(args: argparse.Namespace) -> int:
     import json
 
-    from .votes.report import as_json, as_lines, run_pairs
+    from .store.run import Run
+    from .votes.report import as_json, as_lines
 
-    pairs = run_pairs(args.run_dir)
+    run = Run(args.run_dir)
+    if not run.exists():
+        raise FileNotFoundError(f"{args.run_dir} is not a run directory (no run.json)")
+    pairs = run.ledger().pairs()
     print(json.dumps(as_json(pairs)) if args.json else as_lines(pairs))
     return 0

@@ -167,3 +167,24 @@ def test_the_command_prints_each_pair_with_its_interval(run: Run) -> None:
     missing = subprocess.run([*command[:-1], str(run.path.parent / "nothing")],
                              capture_output=True, text=True)
     assert missing.returncode == 2 and missing.stderr.count("\n") == 1
+
+
+def test_the_page_shows_the_people_line_row_and_headline(run: Run) -> None:
+    from banana_space.verdict.columns import VERDICT_HEADERS
+    from banana_space.view import RunView
+
+    ledger = Ledger(run.votes_file, run.votes_lock)
+    screen = RunView.from_saved(run.load()).screen()
+    assert not any(row[0].startswith("people") for row in screen.verdict)  # nobody voted yet
+    assert not any(t["name"].startswith("people") for t in screen.figure["data"])
+    for vote in votes_for((1, 5), 10, 2):
+        ledger.cast(vote, run.verdict_file, 6)
+    screen = RunView.from_saved(run.load()).screen()
+    people = next(row for row in screen.verdict if row[0].startswith("people"))
+    assert people[VERDICT_HEADERS.index("verdict")].startswith("✅ detects")
+    line = next(t for t in screen.figure["data"] if t["name"].startswith("people"))
+    assert line["x"] == [1, 5] and line["y"] == [0.0, pytest.approx(0.5 - 10 / 12)]  # down
+    low, high = wilson(10, 12)
+    assert line["error_y"]["array"][1] == pytest.approx(10 / 12 - low)
+    assert line["error_y"]["arrayminus"][1] == pytest.approx(high - 10 / 12)
+    assert "the people in the room detect" in screen.summary

@@ -50,6 +50,7 @@ from typing import Any
 from PIL import Image
 
 from ..verdict.history import History
+from ..votes.ledger import Ledger
 from ..common import ScoreInfo, csv_text, error_line, write_atomic
 
 META_NAME = "run.json"
@@ -159,6 +160,10 @@ class Run:
     def votes_lock(self) -> Path:
         """Held while a vote is appended, or verdict.csv written with the votes' row."""
         return self.path / VOTES_LOCK_NAME
+
+    def ledger(self) -> Ledger:
+        """The room's votes on this run (`banana_space.votes.ledger`)."""
+        return Ledger(self.votes_file, self.votes_lock)
 
     @property
     def compare_zip_path(self) -> Path:

@@ -24,7 +24,6 @@ from ..verdict.columns import VERDICT_FIELDS, file_cells
 from ..common import csv_bytes, png_bytes, write_atomic
 from ..events import Event, Finished, FrameJudged, FrameMade, FrameScored, Notice, Started
 from ..verdict.plots import plot_page
-from ..votes.ledger import Ledger
 from .archive import write_run_zip
 from .run import THUMB_SIDE, Run, SavedRun
 
@@ -157,7 +156,7 @@ class RunDir:
         rows.sort(key=lambda row: row[0])  # by step, metrics in column order within a step
         write_atomic(self.run.scores_file, csv_bytes(
             ["step", "metric", "score", "delta", "delta_since_input"], rows))
-        ledger = Ledger(self.run.votes_file, self.run.votes_lock)
+        ledger = self.run.ledger()
         with ledger.locked():  # a vote cast meanwhile rewrites the people row after this
             rows = ledger.with_people(self.history.verdict(), self.history.last_step)
             write_atomic(self.run.verdict_file, csv_bytes(

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import html
 import math
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -126,10 +127,11 @@ def plot_page(history: History, title: str) -> str:
 
 
 def delta_figure(history: History, title: str = DELTA_TITLE,
-                 marked: int | None = None) -> Figure:
+                 marked: int | None = None, also: Sequence[dict[str, Any]] = ()) -> Figure:
     """Every column's range-scaled change since the input against step, dashed by the paper's
     verdict (Δ from step 1); references first and bold; a vertical line at step `marked` (the
-    compared frame), if given."""
+    compared frame), if given; then the traces `also` on the same axis (the room's votes,
+    `votes.plot`)."""
     traces = []
     counters: dict[str, int] = {}
     extent = MIN_HALF_RANGE
@@ -154,6 +156,9 @@ def delta_figure(history: History, title: str = DELTA_TITLE,
                              f"score %{{customdata[0]}} (Δ since {history.drawn_from} %{{customdata[1]}})"
                              f"<br>{'share of its range' if on_range else 'own scale'} "
                              "%{y:.0%}<extra></extra>"})
+    for trace in also:
+        traces.append(dict(trace))
+        extent = max([extent, *(abs(v) for v in trace["y"] if v is not None)])
     half = round(extent * 1.1, 3)
     shown = marked is not None and 0 <= marked <= history.last_step
     layout = {

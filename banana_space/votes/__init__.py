@@ -6,6 +6,7 @@
 - `ledger`: a run's votes.csv, append-only, written whole and renamed into place, the voter
   only a keyed hash; verdict.csv rewritten with the people row after each vote.
 - `plot`: the people line on the curves chart.
+- `report`: what `banana-space votes RUN [--json]` prints.
 """
 
 from .ledger import Ledger

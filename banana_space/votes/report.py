@@ -4,29 +4,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-from ..store.run import Run
-from .ledger import Ledger
 from .tally import PairTally
-
-
-def ledger_of(run: Run) -> Ledger:
-    """The run's votes (`Run` says where its files lie)."""
-    return Ledger(run.votes_file, run.votes_lock)
-
-
-def run_pairs(run_dir: Path) -> list[PairTally]:
-    """The tally of every pair voted on in the run at `run_dir`.
-
-    Raises:
-        FileNotFoundError: no run there.
-    """
-    run = Run(run_dir)
-    if not run.exists():
-        raise FileNotFoundError(f"{run_dir} is not a run directory (no run.json)")
-    return ledger_of(run).pairs()
 
 
 def as_json(pairs: list[PairTally]) -> dict[str, Any]:

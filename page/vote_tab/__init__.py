@@ -1,0 +1,6 @@
+"""The room votes: `casting` (who may vote, on which steps, each refusal one line), `caps`
+(how often one voter and one address may), and `tab` (the class's voting view behind
+`?vote=<run>`, the teacher's QR code and live count).
+"""
+
+__all__ = ["caps", "casting", "tab"]
