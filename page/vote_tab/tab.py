@@ -1,0 +1,205 @@
+"""The Vote tab: "Which copy looks better?" Two frames of a run side by side, full size, left
+and right drawn at random, their steps hidden until the vote is cast (`pairs`). A class link
+`?vote=<run>` opens the same view alone, phone-first (two pictures, two big buttons); the
+teacher's side offers that link with a QR code for the projector, and once started it reads
+the votes every few seconds and redraws the count, the Run tab's curves (the people line) and
+its verdict table (the people row).
+
+Pictures are sent as fresh images, not as the run's files, so their names never give a step
+away.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+import gradio as gr
+import segno
+from PIL import Image
+
+from banana_space.store.run import Run
+from banana_space.view import RunView
+from banana_space.votes import PairTally
+from page.door import join
+from page.door.access import REFUSALS, Refusal, confined, refusal
+from page.door.identity import visitor_of
+from page.run_tab.handlers import marked_plot
+from page.run_tab.outputs import hub_page
+from page.vote_tab import casting
+from page.vote_tab.pairs import Shown, nth_pair
+
+REFRESH_S = 3.0  # the teacher's count: new votes show within this
+VOTE_CSS = """#vote-panel .vote-button {font-size: 1.35em; min-height: 64px}
+#vote-reveal p {font-size: 1.15em}
+body.vote-only #vote-panel {position: fixed; inset: 0; z-index: 1000; overflow: auto;
+  background: var(--body-background-fill); padding: 8px}
+#class-qr svg {width: min(100%, 360px); height: auto}"""
+# A class link shows the voting view alone: everything else stays under it.
+VOTE_ONLY_JS = """() => {
+  if (new URLSearchParams(window.location.search).has('vote'))
+    document.body.classList.add('vote-only');
+}"""
+PLUMBING = join.PLUMBING
+PAIR_OUTPUTS = 8  # `show_pair`'s: run id, pair, the two pictures, the prompt, three buttons
+
+
+def class_link(request: gr.Request, run_id: str) -> str:
+    """The class's voting view of a run: on a Space its Hub page, else the host asked."""
+    if hub_page():
+        return f"{hub_page()}?vote={run_id}"
+    headers = request.headers
+    scheme = headers.get("x-forwarded-proto", "http")
+    return f"{scheme}://{headers.get('x-forwarded-host') or headers.get('host')}/?vote={run_id}"
+
+
+def qr_svg(url: str) -> str:
+    """`url` as a QR code (SVG, inline) that a phone reads from the back of a lecture hall."""
+    return segno.make(url, error="m").svg_inline(scale=8, border=2)
+
+
+def tally_table(pairs: list[PairTally]) -> str:
+    """The teacher's count, in Markdown; nothing about any voter."""
+    if not pairs:
+        return "**No votes yet.** Votes appear here as they arrive."
+    rows = ["| pair | votes | preferred the earlier step | 95% interval |", "|---|---|---|---|"]
+    for pair in pairs:
+        low, high = pair.interval
+        rows.append(f"| step {pair.a} vs {pair.b} | {pair.n} | {pair.prefer_a} "
+                    f"({pair.share_a:.0%}) | {low:.0%}–{high:.0%} |")
+    return f"**{sum(p.n for p in pairs)} votes**\n\n" + "\n".join(rows)
+
+
+def _picture(run: Run, step: int) -> Image.Image:
+    with Image.open(run.shown_frame(step)) as image:
+        return image.convert("RGB")
+
+
+def show_pair(run_id: str, index: int) -> list[Any]:
+    """The voter's `index`-th pair of a run, as the `PAIR_OUTPUTS` outputs."""
+    run, last = casting.openable(run_id)
+    made = [step for step in range(last + 1) if run.has_frame(step)]
+    shown = nth_pair(made, index)
+    if shown is None:
+        raise Refusal("This run has too few frames to vote on yet.")
+    left, right = shown.steps()
+    return [run.id, shown.text,
+            gr.Image(_picture(run, left), label="left", show_label=False),
+            gr.Image(_picture(run, right), label="right", show_label=False),
+            "**Which copy looks better?** Pick one: the steps are shown once you have voted.",
+            gr.Button(interactive=True), gr.Button(interactive=True), gr.Button(visible=False)]
+
+
+def _vote(run_id: str, shown_text: str, left: bool, request: gr.Request) -> list[Any]:
+    shown = Shown.read(shown_text)
+    if shown is None:
+        raise Refusal("Open a pair first.")
+    _, pair = casting.cast(visitor_of(request), run_id, shown.earlier, shown.later,
+                           shown.choice(left))
+    left_step, right_step = shown.steps()
+    chosen = left_step if left else right_step
+    low, high = pair.interval
+    said = (f"You chose **step {chosen}** ({'left' if left else 'right'}): left was step "
+            f"{left_step}, right was step {right_step}. So far {pair.prefer_a} of {pair.n} "
+            f"voters preferred step {pair.a} (95% interval {low:.0%}–{high:.0%}).")
+    return [gr.Image(label=f"step {left_step}", show_label=True),
+            gr.Image(label=f"step {right_step}", show_label=True), said,
+            gr.Button(interactive=False), gr.Button(interactive=False),
+            gr.Button(visible=True)]
+
+
+def vote_left(run_id: str, shown: str, request: gr.Request) -> list[Any]:
+    return _vote(run_id, shown, True, request)
+
+
+def vote_right(run_id: str, shown: str, request: gr.Request) -> list[Any]:
+    return _vote(run_id, shown, False, request)
+
+
+def next_pair(run_id: str, shown_text: str) -> list[Any]:
+    shown = Shown.read(shown_text)
+    return show_pair(run_id, shown.index + 1 if shown else 0)
+
+
+def open_vote_link(request: gr.Request) -> list[Any]:
+    """`?vote=<id>` opens the voting view of that run (alone, `VOTE_ONLY_JS`)."""
+    run_id = request.query_params.get("vote")
+    if not run_id:
+        return [gr.skip()] * (1 + PAIR_OUTPUTS)
+    return [gr.Tabs(selected="vote"), *show_pair(run_id, 0)]
+
+
+def start_class_vote(run_id: str | None, request: gr.Request) -> list[Any]:
+    """The class link of the run open in the Run tab, its QR code and its count so far; the
+    count then refreshes every `REFRESH_S` seconds."""
+    if not run_id:
+        raise Refusal("Open or run a chain in the Run tab first: the class votes on it.")
+    run, _ = casting.openable(run_id)
+    url = class_link(request, run.id)
+    link = (f"Class link: <a href=\"{html.escape(url)}\" target=\"_blank\" rel=\"noopener\">"
+            f"{html.escape(url)}</a>")
+    return [run.id, f"<p>{link}</p>{qr_svg(url)}", tally_table(run.ledger().pairs()), "",
+            gr.Timer(active=True)]
+
+
+def refresh(run_id: str, seen: str, step: float, raw: bool) -> list[Any]:
+    """The teacher's count, and where new votes came, the Run tab's curves and verdict table."""
+    if not run_id:
+        return [gr.skip()] * 4
+    run = confined(run_id)
+    try:
+        pairs = run.ledger().pairs()
+        count = str(sum(pair.n for pair in pairs))
+        if count == seen:
+            return [gr.skip()] * 4
+        verdict = RunView.from_saved(run.load()).screen().verdict
+    except REFUSALS as error:
+        raise refusal(error) from None
+    return [tally_table(pairs), count, marked_plot(run.id, step, raw), verdict]
+
+
+def build(demo: gr.Blocks, tabs: gr.Tabs, run_tab: Any) -> None:
+    """The Vote tab inside the page's `tabs`; `run_tab` is the Run tab's components (its run
+    id, curves, verdict table, compared step and raw switch), which the teacher's count
+    redraws."""
+    with gr.Tab("Vote", id="vote", elem_id="vote-tab"):
+        with gr.Column(elem_id="vote-panel"):
+            vote_run, shown = gr.Textbox(visible=False), gr.Textbox(visible=False)
+            prompt = gr.Markdown("Open a run in the Run tab, then press **Vote on it**: which "
+                                 "copy looks better, to your own eyes?", elem_id="vote-reveal")
+            with gr.Row(equal_height=True):
+                left = gr.Image(show_label=False, interactive=False, format="png",
+                                elem_id="vote-left", buttons=["fullscreen"])
+                right = gr.Image(show_label=False, interactive=False, format="png",
+                                 elem_id="vote-right", buttons=["fullscreen"])
+            with gr.Row():
+                left_button = gr.Button("⬅ Left looks better", variant="primary",
+                                        elem_classes="vote-button", elem_id="vote-left-button")
+                right_button = gr.Button("Right looks better ➡", variant="primary",
+                                         elem_classes="vote-button", elem_id="vote-right-button")
+            next_button = gr.Button("Next pair", visible=False, elem_id="vote-next")
+        start = gr.Button("Vote on the run open in the Run tab", elem_id="vote-start")
+        with gr.Accordion("Run a class vote (for the teacher)", open=False,
+                          elem_id="class-vote"):
+            gr.Markdown("The class votes on the run open in the Run tab, each on their own "
+                        "phone; the count, the people line on the curves and the people row "
+                        "in the verdict table follow the votes as they arrive.")
+            class_button = gr.Button("Show the class link and QR code", elem_id="class-start")
+            class_run, seen = gr.Textbox(visible=False), gr.Textbox(visible=False)
+            qr = gr.HTML(elem_id="class-qr")
+            count = gr.Markdown(elem_id="class-count")
+    timer = gr.Timer(REFRESH_S, active=False)
+    pair_outputs = [vote_run, shown, left, right, prompt, left_button, right_button,
+                       next_button]
+    cast_outputs = [left, right, prompt, left_button, right_button, next_button]
+    start.click(lambda run_id: show_pair(run_id, 0), run_tab.run_id, pair_outputs, **PLUMBING)
+    left_button.click(vote_left, [vote_run, shown], cast_outputs, **PLUMBING)
+    right_button.click(vote_right, [vote_run, shown], cast_outputs, **PLUMBING)
+    next_button.click(next_pair, [vote_run, shown], pair_outputs, **PLUMBING)
+    class_button.click(start_class_vote, run_tab.run_id, [class_run, qr, count, seen, timer],
+                       **PLUMBING)
+    timer.tick(refresh, [class_run, seen, run_tab.compare_step, run_tab.form["raw"]],
+               [count, seen, run_tab.plot, run_tab.verdict], show_progress="hidden",
+               **PLUMBING)
+    demo.load(open_vote_link, None, [tabs, *pair_outputs], **PLUMBING)
+    demo.load(None, js=VOTE_ONLY_JS)
