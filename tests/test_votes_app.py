@@ -10,7 +10,6 @@ import json
 import secrets
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from app_server import running_app
