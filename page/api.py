@@ -45,6 +45,7 @@ from page.door.access import (
     whole_number,
 )
 from page.door.identity import visitor_of
+from page.door.stop_flags import MIN_TOKEN
 from page.run_tab.outputs import hub_page
 from page.vote_tab import casting
 from page.settings import SETTINGS
@@ -240,7 +241,7 @@ def check_degradation(original: str | None, edited: str | None,
         raise refusal(error) from None
 
 
-def vote(run_id: str, earlier: float, later: float, choice: str,
+def vote(run_id: str, earlier: float, later: float, choice: str, token: str = "",
          request: gr.Request = None) -> str:
     """Say which of two frames of a run looks better, as a person in the room would: the
     room's votes become the "people" line and row beside the metrics. One vote per browser,
@@ -251,11 +252,15 @@ def vote(run_id: str, earlier: float, later: float, choice: str,
         earlier: a step of the run (0 is the input, 1 the first copy).
         later: a later step of the run.
         choice: "earlier" or "later": the step whose frame looks better.
+        token: a secret of yours (16+ characters) that makes you one voter where you have no
+            browser (an agent); blank: your browser or account.
     Returns:
         JSON text: run, and pair {a, b, n, prefer_a, low, high}: the votes on this pair so
         far, how many preferred the earlier step, and the 95% Wilson interval of that share.
     """
-    run, pair = casting.cast(visitor_of(request), run_id, earlier, later, choice)
+    if token and len(token) < MIN_TOKEN:
+        raise Refusal(f"A token is a secret of at least {MIN_TOKEN} characters.")
+    run, pair = casting.cast(visitor_of(request, token), run_id, earlier, later, choice)
     return compact({"run": run.id, "pair": pair.as_record()})
 
 
@@ -335,7 +340,7 @@ def build() -> None:
                **join.CHAIN_EVENTS)
     tool.click(open_run, run_id, answer, api_name="open_run")
     tool.click(list_options, None, answer, api_name="list_options")
-    tool.click(vote, [run_id, earlier, later, choice], answer, api_name="vote")
+    tool.click(vote, [run_id, earlier, later, choice, token], answer, api_name="vote")
     tool.click(check_degradation, [original, edited], answer, api_name="check_degradation",
                **join.CHAIN_EVENTS)  # a chain's queue and caps
     tool.click(compare_chains, [image, pair_steps, side_a, side_b, metrics, token], answer,

@@ -18,8 +18,8 @@ from page.door.guard import Refused
 from page.door.identity import Visitor, owner_key
 from page.vote_tab.caps import CAPS
 
-NO_VOTER = ("A vote needs a browser that keeps cookies, or signing in: otherwise it could not "
-            "be counted once.")
+NO_VOTER = ("A vote needs a browser that keeps cookies, signing in, or (for an agent) a token of "
+            "16+ characters: otherwise it could not be counted once.")
 
 
 def voter_key(visitor: Visitor, run: Run) -> str | None:
