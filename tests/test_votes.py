@@ -188,3 +188,41 @@ def test_the_page_shows_the_people_line_row_and_headline(run: Run) -> None:
     assert line["error_y"]["array"][1] == pytest.approx(10 / 12 - low)
     assert line["error_y"]["arrayminus"][1] == pytest.approx(high - 10 / 12)
     assert "the people in the room detect" in screen.summary
+
+
+def test_a_lecture_hall_never_meets_the_caps_but_a_cookie_minting_script_does() -> None:
+    from page.door.guard import Refused
+    from page.vote_tab.caps import VOTERS_PER_ADDRESS, VOTES_PER_VOTER, VoteCaps
+
+    caps = VoteCaps()
+    for person in range(200):  # a hall of 200 behind one address, four pairs each
+        for _ in range(4):
+            caps.admit(f"person-{person}", "hall", now=0.0)
+    script = VoteCaps()
+    with pytest.raises(Refused, match="your network"):
+        for cookie in range(VOTERS_PER_ADDRESS + 1):
+            script.admit(f"minted-{cookie}", "script", now=float(cookie))
+    with pytest.raises(Refused, match="voted"):
+        for vote in range(VOTES_PER_VOTER + 1):
+            script.admit("one-browser", "elsewhere", now=float(vote))
+    script.admit("one-browser", "elsewhere", now=4000.0)  # an hour later the window has moved
+
+
+def test_a_voter_sees_step_1_against_each_checkpoint_first_on_a_random_side() -> None:
+    import random
+
+    from page.vote_tab.pairs import Shown, nth_pair
+
+    made = list(range(21))
+    rng = random.Random(0)
+    firsts = [nth_pair(made, index, rng) for index in range(3)]
+    assert [(s.earlier, s.later) for s in firsts] == [(1, 5), (1, 10), (1, 20)]
+    sides = {nth_pair(made, 0, rng).earlier_left for _ in range(40)}
+    assert sides == {True, False}
+    later = nth_pair(made, 3, rng)
+    assert later.earlier < later.later and later.index == 3
+    assert Shown.read(later.text) == later and Shown.read("1,5,X,0") is None
+    assert (nth_pair([0, 1, 2, 3], 0, rng).earlier, nth_pair([0, 1, 2, 3], 0, rng).later) == (1, 3)
+    assert nth_pair([0], 0, rng) is None
+    shown = Shown(1, 5, earlier_left=False, index=0)
+    assert shown.steps() == (5, 1) and shown.choice(left=True) == "later"
