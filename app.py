@@ -55,8 +55,9 @@ def build() -> gr.Blocks:
         api.build()
         with gr.Tabs() as tabs:
             leaderboard_tab.build()  # the committed results of `banana-space leaderboard`
-            compare_tab.build(demo, EXAMPLES[0], tabs)  # two chains side by side, the lessons
-            vote_tab.build(demo, tabs, shown)  # the room votes; `?vote=<id>` opens it alone
+            # two chains side by side, the lessons (one of them the Vote tab's)
+            vote_first = compare_tab.build(demo, EXAMPLES[0], tabs)
+            vote_tab.build(demo, tabs, shown, vote_first)  # `?vote=<id>` opens it alone
         with gr.Accordion("Licences and terms", open=False, elem_id="licences-and-terms"):
             gr.Markdown(LICENCES)
         gr.Markdown(FOOTER, elem_id="footer")

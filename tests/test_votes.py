@@ -80,7 +80,7 @@ def test_the_people_row_is_fooled_where_most_preferred_the_later_copy() -> None:
 def test_too_few_votes_say_how_many() -> None:
     row = people_row(tally(votes_for((1, 5), MIN_VOTES - 2, 1)), last_step=6)
     assert row.detects is None
-    assert row.undecided_because == f"not enough votes yet ({MIN_VOTES - 1})"
+    assert row.undecided_because == f"not enough votes yet ({MIN_VOTES - 1} at step 5)"
     assert people_row(tally(votes_for((5, 6), 4, 4)), last_step=6) is None  # no (1, k) pair
 
 

@@ -12,7 +12,8 @@ The people row reads the paper's test off the pairs (1, k) at its checkpoints: i
 share who preferred step k minus the share who preferred step 1, the first copy (in [-1, 1],
 negative = worse, the orientation of every other Δ); it "detects" where most preferred step 1
 at each checkpoint, and is "beyond floor" where the interval's lower bound for step 1 lies above
-one half at each. Below `MIN_VOTES` at a checkpoint the row is undecided and says so.
+one half at each. Below `MIN_VOTES` at a checkpoint the row is undecided and says how many votes each
+checkpoint has.
 """
 
 from __future__ import annotations
@@ -130,10 +131,10 @@ def people_row(pairs: Iterable[PairTally], last_step: int) -> VerdictRow | None:
     for step in used:
         deltas[step] = _delta(from_first.get(step))
         robust[step] = _above_half(from_first.get(step))
-    fewest = min((from_first[s].n if s in from_first else 0 for s in used), default=0)
+    counts = ", ".join(f"{from_first[s].n if s in from_first else 0} at step {s}" for s in used)
     detects = detects_degradation(deltas)
     why = "" if detects is not None else (
-        f"not enough votes yet ({fewest})" if used else "no step after the first copy yet")
+        f"not enough votes yet ({counts})" if used else "no step after the first copy yet")
     at = tuple(_delta(from_first.get(s)) if s <= last_step else math.nan for s in CHECKPOINTS)
     return VerdictRow(PEOPLE, PEOPLE, at, detects, math.nan,
                       detects_robust=detects_degradation(robust), undecided_because=why,

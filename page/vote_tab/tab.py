@@ -18,18 +18,28 @@ import gradio as gr
 import segno
 from PIL import Image
 
+from banana_space.chain.remake import remake_frame
 from banana_space.store.run import Run
+from banana_space.store.runids import copy_in
 from banana_space.view import RunView
 from banana_space.votes import PairTally
 from page.door import join
 from page.door.access import REFUSALS, Refusal, confined, refusal
 from page.door.identity import visitor_of
-from page.run_tab.handlers import marked_plot
+from page.run_tab.handlers import marked_plot, reopen
 from page.run_tab.outputs import hub_page
+from page.settings import RECORDED, SETTINGS
 from page.vote_tab import casting
 from page.vote_tab.pairs import Shown, nth_pair
 
 REFRESH_S = 3.0  # the teacher's count: new votes show within this
+# The lesson's chain: a bundled recording of simulated Nano Banana Pro-like static, 30 steps
+# (every checkpoint of the paper), whose metrics' verdicts are on record before anyone votes.
+LESSON_RUN = "moss-simulated-30"
+LESSON = ("**Lesson: vote first, then look at the metrics.** The class votes on a recorded "
+          "chain, each on their own phone, without seeing a number: which copy looks better? "
+          "Then **Reveal the metrics** opens the chain with its curves and verdict table, the "
+          "room's own line and row beside every metric's.")
 VOTE_CSS = """#vote-panel .vote-button {font-size: 1.35em; min-height: 64px}
 #vote-reveal p {font-size: 1.15em}
 body.vote-only #vote-panel {position: fixed; inset: 0; z-index: 1000; overflow: auto;
@@ -71,6 +81,7 @@ def tally_table(pairs: list[PairTally]) -> str:
 
 
 def _picture(run: Run, step: int) -> Image.Image:
+    remake_frame(run.path, step)  # a recording's dropped frame, at full size (else its thumbnail)
     with Image.open(run.shown_frame(step)) as image:
         return image.convert("RGB")
 
@@ -139,11 +150,28 @@ def start_class_vote(run_id: str | None, request: gr.Request) -> list[Any]:
     link = (f"Class link: <a href=\"{html.escape(url)}\" target=\"_blank\" rel=\"noopener\">"
             f"{html.escape(url)}</a>")
     return [run.id, f"<p>{link}</p>{qr_svg(url)}", tally_table(run.ledger().pairs()), "",
-            gr.Timer(active=True)]
+            gr.Timer(active=True), gr.Accordion(open=True)]
 
 
-def refresh(run_id: str, seen: str, step: float, raw: bool) -> list[Any]:
-    """The teacher's count, and where new votes came, the Run tab's curves and verdict table."""
+def start_lesson(request: gr.Request) -> list[Any]:
+    """The lesson: the recording copied in, its first pair on this screen, its class link and
+    count for the room, and the reveal offered."""
+    run = copy_in(RECORDED / LESSON_RUN, SETTINGS.runs_root)
+    return [gr.Tabs(selected="vote"), *show_pair(run.id, 0),
+            *start_class_vote(run.id, request), gr.Button(visible=True), LESSON]
+
+
+def reveal(run_id: str | None) -> Any:
+    """The metrics' verdicts beside the room's: the voted run opened in the Run tab."""
+    if not run_id:
+        raise Refusal("Start a class vote first.")
+    return reopen(run_id, False)
+
+
+def refresh(run_id: str, seen: str, shown_run: str | None, step: float, raw: bool
+            ) -> list[Any]:
+    """The teacher's count, and where new votes came, the Run tab's curves and verdict table
+    while it shows the voted run (in the lesson, not before the reveal)."""
     if not run_id:
         return [gr.skip()] * 4
     run = confined(run_id)
@@ -152,16 +180,19 @@ def refresh(run_id: str, seen: str, step: float, raw: bool) -> list[Any]:
         count = str(sum(pair.n for pair in pairs))
         if count == seen:
             return [gr.skip()] * 4
+        if shown_run != run.id:
+            return [tally_table(pairs), count, gr.skip(), gr.skip()]
         verdict = RunView.from_saved(run.load()).screen().verdict
     except REFUSALS as error:
         raise refusal(error) from None
     return [tally_table(pairs), count, marked_plot(run.id, step, raw), verdict]
 
 
-def build(demo: gr.Blocks, tabs: gr.Tabs, run_tab: Any) -> None:
+def build(demo: gr.Blocks, tabs: gr.Tabs, run_tab: Any, lesson: gr.Button) -> None:
     """The Vote tab inside the page's `tabs`; `run_tab` is the Run tab's components (its run
     id, curves, verdict table, compared step and raw switch), which the teacher's count
-    redraws."""
+    redraws and the lesson's reveal fills; `lesson` the Compare tab's button that starts the
+    lesson "Vote first, then look at the metrics"."""
     with gr.Tab("Vote", id="vote", elem_id="vote-tab"):
         with gr.Column(elem_id="vote-panel"):
             vote_run, shown = gr.Textbox(visible=False), gr.Textbox(visible=False)
@@ -180,7 +211,7 @@ def build(demo: gr.Blocks, tabs: gr.Tabs, run_tab: Any) -> None:
             next_button = gr.Button("Next pair", visible=False, elem_id="vote-next")
         start = gr.Button("Vote on the run open in the Run tab", elem_id="vote-start")
         with gr.Accordion("Run a class vote (for the teacher)", open=False,
-                          elem_id="class-vote"):
+                          elem_id="class-vote") as class_vote:
             gr.Markdown("The class votes on the run open in the Run tab, each on their own "
                         "phone; the count, the people line on the curves and the people row "
                         "in the verdict table follow the votes as they arrive.")
@@ -188,6 +219,9 @@ def build(demo: gr.Blocks, tabs: gr.Tabs, run_tab: Any) -> None:
             class_run, seen = gr.Textbox(visible=False), gr.Textbox(visible=False)
             qr = gr.HTML(elem_id="class-qr")
             count = gr.Markdown(elem_id="class-count")
+            lesson_text = gr.Markdown(elem_id="vote-lesson")
+            reveal_button = gr.Button("Reveal the metrics", visible=False, variant="primary",
+                                      elem_id="vote-reveal-metrics")
     timer = gr.Timer(REFRESH_S, active=False)
     pair_outputs = [vote_run, shown, left, right, prompt, left_button, right_button,
                        next_button]
@@ -196,10 +230,14 @@ def build(demo: gr.Blocks, tabs: gr.Tabs, run_tab: Any) -> None:
     left_button.click(vote_left, [vote_run, shown], cast_outputs, **PLUMBING)
     right_button.click(vote_right, [vote_run, shown], cast_outputs, **PLUMBING)
     next_button.click(next_pair, [vote_run, shown], pair_outputs, **PLUMBING)
-    class_button.click(start_class_vote, run_tab.run_id, [class_run, qr, count, seen, timer],
-                       **PLUMBING)
-    timer.tick(refresh, [class_run, seen, run_tab.compare_step, run_tab.form["raw"]],
+    class_outputs = [class_run, qr, count, seen, timer, class_vote]
+    class_button.click(start_class_vote, run_tab.run_id, class_outputs, **PLUMBING)
+    timer.tick(refresh, [class_run, seen, run_tab.run_id, run_tab.compare_step,
+                         run_tab.form["raw"]],
                [count, seen, run_tab.plot, run_tab.verdict], show_progress="hidden",
                **PLUMBING)
+    lesson.click(start_lesson, None, [tabs, *pair_outputs, *class_outputs, reveal_button,
+                                      lesson_text], **PLUMBING)
+    reveal_button.click(reveal, class_run, run_tab.outputs, **PLUMBING)
     demo.load(open_vote_link, None, [tabs, *pair_outputs], **PLUMBING)
     demo.load(None, js=VOTE_ONLY_JS)
