@@ -340,7 +340,8 @@ def _votes(args: argparse.Namespace) -> int:
 
     run = Run(args.run_dir)
     if not run.exists():
-        raise FileNotFoundError(f"{args.run_dir} is not a run directory (no run.json)")
+        raise FileNotFoundError(f"{args.run_dir} is not a run directory "
+                                f"(no {run.meta_file.name})")
     pairs = run.ledger().pairs()
     print(json.dumps(as_json(pairs)) if args.json else as_lines(pairs))
     return 0
