@@ -226,3 +226,18 @@ def test_a_voter_sees_step_1_against_each_checkpoint_first_on_a_random_side() ->
     assert nth_pair([0], 0, rng) is None
     shown = Shown(1, 5, earlier_left=False, index=0)
     assert shown.steps() == (5, 1) and shown.choice(left=True) == "later"
+
+
+def test_the_table_reads_a_run_directorys_votes_into_its_people_row(run: Run, tmp_path) -> None:
+    from banana_space.cli import main as cli
+
+    ledger = Ledger(run.votes_file, run.votes_lock)
+    for vote in votes_for((1, 5), 11, 1):
+        ledger.cast(vote, run.verdict_file, 6)
+    out = tmp_path / "table"
+    assert cli(["table", str(run.path.parent), "--metrics", "entropy", "--out", str(out),
+                "--workers", "1"]) == 0
+    with (out / "verdicts.csv").open(newline="") as handle:
+        rows = {row["metric"]: row for row in csv.DictReader(handle)}
+    assert rows["people"]["chain"].endswith("voted")
+    assert {k: v for k, v in rows["people"].items() if k != "chain"} == verdict_rows(run)["people"]
