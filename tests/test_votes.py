@@ -136,6 +136,7 @@ def test_the_zip_and_the_hub_keep_the_votes(run: Run) -> None:
         assert f"voted/{run.votes_file.name}" in names
         assert not any(".votes" in name for name in names)  # the lock stays behind
         assert "votes.csv" in archive.read("voted/README.txt").decode()
+        assert "people (1 vote;" in archive.read("voted/plot.html").decode()  # the line
 
 
 def test_a_resumed_or_rescored_run_keeps_the_people_row(run: Run) -> None:

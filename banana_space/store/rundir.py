@@ -24,6 +24,8 @@ from ..verdict.columns import VERDICT_FIELDS, file_cells
 from ..common import csv_bytes, png_bytes, write_atomic
 from ..events import Event, Finished, FrameJudged, FrameMade, FrameScored, Notice, Started
 from ..verdict.plots import plot_page
+from ..votes.plot import people_traces
+from ..votes.tally import people_row
 from .archive import write_run_zip
 from .run import THUMB_SIDE, Run, SavedRun
 
@@ -194,7 +196,10 @@ def rewrite_verdict(run: Path) -> None:
 def write_zip(run: Path) -> Path:
     """The run's download (`archive.write_run_zip`), its plot.html built by the plot layer."""
     saved = Run(run).load()
-    return write_run_zip(saved, plot_page(saved.history, f"Banana Space run {saved.path.name}"))
+    pairs = saved.run.ledger().pairs()
+    people = people_traces(pairs, people_row(pairs, saved.last_step))  # the room's line
+    return write_run_zip(saved, plot_page(saved.history, f"Banana Space run {saved.path.name}",
+                                          also=people))
 
 
 def _now() -> str:

@@ -116,12 +116,13 @@ def _template() -> dict:
     return pio.templates[TEMPLATE].to_plotly_json()
 
 
-def plot_page(history: History, title: str) -> str:
-    """`delta_figure` as a whole HTML page titled `title` that opens in any browser, offline
-    (plotly's JavaScript is inside): a run's zip keeps it as plot.html."""
+def plot_page(history: History, title: str, also: Sequence[dict[str, Any]] = ()) -> str:
+    """`delta_figure` (with the traces `also`) as a whole HTML page titled `title` that opens
+    in any browser, offline (plotly's JavaScript is inside): a run's zip keeps it as
+    plot.html."""
     from plotly.io import to_html
 
-    return to_html(delta_figure(history, title=f"{title}: {DELTA_TITLE}"),
+    return to_html(delta_figure(history, title=f"{title}: {DELTA_TITLE}", also=also),
                    include_plotlyjs=True, full_html=True).replace(
         "<head>", f"<head><title>{html.escape(title)}</title>", 1)
 

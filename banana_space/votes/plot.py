@@ -40,7 +40,8 @@ def people_traces(pairs: Sequence[PairTally], row: VerdictRow | None) -> list[di
     verdict = Verdict(row.detects if row is not None else None).words.word
     return [{
         "type": "scatter", "x": xs, "y": ys, "mode": "lines+markers",
-        "name": f"people ({votes} votes; higher = later copy preferred) · {verdict}",
+        "name": f"people ({votes} vote{'' if votes == 1 else 's'}; higher = later copy "
+                f"preferred) · {verdict}",
         "line": {"color": PEOPLE_COLOUR, "width": 4},
         "marker": {"size": 11, "symbol": "square"},
         "error_y": {"type": "data", "symmetric": False, "array": above, "arrayminus": below,
