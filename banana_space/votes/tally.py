@@ -12,8 +12,8 @@ The people row reads the paper's test off the pairs (1, k) at its checkpoints: i
 share who preferred step k minus the share who preferred step 1, the first copy (in [-1, 1],
 negative = worse, the orientation of every other Δ); it "detects" where most preferred step 1
 at each checkpoint, and is "beyond floor" where the interval's lower bound for step 1 lies above
-one half at each. Below `MIN_VOTES` at a checkpoint the row is undecided and says how many votes each
-checkpoint has.
+one half at each. Below `MIN_VOTES` at a checkpoint the row is undecided and says how many
+votes each checkpoint has.
 """
 
 from __future__ import annotations
