@@ -242,3 +242,16 @@ def test_the_table_reads_a_run_directorys_votes_into_its_people_row(run: Run, tm
         rows = {row["metric"]: row for row in csv.DictReader(handle)}
     assert rows["people"]["chain"].endswith("voted")
     assert {k: v for k, v in rows["people"].items() if k != "chain"} == verdict_rows(run)["people"]
+
+
+def test_a_damaged_ledger_is_never_appended_to_and_never_stops_a_run(run: Run) -> None:
+    from banana_space.store.rundir import rewrite_verdict
+    from banana_space.votes.ledger import DamagedVotes
+
+    run.votes_file.write_text("at,voter,earlier,later,choice\nyesterday,v,one,5,earlier\n")
+    damaged = run.votes_file.read_bytes()
+    with pytest.raises(DamagedVotes, match="votes.csv is damaged"):
+        Ledger(run.votes_file, run.votes_lock).cast(Vote("v", 1, 5, "later"), run.verdict_file, 6)
+    assert run.votes_file.read_bytes() == damaged
+    rewrite_verdict(run.path)  # the run's own verdict is written, without a people row
+    assert "people" not in verdict_rows(run)

@@ -73,23 +73,32 @@ class Ledger:
 
     def cast(self, vote: Vote, verdict_file: Path, last_step: int) -> list[PairTally]:
         """Append `vote` and write verdict.csv's people row again (for a run of `last_step`
-        steps); answer the tally after it."""
+        steps); answer the tally after it.
+
+        Raises:
+            DamagedVotes: votes.csv cannot be read; nothing is appended to it.
+        """
         if not vote.at:
             vote = Vote(vote.voter, vote.earlier, vote.later, vote.choice,
                         time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
         header, line = csv_bytes(FIELDS, [[vote.at, vote.voter, vote.earlier, vote.later,
                                            vote.choice]]).split(b"\n", 1)
         with self.locked():
+            cast = [*self.votes(), vote]  # a damaged ledger is refused before it is written
             kept = self.file.read_bytes() if self.file.is_file() else header + b"\n"
             write_atomic(self.file, kept + line)
-            pairs = self.pairs()
+            pairs = tally(cast)
             _rewrite_people(verdict_file, people_row(pairs, last_step))
         return pairs
 
     def with_people(self, rows: Sequence[VerdictRow], last_step: int) -> list[VerdictRow]:
         """`rows` (the metrics' verdict) and the people row, where anyone voted on a pair
-        (1, k); the caller holds `locked` when it writes them."""
-        people = people_row(self.pairs(), last_step)
+        (1, k); the caller holds `locked` when it writes them. Damaged votes leave the row out:
+        a run's own scores never wait on them."""
+        try:
+            people = people_row(self.pairs(), last_step)
+        except DamagedVotes:
+            return list(rows)
         return [*rows, *([people] if people is not None else [])]
 
 

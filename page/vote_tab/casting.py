@@ -12,6 +12,7 @@ from typing import Any
 from banana_space.chain.persist import push_run
 from banana_space.store.run import Run
 from banana_space.votes import PairTally, Vote
+from banana_space.votes.ledger import DamagedVotes
 from banana_space.votes.tally import CHOICES
 from page.door.access import REFUSALS, Refusal, brought_back, refusal, whole_number
 from page.door.guard import Refused
@@ -62,6 +63,10 @@ def cast(visitor: Visitor, run_id: Any, earlier: Any, later: Any, choice: Any
         CAPS.admit(voter, visitor.address)
     except Refused as error:
         raise refusal(error) from None
-    pairs = run.ledger().cast(Vote(voter, first, second, choice), run.verdict_file, last)
-    push_run(run.path)  # kept on the hub with the run, where the operator keeps runs
+    try:
+        pairs = run.ledger().cast(Vote(voter, first, second, choice), run.verdict_file, last)
+    except DamagedVotes as error:  # never appended to: its votes stay as they are
+        raise refusal(error) from None
+    if run.live_status("ended") != "running":  # a run being made is kept when it ends
+        push_run(run.path)  # kept on the hub with the run, where the operator keeps runs
     return run, next(pair for pair in pairs if (pair.a, pair.b) == (first, second))

@@ -22,7 +22,7 @@ from banana_space.chain.remake import remake_frame
 from banana_space.store.run import Run
 from banana_space.store.runids import copy_in
 from banana_space.view import RunView
-from banana_space.votes import PairTally
+from banana_space.votes import PairTally, tally
 from page.door import join
 from page.door.access import REFUSALS, Refusal, confined, refusal
 from page.door.identity import visitor_of
@@ -176,8 +176,9 @@ def refresh(run_id: str, seen: str, shown_run: str | None, step: float, raw: boo
         return [gr.skip()] * 4
     run = confined(run_id)
     try:
-        pairs = run.ledger().pairs()
-        count = str(sum(pair.n for pair in pairs))
+        votes = run.ledger().votes()
+        pairs = tally(votes)
+        count = str(len(votes))  # votes cast: a changed vote redraws too, though n stays
         if count == seen:
             return [gr.skip()] * 4
         if shown_run != run.id:
