@@ -10,7 +10,14 @@ from __future__ import annotations
 import re
 
 import pytest
-from test_browser import PHONE, SCREENSHOTS, Visitors, app_url, visitors  # noqa: F401 - fixtures
+from test_browser import (  # noqa: F401 - fixtures
+    PHONE,
+    SCREENSHOTS,
+    Visitors,
+    app_url,
+    serious_axe_violations,
+    visitors,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.app]
 
@@ -44,6 +51,9 @@ def test_two_phones_vote_and_the_teachers_page_counts_them(visitors: Visitors) -
         seen = phone.evaluate(PHONE_VIEW_JS)
         assert seen["alone"] and seen["covers"], seen
         assert not re.search(r"step\D{0,2}\d", seen["names"] + seen["said"])  # hidden
+        if index == 0:
+            violations = serious_axe_violations(phone)
+            assert violations == [], "\n".join(violations)
         phone.click("#vote-left-button" if index == 0 else "#vote-right-button")
         phone.wait_for_function("document.querySelector('#vote-reveal').innerText"
                                 ".includes('You chose')")

@@ -44,11 +44,29 @@ VOTE_CSS = """#vote-panel .vote-button {font-size: 1.35em; min-height: 64px}
 #vote-reveal p {font-size: 1.15em}
 body.vote-only #vote-panel {position: fixed; inset: 0; z-index: 1000; overflow: auto;
   background: var(--body-background-fill); padding: 8px}
+body.vote-only * {visibility: hidden}
+body.vote-only #vote-panel, body.vote-only #vote-panel *,
+body.vote-only .toast-wrap, body.vote-only .toast-wrap * {visibility: visible}
 #class-qr svg {width: min(100%, 360px); height: auto}"""
-# A class link shows the voting view alone: everything else stays under it.
+# A class link shows the voting view alone (`vote-only`, VOTE_CSS: everything else stays under
+# it, hidden from Tab and screen readers too, all but the toasts that say why a vote was
+# refused). Each picture is named by its side only (its step stays hidden until the vote), for
+# a reader that cannot see it; gradio draws it inside an unnamed button.
 VOTE_ONLY_JS = """() => {
   if (new URLSearchParams(window.location.search).has('vote'))
     document.body.classList.add('vote-only');
+  const name = () => ['left', 'right'].forEach(side => {
+    const said = `the ${side} copy`;
+    document.querySelectorAll(`#vote-${side} img`).forEach(img => {
+      if (img.alt !== said) img.alt = said;
+    });
+    document.querySelectorAll(`#vote-${side} .image-container button`).forEach(button => {
+      if (button.getAttribute('aria-label') !== said) button.setAttribute('aria-label', said);
+    });
+  });
+  new MutationObserver(name).observe(document.querySelector('#vote-panel') ?? document.body,
+    {subtree: true, childList: true, attributes: true, attributeFilter: ['src', 'alt']});
+  name();
 }"""
 PLUMBING = join.PLUMBING
 PAIR_OUTPUTS = 8  # `show_pair`'s: run id, pair, the two pictures, the prompt, three buttons
