@@ -10,9 +10,12 @@ from __future__ import annotations
 import re
 
 import pytest
+from playwright.sync_api import Page
 from test_browser import (  # noqa: F401 - fixtures
+    PAGE_TIMEOUT_S,
     PHONE,
     SCREENSHOTS,
+    TOASTS_JS,
     Visitors,
     app_url,
     serious_axe_violations,
@@ -35,6 +38,22 @@ PHONE_VIEW_JS = """() => {
 }"""
 
 
+def open_phone(visitors: Visitors, query: str) -> Page:  # noqa: F811
+    """A phone opening the class link, as `Visitors.open` opens a page (its console errors and
+    error toasts collected), but waiting for the voting view: the rest of the page is hidden
+    under it."""
+    context = visitors.browser.new_context(viewport=PHONE)
+    context.set_default_timeout(PAGE_TIMEOUT_S * 1000)
+    context.add_init_script(TOASTS_JS)
+    page = context.new_page()
+    visitors.pages.append(page)
+    page.on("console", visitors._on_console)
+    page.on("pageerror", lambda error: visitors.errors.append(f"uncaught: {error}"))
+    page.goto(visitors.app_url + query)
+    page.wait_for_selector("#vote-panel")
+    return page
+
+
 def test_two_phones_vote_and_the_teachers_page_counts_them(visitors: Visitors) -> None:  # noqa: F811
     teacher = visitors.open()
     teacher.get_by_role("tab", name="Compare two settings").click()
@@ -44,7 +63,7 @@ def test_two_phones_vote_and_the_teachers_page_counts_them(visitors: Visitors) -
     teacher.wait_for_function("document.querySelector('#class-count').innerText"
                               ".includes('No votes yet')")
 
-    phones = [visitors.open(PHONE, query=f"?vote={LESSON_RUN}") for _ in range(2)]
+    phones = [open_phone(visitors, f"?vote={LESSON_RUN}") for _ in range(2)]
     for index, phone in enumerate(phones):
         phone.wait_for_function("document.querySelectorAll('#vote-left img, #vote-right img')"
                                 ".length === 2", timeout=ARRIVES_MS)
@@ -52,6 +71,9 @@ def test_two_phones_vote_and_the_teachers_page_counts_them(visitors: Visitors) -
         assert seen["alone"] and seen["covers"], seen
         assert not re.search(r"step\D{0,2}\d", seen["names"] + seen["said"])  # hidden
         if index == 0:
+            phone.locator("#vote-magnifier img").wait_for()  # the shared magnifier
+            label = phone.locator("#vote-magnifier").inner_text()
+            assert "left | right" in label and not re.search(r"step\D{0,2}\d", label)
             violations = serious_axe_violations(phone)
             assert violations == [], "\n".join(violations)
         phone.click("#vote-left-button" if index == 0 else "#vote-right-button")

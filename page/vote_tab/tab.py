@@ -1,5 +1,7 @@
 """The Vote tab: "Which copy looks better?" Two frames of a run side by side, full size, left
-and right drawn at random, their steps hidden until the vote is cast (`pairs`). A class link
+and right drawn at random, their steps hidden until the vote is cast (`pairs`), with a shared
+magnifier (the same crop of both, enlarged, where they differ most or where a picture is
+clicked: `verdict.magnifier`). A class link
 `?vote=<run>` opens the same view alone, phone-first (two pictures, two big buttons); the
 teacher's side offers that link with a QR code for the projector, and once started it reads
 the votes every few seconds and redraws the count, the Run tab's curves (the people line) and
@@ -21,6 +23,7 @@ from PIL import Image
 from banana_space.chain.remake import remake_frame
 from banana_space.store.run import Run
 from banana_space.store.runids import copy_in
+from banana_space.verdict.magnifier import ZOOM, box_around, largest_difference_box, side_by_side
 from banana_space.view import RunView
 from banana_space.votes import PairTally, tally
 from page.door import join
@@ -55,12 +58,13 @@ body.vote-only .toast-wrap, body.vote-only .toast-wrap * {visibility: visible}
 VOTE_ONLY_JS = """() => {
   if (new URLSearchParams(window.location.search).has('vote'))
     document.body.classList.add('vote-only');
-  const name = () => ['left', 'right'].forEach(side => {
-    const said = `the ${side} copy`;
-    document.querySelectorAll(`#vote-${side} img`).forEach(img => {
+  const names = {left: 'the left copy', right: 'the right copy',
+                 magnifier: 'the same crop of both copies, enlarged: left, then right'};
+  const name = () => Object.entries(names).forEach(([part, said]) => {
+    document.querySelectorAll(`#vote-${part} img`).forEach(img => {
       if (img.alt !== said) img.alt = said;
     });
-    document.querySelectorAll(`#vote-${side} .image-container button`).forEach(button => {
+    document.querySelectorAll(`#vote-${part} .image-container button`).forEach(button => {
       if (button.getAttribute('aria-label') !== said) button.setAttribute('aria-label', said);
     });
   });
@@ -69,7 +73,8 @@ VOTE_ONLY_JS = """() => {
   name();
 }"""
 PLUMBING = join.PLUMBING
-PAIR_OUTPUTS = 8  # `show_pair`'s: run id, pair, the two pictures, the prompt, three buttons
+# `show_pair`'s: run id, pair, the two pictures, the prompt, three buttons, the magnifier
+PAIR_OUTPUTS = 9
 
 
 def class_link(request: gr.Request, run_id: str) -> str:
@@ -111,12 +116,31 @@ def show_pair(run_id: str, index: int) -> list[Any]:
     shown = nth_pair(made, index)
     if shown is None:
         raise Refusal("This run has too few frames to vote on yet.")
-    left, right = shown.steps()
+    left, right = (_picture(run, step) for step in shown.steps())
     return [run.id, shown.text,
-            gr.Image(_picture(run, left), label="left", show_label=False),
-            gr.Image(_picture(run, right), label="right", show_label=False),
+            gr.Image(left, label="left", show_label=False),
+            gr.Image(right, label="right", show_label=False),
             "**Which copy looks better?** Pick one: the steps are shown once you have voted.",
-            gr.Button(interactive=True), gr.Button(interactive=True), gr.Button(visible=False)]
+            gr.Button(interactive=True), gr.Button(interactive=True), gr.Button(visible=False),
+            _magnified(left, right, largest_difference_box(left, right), "where they differ most")]
+
+
+def _magnified(left: Image.Image, right: Image.Image, box: tuple[int, int, int, int],
+               where: str) -> Any:
+    """The same crop of both pictures, enlarged: the shared magnifier."""
+    return gr.Image(side_by_side(left, right, box),
+                    label=f"Magnifier {ZOOM}×: left | right, {where} (click a picture to move it)")
+
+
+def zoom_at(run_id: str, shown_text: str, event: gr.SelectData) -> Any:
+    """A click on either picture moves the shared magnifier there, on both."""
+    shown = Shown.read(shown_text)
+    if shown is None or not event.index:
+        return gr.skip()
+    run, _ = casting.openable(run_id)
+    left, right = (_picture(run, step) for step in shown.steps())
+    box = box_around((event.index[0], event.index[1]), left.size)
+    return _magnified(left, right, box, "where you clicked")
 
 
 def _vote(run_id: str, shown_text: str, left: bool, request: gr.Request) -> list[Any]:
@@ -228,6 +252,8 @@ def build(demo: gr.Blocks, tabs: gr.Tabs, run_tab: Any, lesson: gr.Button) -> No
                 right_button = gr.Button("Right looks better ➡", variant="primary",
                                          elem_classes="vote-button", elem_id="vote-right-button")
             next_button = gr.Button("Next pair", visible=False, elem_id="vote-next")
+            magnifier = gr.Image(label="Magnifier", interactive=False, format="png",
+                                 elem_id="vote-magnifier", buttons=[])
         start = gr.Button("Vote on the run open in the Run tab", elem_id="vote-start")
         with gr.Accordion("Run a class vote (for the teacher)", open=False,
                           elem_id="class-vote") as class_vote:
@@ -243,9 +269,11 @@ def build(demo: gr.Blocks, tabs: gr.Tabs, run_tab: Any, lesson: gr.Button) -> No
                                       elem_id="vote-reveal-metrics")
     timer = gr.Timer(REFRESH_S, active=False)
     pair_outputs = [vote_run, shown, left, right, prompt, left_button, right_button,
-                       next_button]
+                       next_button, magnifier]
     cast_outputs = [left, right, prompt, left_button, right_button, next_button]
     start.click(lambda run_id: show_pair(run_id, 0), run_tab.run_id, pair_outputs, **PLUMBING)
+    for picture in (left, right):
+        picture.select(zoom_at, [vote_run, shown], magnifier, **PLUMBING)
     left_button.click(vote_left, [vote_run, shown], cast_outputs, **PLUMBING)
     right_button.click(vote_right, [vote_run, shown], cast_outputs, **PLUMBING)
     next_button.click(next_pair, [vote_run, shown], pair_outputs, **PLUMBING)
