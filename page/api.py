@@ -46,7 +46,7 @@ from page.door.access import (
 )
 from page.door.identity import visitor_of
 from page.door.stop_flags import MIN_TOKEN
-from page.run_tab.outputs import hub_page
+from page.run_tab.outputs import page_link
 from page.vote_tab import casting
 from page.settings import SETTINGS
 
@@ -62,11 +62,7 @@ DELTA_RULE = ("the paper's, oriented: delta_i = score_i - score_1 (from step 1, 
 
 def link(request: gr.Request, run_id: str) -> str:
     """The page that shows this run: on a Space its Hub page, else the host asked."""
-    if hub_page():
-        return f"{hub_page()}?run={run_id}"
-    headers = request.headers
-    scheme = headers.get("x-forwarded-proto", "http")
-    return f"{scheme}://{headers.get('x-forwarded-host') or headers.get('host')}/?run={run_id}"
+    return page_link(request, f"run={run_id}")
 
 
 def summary(run: Run, request: gr.Request) -> dict[str, Any]:

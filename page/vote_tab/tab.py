@@ -30,7 +30,7 @@ from page.door import join
 from page.door.access import REFUSALS, Refusal, confined, refusal
 from page.door.identity import visitor_of
 from page.run_tab.handlers import marked_plot, reopen
-from page.run_tab.outputs import hub_page
+from page.run_tab.outputs import page_link
 from page.settings import RECORDED, SETTINGS
 from page.vote_tab import casting
 from page.vote_tab.pairs import Shown, nth_pair
@@ -75,15 +75,6 @@ VOTE_ONLY_JS = """() => {
 PLUMBING = join.PLUMBING
 # `show_pair`'s: run id, pair, the two pictures, the prompt, three buttons, the magnifier
 PAIR_OUTPUTS = 9
-
-
-def class_link(request: gr.Request, run_id: str) -> str:
-    """The class's voting view of a run: on a Space its Hub page, else the host asked."""
-    if hub_page():
-        return f"{hub_page()}?vote={run_id}"
-    headers = request.headers
-    scheme = headers.get("x-forwarded-proto", "http")
-    return f"{scheme}://{headers.get('x-forwarded-host') or headers.get('host')}/?vote={run_id}"
 
 
 def qr_svg(url: str) -> str:
@@ -188,7 +179,7 @@ def start_class_vote(run_id: str | None, request: gr.Request) -> list[Any]:
     if not run_id:
         raise Refusal("Open or run a chain in the Run tab first: the class votes on it.")
     run, _ = casting.openable(run_id)
-    url = class_link(request, run.id)
+    url = page_link(request, f"vote={run.id}")  # the class's voting view
     link = (f"Class link: <a href=\"{html.escape(url)}\" target=\"_blank\" rel=\"noopener\">"
             f"{html.escape(url)}</a>")
     return [run.id, f"<p>{link}</p>{qr_svg(url)}", tally_table(run.ledger().pairs()), "",
