@@ -255,3 +255,15 @@ def test_a_damaged_ledger_is_never_appended_to_and_never_stops_a_run(run: Run) -
     assert run.votes_file.read_bytes() == damaged
     rewrite_verdict(run.path)  # the run's own verdict is written, without a people row
     assert "people" not in verdict_rows(run)
+
+
+def test_a_pair_is_shown_at_one_size(run: Run) -> None:
+    from PIL import Image
+
+    from page.vote_tab.pairs import Shown
+    from page.vote_tab.tab import _pictures
+
+    with Image.open(run.frame_path(5)) as frame:
+        frame.resize((48, 32)).save(run.frame_path(5))  # as a thumbnail kept alone would be
+    left, right = _pictures(run, Shown(1, 5, earlier_left=True, index=0))
+    assert left.size == right.size == (48, 32)

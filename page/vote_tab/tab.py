@@ -100,6 +100,18 @@ def _picture(run: Run, step: int) -> Image.Image:
         return image.convert("RGB")
 
 
+def _pictures(run: Run, shown: Shown) -> tuple[Image.Image, Image.Image]:
+    """The pair's two pictures (left, right) at one size: where they differ (a frame kept only
+    as a thumbnail, a copy reshaped), the larger is brought down to the smaller, so that no
+    picture gives itself away by its sharpness or its shape."""
+    left, right = (_picture(run, step) for step in shown.steps())
+    if left.size != right.size:
+        size = min(left.size, right.size, key=lambda side: side[0] * side[1])
+        left, right = (p if p.size == size else p.resize(size, Image.Resampling.LANCZOS)
+                       for p in (left, right))
+    return left, right
+
+
 def show_pair(run_id: str, index: int) -> list[Any]:
     """The voter's `index`-th pair of a run, as the `PAIR_OUTPUTS` outputs."""
     run, last = casting.openable(run_id)
@@ -107,7 +119,7 @@ def show_pair(run_id: str, index: int) -> list[Any]:
     shown = nth_pair(made, index)
     if shown is None:
         raise Refusal("This run has too few frames to vote on yet.")
-    left, right = (_picture(run, step) for step in shown.steps())
+    left, right = _pictures(run, shown)
     return [run.id, shown.text,
             gr.Image(left, label="left", show_label=False),
             gr.Image(right, label="right", show_label=False),
@@ -129,7 +141,7 @@ def zoom_at(run_id: str, shown_text: str, event: gr.SelectData) -> Any:
     if shown is None or not event.index:
         return gr.skip()
     run, _ = casting.openable(run_id)
-    left, right = (_picture(run, step) for step in shown.steps())
+    left, right = _pictures(run, shown)
     box = box_around((event.index[0], event.index[1]), left.size)
     return _magnified(left, right, box, "where you clicked")
 
