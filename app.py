@@ -32,6 +32,7 @@ from page.content import EXAMPLES, FOOTER, LICENCES
 from page.door import body_limit, disk, gradio_patches, guard, identity, join, served, uploads
 from page.run_tab import tab as run_tab
 from page.style import PAGE_CSS, PAGE_JS, THEME
+from page.vote_tab import tab as vote_tab
 
 DELETE_CACHE = (min(3600, SETTINGS.uploads_keep_s), SETTINGS.uploads_keep_s)  # see disk.py
 # Sessions whose values gradio keeps (its default is 10,000): the page keeps nothing in them
@@ -50,12 +51,14 @@ def build() -> gr.Blocks:
     # per 1024 px frame; bench/streaming.py). Like allowed_paths, this serves all under it.
     gr.set_static_paths([SETTINGS.runs_root])
     with gr.Blocks(title="Banana Space", delete_cache=DELETE_CACHE) as demo:
-        run_tab.build(demo)
+        shown = run_tab.build(demo)
         api.build()
         lesson_prompts.build()  # the lessons as MCP prompts
         with gr.Tabs() as tabs:
             leaderboard_tab.build()  # the committed results of `banana-space leaderboard`
-            compare_tab.build(demo, EXAMPLES[0], tabs)  # two chains side by side, the lessons
+            # two chains side by side, the lessons (one of them the Vote tab's)
+            vote_first = compare_tab.build(demo, EXAMPLES[0], tabs)
+            vote_tab.build(demo, tabs, shown, vote_first)  # `?vote=<id>` opens it alone
         with gr.Accordion("Licences and terms", open=False, elem_id="licences-and-terms"):
             gr.Markdown(LICENCES)
         gr.Markdown(FOOTER, elem_id="footer")
@@ -86,7 +89,8 @@ def main() -> None:
     middleware = [Middleware(body_limit.BodyLimit), Middleware(identity.SignInErrors),
                   Middleware(identity.McpCaller), Middleware(identity.BrowserCookie),
                   Middleware(served.PrivateFiles), Middleware(uploads.UploadGuard)]
-    demo.launch(allowed_paths=[str(SETTINGS.runs_root)], theme=THEME, css=PAGE_CSS, js=PAGE_JS,
+    demo.launch(allowed_paths=[str(SETTINGS.runs_root)], theme=THEME,
+                css=PAGE_CSS + vote_tab.VOTE_CSS, js=PAGE_JS,
                 # a 64-Mpx PNG, or ~70 frames of 1024 px PNGs in a zip; gradio refuses more
                 max_file_size=body_limit.UPLOAD_BYTES, mcp_server=True,
                 state_session_capacity=SESSIONS_KEPT, app_kwargs={"middleware": middleware})

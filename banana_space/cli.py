@@ -11,6 +11,8 @@
     banana-space check ORIGINAL EDITED...    (has an edit degraded the image? JSON)
     banana-space why RUN --metric brisque|niqe --step K [--json]
                                              (what moved the score from step 1 to step K)
+    banana-space votes RUN [--json]          (the room's votes: each pair's share for its
+                                              earlier step, with its 95% Wilson interval)
 
 (`python -m banana_space …` is the same command from a checkout.)
 
@@ -89,6 +91,10 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     why.add_argument("--metric", required=True, help="brisque or niqe")
     why.add_argument("--step", type=int, required=True, help="K, compared with step 1")
     why.add_argument("--json", action="store_true", help="print one JSON object")
+    votes = commands.add_parser("votes", help="the room's votes on a run's pairs of frames, "
+                                "with 95%% Wilson intervals")
+    votes.add_argument("run_dir", type=Path, metavar="RUN", help="a run directory")
+    votes.add_argument("--json", action="store_true", help="print one JSON object")
     return parser
 
 
@@ -226,6 +232,8 @@ def main(argv: list[str] | None = None, prog: str = "banana-space") -> int:
             return _check(args)
         if args.command == "why":
             return _why(args)
+        if args.command == "votes":
+            return _votes(args)
         events = _events(args, stop)
         finished = _show(events)
     except (BadImage, ValueError, FileNotFoundError, FileExistsError, RuntimeError) as error:
@@ -322,4 +330,19 @@ def _why(args: argparse.Namespace) -> int:
         print(f"  {group:<28}{value:+12.4g}")
     print(f"  {'sum: the change':<28}{decomposition.delta:+12.4g}")
     print(WHY_LABEL)
+    return 0
+
+
+def _votes(args: argparse.Namespace) -> int:
+    import json
+
+    from .store.run import Run
+    from .votes.report import as_json, as_lines
+
+    run = Run(args.run_dir)
+    if not run.exists():
+        raise FileNotFoundError(f"{args.run_dir} is not a run directory "
+                                f"(no {run.meta_file.name})")
+    pairs = run.ledger().pairs()
+    print(json.dumps(as_json(pairs)) if args.json else as_lines(pairs))
     return 0

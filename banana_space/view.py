@@ -27,6 +27,9 @@ from .markup import escape_markdown
 from .verdict.plots import Figure, delta_figure, display_name, raw_figure, value_text
 from .store.run import THUMB_SIDE, Run, SavedRun
 from .store.rundir import add_judged
+from .votes.ledger import DamagedVotes
+from .votes.plot import people_traces
+from .votes.tally import PairTally, people_row
 
 NOTICE_MARKS = {"info": "ℹ️", "warning": "⚠️"}
 # The 21 metrics Banana100 tried (the catalog's preset), for the page's line on its real chains.
@@ -151,17 +154,18 @@ class RunView:
                  for s in range(self.last_step + 1)]
         download = Run(self.run_dir).zip_path if self.run_dir else None
         # The compared frame is the newest unless the visitor picks another (handlers.compare).
+        pairs, people = people_of(self.run_dir, self.history.last_step)
         figure = raw_figure(self.history, marked=self.last_step) if self.raw else \
-            delta_figure(self.history, marked=self.last_step)
+            delta_figure(self.history, marked=self.last_step, also=people_traces(pairs, people))
         return Screen(
             status=self.status(), summary=summarise(self.history, self.steps,
                                                     running=self.ended is None,
-                                                    simulated=self.simulated),
+                                                    simulated=self.simulated, people=people),
             headline=headline(self.history, self.steps, running=self.ended is None),
             frame=self.frame_path(self.last_step),
             first_frame=self.frame_path(0) if self.last_step >= 0 and 0 not in self.gaps
             else None, strip=strip,
-            figure=figure, verdict=self.verdict_rows(), model_text=self.model_text(),
+            figure=figure, verdict=self.verdict_rows(people), model_text=self.model_text(),
             zip_path=str(download) if download and download.is_file() and self.ended else None,
             run_dir=str(self.run_dir) if self.run_dir else None, running=self.ended is None,
             offered=max(self.offered, self.last_step))
@@ -188,12 +192,14 @@ class RunView:
         return head + "".join(f"\n\n{NOTICE_MARKS[level]} {escape_markdown(text)}"
                               for level, text in recent)
 
-    def verdict_rows(self) -> list[list[Any]]:
+    def verdict_rows(self, people: VerdictRow | None = None) -> list[list[Any]]:
         """One row per column of scores, as the verdict table's columns make it
-        (`verdict.columns`, the answer first), then one per metric that could not be used."""
+        (`verdict.columns`, the answer first), the room's votes' row where anyone voted, then
+        one per metric that could not be used."""
         shown = Shown(self.history, provisional(self.history.last_step, self.steps,
                                                 self.ended is None))
-        rows = [page_cells(row, shown) for row in self.history.verdict()]
+        verdict = [*self.history.verdict(), *([people] if people is not None else [])]
+        rows = [page_cells(row, shown) for row in verdict]
         blank = [""] * (len(VERDICT_HEADERS) - 2)
         rows += [[name, f"unavailable: {why}", *blank] for name, why in self.unavailable.items()]
         return rows
@@ -265,7 +271,30 @@ def _why(reason: str, verb: str) -> str:
     return escape_markdown(reason.removeprefix(verb) if reason.startswith(verb) else f"({reason})")
 
 
-def summarise(history: History, steps: int, running: bool, simulated: bool = False) -> str:
+def people_of(run_dir: Path | None, last_step: int) -> tuple[list[PairTally], VerdictRow | None]:
+    """The room's votes on a run so far and their people row (`votes.tally`); none for a run
+    not on disk yet, or one whose votes.csv cannot be read (the page goes on without them)."""
+    if run_dir is None:
+        return [], None
+    try:
+        pairs = Run(run_dir).ledger().pairs()
+    except DamagedVotes:
+        return [], None
+    return pairs, people_row(pairs, last_step)
+
+
+def _people_clause(people: VerdictRow, tail: str) -> str:
+    """The room's verdict, counted apart from metrics and rulers."""
+    if people.detects is None:
+        return f"counted apart, the people's votes: {people.undecided_because}"
+    said = "most preferred step 1 at every checkpoint" if people.detects else \
+        "most did not prefer step 1 at every checkpoint"
+    return f"counted apart, **the people in the room {'detect' if people.detects else 'miss'} " \
+           f"it** ({said}){tail}"
+
+
+def summarise(history: History, steps: int, running: bool, simulated: bool = False,
+              people: VerdictRow | None = None) -> str:
     """The finding in one breath, generated from the verdicts, e.g. "After 20 steps, PSNR to the
     input fell 41 → 27 dB; by the paper's test (…), 2 of 4 standard metrics (pyiqa's, …) detect
     the damage (brisque, piqe), 2 are fooled (niqe, entropy); counted apart, 1 of 2 rulers (ours,
@@ -300,6 +329,8 @@ def summarise(history: History, steps: int, running: bool, simulated: bool = Fal
         one = len(robust) == 1 and robust[0].startswith("1 of")
         parts.append(f"beyond each score's noise floor {' and '.join(robust)} "
                      f"detect{'s' if one else ''} it{tail}")
+    if people is not None:
+        parts.append(_people_clause(people, tail))
     parts += [f"since the input, {row.metric}: {row.input_contrast}" for row in rows
               if row.input_contrast]
     paper_kind = families.get("pyiqa", [])

@@ -49,7 +49,9 @@ from page.door.access import (
     whole_number,
 )
 from page.door.identity import visitor_of
-from page.run_tab.outputs import hub_page
+from page.door.stop_flags import MIN_TOKEN
+from page.run_tab.outputs import page_link
+from page.vote_tab import casting
 from page.settings import SETTINGS
 
 NOTICES_SHOWN = 5
@@ -64,18 +66,15 @@ DELTA_RULE = ("the paper's, oriented: delta_i = score_i - score_1 (from step 1, 
 
 def link(request: gr.Request, run_id: str) -> str:
     """The page that shows this run: on a Space its Hub page, else the host asked."""
-    if hub_page():
-        return f"{hub_page()}?run={run_id}"
-    headers = request.headers
-    scheme = headers.get("x-forwarded-proto", "http")
-    return f"{scheme}://{headers.get('x-forwarded-host') or headers.get('host')}/?run={run_id}"
+    return page_link(request, f"run={run_id}")
 
 
 def summary(run: Run, request: gr.Request) -> dict[str, Any]:
     """What an agent needs from a run: where it is, how it ended, each metric's verdict."""
     saved = run.load()
     meta = saved.meta
-    verdict = {row.metric: api_cells(row) for row in saved.history.verdict()}
+    rows = run.ledger().with_people(saved.history.verdict(), saved.last_step)
+    verdict = {row.metric: api_cells(row) for row in rows}
     return {"run": run.id, "link": link(request, run.id),
             "status": run.live_status(meta.get("status", "running")),
             "reason": meta.get("reason") or None,
@@ -251,6 +250,29 @@ def check_degradation(original: str | None, edited: str | None,
         raise refusal(error) from None
 
 
+def vote(run_id: str, earlier: float, later: float, choice: str, token: str = "",
+         request: gr.Request = None) -> str:
+    """Say which of two frames of a run looks better, as a person in the room would: the
+    room's votes become the "people" line and row beside the metrics. One vote per browser,
+    account or token per pair; a second replaces the first.
+
+    Args:
+        run_id: the run's id (the `run=` part of its link); any run you can open.
+        earlier: a step of the run (0 is the input, 1 the first copy).
+        later: a later step of the run.
+        choice: "earlier" or "later": the step whose frame looks better.
+        token: a secret of yours (16+ characters) that makes you one voter where you have no
+            browser (an agent); blank: your browser or account.
+    Returns:
+        JSON text: run, and pair {a, b, n, prefer_a, low, high}: the votes on this pair so
+        far, how many preferred the earlier step, and the 95% Wilson interval of that share.
+    """
+    if token and len(token) < MIN_TOKEN:
+        raise Refusal(f"A token is a secret of at least {MIN_TOKEN} characters.")
+    run, pair = casting.cast(visitor_of(request, token), run_id, earlier, later, choice)
+    return compact({"run": run.id, "pair": pair.as_record()})
+
+
 def compare_link(request: gr.Request, run_a: str) -> str:
     """The page that shows both sides: `?compare=` and run A's id."""
     return link(request, run_a).rsplit("?", 1)[0] + f"?compare={run_a}"
@@ -316,6 +338,8 @@ def build() -> None:
         side_a, side_b = gr.Textbox("", label="a"), gr.Textbox("", label="b")
         original = gr.File(label="original", type="filepath")
         edited = gr.File(label="edited", type="filepath")
+        earlier, later = gr.Number(1, label="earlier"), gr.Number(5, label="later")
+        choice = gr.Textbox("", label="choice")
         answer = gr.Textbox(label="answer (JSON)")
         tool = gr.Button("API")
     tool.click(run_chain, [image, steps, generator, metrics, seed, profile, token], answer,
@@ -326,6 +350,7 @@ def build() -> None:
                **join.CHAIN_EVENTS)
     tool.click(open_run, run_id, answer, api_name="open_run")
     tool.click(list_options, None, answer, api_name="list_options")
+    tool.click(vote, [run_id, earlier, later, choice, token], answer, api_name="vote")
     tool.click(check_degradation, [original, edited], answer, api_name="check_degradation",
                **join.CHAIN_EVENTS)  # a chain's queue and caps
     join.runs_two_chains(tool.click(compare_chains, [image, pair_steps, side_a, side_b,

@@ -65,7 +65,8 @@ def test_named_endpoints_refuse_every_hostile_id_and_write_nothing(site) -> None
     before = snapshot(site["outside"], REPO / "assets")
     client = Client(site["url"], verbose=False)
     calls = {"/open_run": lambda i: [i], "/resume_chain": lambda i: [i, ""],
-             "/open": lambda i: [i, False], "/resume": lambda i: [i, "", False]}
+             "/open": lambda i: [i, False], "/resume": lambda i: [i, "", False],
+             "/vote": lambda i: [i, 1, 5, "earlier", ""]}
     for api_name, args in calls.items():
         for run_id in hostile_ids(site):
             with pytest.raises(Exception) as refused:
@@ -85,10 +86,11 @@ def test_every_event_by_index_refuses_every_hostile_id_and_writes_nothing(site) 
     index = dependencies(site["url"])
     calls = {"redraw": lambda i: [i, True], "compare": lambda i: [i, 1],
              "open": lambda i: [i, False], "resume": lambda i: [i, "", False],
-             "open_run": lambda i: [i], "resume_chain": lambda i: [i, ""]}
+             "open_run": lambda i: [i], "resume_chain": lambda i: [i, ""],
+             "vote_left": lambda i: [i, "1,5,L,0"], "refresh": lambda i: [i, "", i, 1, False]}
     for name, args in calls.items():
         for run_id in hostile_ids(site):
-            if not run_id and name in ("redraw", "compare"):
+            if not run_id and name in ("redraw", "compare", "refresh"):
                 continue  # an empty field is the page before any run: nothing to do
             answer = call(site["url"], index[name], args(run_id))
             assert not answer.success, (name, run_id[:60], answer.data)
@@ -157,7 +159,7 @@ def test_the_documented_api_is_the_product_and_no_plumbing(site) -> None:
     lesson_prompts = {"/lesson_" + key.replace("-", "_") for key in LESSONS}  # MCP prompts
     assert set(api["named_endpoints"]) == {"/run_chain", "/score_chain", "/resume_chain",
                                            "/open_run", "/stop", "/list_options",
-                                           "/check_degradation", "/compare_chains",
+                                           "/check_degradation", "/compare_chains", "/vote",
                                            *lesson_prompts}
     assert not api["unnamed_endpoints"]
     for name in ("/redraw", "/compare", "/preview", "/lambda", "/lambda_1", "/on_load"):

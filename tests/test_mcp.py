@@ -25,7 +25,8 @@ from banana_space.backends.simulate import SimulateBackend
 
 pytestmark = pytest.mark.app
 
-TOOLS = {"run_chain", "score_chain", "resume_chain", "open_run", "list_options", "stop_run"}
+TOOLS = {"run_chain", "score_chain", "resume_chain", "open_run", "list_options", "stop_run",
+         "vote"}
 
 
 @pytest.fixture(scope="module")
@@ -120,6 +121,15 @@ def test_tools_are_listed_and_scoring_a_gif_answers_verdicts(mcp_url, photo) -> 
     assert as_list["last_step"] == 3 and "entropy" in as_list["verdict"]
 
     assert bad.isError and "not a run id" in bad.content[0].text
+
+    token = "an-agents-voting-token-0123"
+    _, (voted, again) = asyncio.run(session_call(url, [
+        ("vote", {"run_id": verdict["run"], "earlier": 1, "later": 5, "choice": "later",
+                  "token": token}),
+        ("vote", {"run_id": verdict["run"], "earlier": 1, "later": 5, "choice": "earlier",
+                  "token": token})]))
+    assert (answer(voted)["pair"]["n"], answer(voted)["pair"]["prefer_a"]) == (1, 0)
+    assert (answer(again)["pair"]["n"], answer(again)["pair"]["prefer_a"]) == (1, 1)  # replaced
 
 
 def test_the_answer_reads_the_papers_test_from_step_1(mcp_url, photo) -> None:

@@ -90,6 +90,27 @@ def test_a_finished_run_is_pushed_once_and_restored_after_a_wipe(hub, tmp_path, 
     assert not (root / persist.STAGING).exists() or not any((root / persist.STAGING).iterdir())
 
 
+def test_the_rooms_votes_are_kept_with_the_run_and_restored(hub, tmp_path, photo) -> None:
+    from banana_space.votes import Vote
+
+    root = tmp_path / "runs"
+    list(start_run(RunSpec(photo.resize((64, 48)), 2, "simulate", metrics=["entropy"]), root,
+                   run_id="voted"))
+    _pushed()
+    run = Run(root / "voted")
+    for index in range(12):  # a vote after the run ended: the run is pushed again with it
+        run.ledger().cast(Vote(f"voter-{index}", 1, 2, "earlier" if index < 10 else "later"),
+                          run.verdict_file, 2)
+    persist.push_run(run.path)
+    _pushed()
+    kept, verdict = run.votes_file.read_bytes(), run.verdict_file.read_bytes()
+    shutil.rmtree(root)
+    root.mkdir()
+    persist.restore(root, "voted", RECORDED)
+    assert run.votes_file.read_bytes() == kept and run.verdict_file.read_bytes() == verdict
+    assert [(p.n, p.prefer_a) for p in run.ledger().pairs()] == [(12, 10)]
+
+
 def test_restore_takes_only_a_run_directorys_files(hub, tmp_path) -> None:
     run, older = "20260101-000000-abcdef", "20250101-000000-abcdef"
     at = persist.in_repo(run)

@@ -20,6 +20,10 @@ one object (`Run`) that knows it. Nothing else spells a run's file names; everyt
                                 and any side that failed (`compare.py`)
     DIR/banana-compare-<id>.zip in a comparison's run A: both runs' zips and the comparison
                                 (never inside A's own zip)
+    DIR/votes.csv               the room's votes on pairs of frames, append-only: when, the
+                                voter as a keyed hash, the two steps, the choice
+                                (`banana_space.votes`); zipped and kept like the CSVs
+    DIR/.votes.lock             held (flock) while a vote is appended or verdict.csv rewritten
 
 Every file is written whole to a uniquely named temporary file and renamed into place, so a run
 killed at any instant leaves only complete frames and CSVs without torn lines. A stopped or
@@ -46,6 +50,7 @@ from typing import Any
 from PIL import Image
 
 from ..verdict.history import History
+from ..votes.ledger import Ledger
 from ..common import ScoreInfo, csv_text, error_line, write_atomic
 
 META_NAME = "run.json"
@@ -57,10 +62,12 @@ LOCK_NAME = ".writer.lock"
 OWNER_NAME = ".owner"
 MANIFEST_NAME = "remake.json"  # {"pixels_sha256": {"<step>": "<hex>", ...}}
 COMPARE_NAME = "compare.json"  # {"a": run id, "b": run id or null, "sides": …, "failed": …}
+VOTES_NAME = "votes.csv"
+VOTES_LOCK_NAME = ".votes.lock"
 THUMB_SIDE = 256  # the strip shows 88 px (176 on a dense screen), not 1.6 MB frames
 # The files of a run directory, relative to it, that are kept on the hub and may be restored.
 KEPT_FILE = re.compile(r"(run\.json|compare\.json|scores\.csv|verdict\.csv|steps\.csv|"
-                       r"frames/step_\d{3}\.png|\.thumbs/\.step_\d{3}\.png)")
+                       r"votes\.csv|frames/step_\d{3}\.png|\.thumbs/\.step_\d{3}\.png)")
 KEPT_PATTERNS = [META_NAME, COMPARE_NAME, "*.csv", f"{FRAMES}/{FRAME_GLOB}",
                  f"{THUMBS}/.{FRAME_GLOB}"]
 
@@ -143,6 +150,20 @@ class Run:
     def compare_file(self) -> Path:
         """The comparison this run is a side of, if any."""
         return self.path / COMPARE_NAME
+
+    @property
+    def votes_file(self) -> Path:
+        """The room's votes on pairs of this run's frames (`banana_space.votes.ledger`)."""
+        return self.path / VOTES_NAME
+
+    @property
+    def votes_lock(self) -> Path:
+        """Held while a vote is appended, or verdict.csv written with the votes' row."""
+        return self.path / VOTES_LOCK_NAME
+
+    def ledger(self) -> Ledger:
+        """The room's votes on this run (`banana_space.votes.ledger`)."""
+        return Ledger(self.votes_file, self.votes_lock)
 
     @property
     def compare_zip_path(self) -> Path:
@@ -317,6 +338,9 @@ scores.csv               step,metric,score,delta,delta_since_input: every score 
 verdict.csv              {verdict_fields}
 steps.csv                per step: seconds generating and scoring, calls, cost (USD), and what
                          the model said
+votes.csv                where people voted on pairs of frames: when, the voter as a keyed
+                         hash, earlier, later, choice (which of the two looked better); the
+                         people row of verdict.csv is read from it (absent: nobody voted)
 run.json                 settings (prompt, seed, generator, options), versions, status,
                          timings, notices; never an API key
 plot.html                every score's change since the input per step; opens in any

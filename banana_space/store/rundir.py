@@ -24,6 +24,8 @@ from ..verdict.columns import VERDICT_FIELDS, file_cells
 from ..common import csv_bytes, png_bytes, write_atomic
 from ..events import Event, Finished, FrameJudged, FrameMade, FrameScored, Notice, Started
 from ..verdict.plots import plot_page
+from ..votes.plot import people_traces
+from ..votes.tally import people_row
 from .archive import write_run_zip
 from .run import THUMB_SIDE, Run, SavedRun
 
@@ -147,7 +149,7 @@ class RunDir:
 
     def write_scores(self) -> None:
         """scores.csv and verdict.csv from the scores so far (the verdict's arithmetic is
-        `history.History`'s)."""
+        `history.History`'s) and the room's votes (the people row, `votes.tally`)."""
         rows = []
         for name, series in self.history.scores.items():
             deltas, since = self.history.deltas(name), self.history.since_input(name)
@@ -156,8 +158,11 @@ class RunDir:
         rows.sort(key=lambda row: row[0])  # by step, metrics in column order within a step
         write_atomic(self.run.scores_file, csv_bytes(
             ["step", "metric", "score", "delta", "delta_since_input"], rows))
-        write_atomic(self.run.verdict_file, csv_bytes(
-            list(VERDICT_FIELDS), [file_cells(r) for r in self.history.verdict()]))
+        ledger = self.run.ledger()
+        with ledger.locked():  # a vote cast meanwhile rewrites the people row after this
+            rows = ledger.with_people(self.history.verdict(), self.history.last_step)
+            write_atomic(self.run.verdict_file, csv_bytes(
+                list(VERDICT_FIELDS), [file_cells(r) for r in rows]))
 
     def _write_tables(self) -> None:
         self.write_scores()
@@ -191,7 +196,10 @@ def rewrite_verdict(run: Path) -> None:
 def write_zip(run: Path) -> Path:
     """The run's download (`archive.write_run_zip`), its plot.html built by the plot layer."""
     saved = Run(run).load()
-    return write_run_zip(saved, plot_page(saved.history, f"Banana Space run {saved.path.name}"))
+    pairs = saved.run.ledger().pairs()
+    people = people_traces(pairs, people_row(pairs, saved.last_step))  # the room's line
+    return write_run_zip(saved, plot_page(saved.history, f"Banana Space run {saved.path.name}",
+                                          also=people))
 
 
 def _now() -> str:

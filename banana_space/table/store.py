@@ -31,6 +31,7 @@ from ..verdict.history import History, VerdictRow
 from ..verdict.columns import VERDICT_FIELDS, file_cells
 from ..common import ScoreInfo, csv_bytes, write_atomic
 from ..sources.frames import natural_key
+from ..votes.tally import PairTally, people_row
 from .work import ChainResult
 
 VERDICT_HEADER = ["chain", *VERDICT_FIELDS]
@@ -85,7 +86,8 @@ class TableStore:
     def write(self) -> dict[str, list[VerdictRow]]:
         """scores.csv, verdicts.csv and table.csv from every chain done so far."""
         histories = self.histories()
-        verdicts = {name: history.verdict() for name, history in histories.items()}
+        verdicts = {name: [*history.verdict(), *self._people(name, history)]
+                    for name, history in histories.items()}
         score_rows = [[name, step, metric, score]
                       for name, history in histories.items()
                       for step in range(history.last_step + 1)
@@ -97,6 +99,12 @@ class TableStore:
         write_atomic(self.out / "verdicts.csv", csv_bytes(VERDICT_HEADER, verdict_rows))
         write_atomic(self.out / "table.csv", csv_bytes(TABLE_HEADER, table_rows(verdicts)))
         return verdicts
+
+    def _people(self, name: str, history: History) -> list[VerdictRow]:
+        """The people row of a chain people voted on (a run directory), or none."""
+        pairs = [PairTally(*votes) for votes in self.results[name].votes]
+        people = people_row(pairs, history.last_step)
+        return [people] if people is not None else []
 
     def infos(self) -> dict[str, ScoreInfo]:
         """Every column seen, in the chains' column order (fidelity first)."""

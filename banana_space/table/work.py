@@ -15,13 +15,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
-from ..sources.frames import Frames
+from ..sources.frames import HUB_PREFIX, Frames
 from ..sources.images import BadImage
 from ..judges import REGISTRY as JUDGES
 from ..judges import create_judges, rating_at
-from ..sources.listing import ChainRef
+from ..sources.listing import ChainFormat, ChainRef
+from ..store.run import Run
 from ..scores.scoring import Scorer
 from ..sources.dispatch import open_chain
 
@@ -42,6 +44,9 @@ class ChainResult:
     unavailable: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     error: str = ""  # set: the chain is broken, and skipped
+    # A run directory's votes (`banana_space.votes`): [earlier, later, voters, for earlier]
+    # per pair; none for any other chain.
+    votes: list[list[int]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -90,6 +95,7 @@ def score_chain_ref(ref: ChainRef, metrics: tuple[str, ...],
             warnings += [f"step {step}: {w}" for w in scored.warnings]
             on_frame()
         result.frames = len(frames)
+        result.votes = votes_of(ref)
         result.notes += warnings[:MAX_WARNINGS]
         if len(warnings) > MAX_WARNINGS:
             result.notes.append(f"… and {len(warnings) - MAX_WARNINGS} more warnings")
@@ -100,6 +106,22 @@ def score_chain_ref(ref: ChainRef, metrics: tuple[str, ...],
     if result.error:  # a broken chain contributes nothing, not a partial curve
         result.scores, result.columns, result.frames = {}, [], 0
     return result
+
+
+def votes_of(ref: ChainRef) -> list[list[int]]:
+    """The votes people cast on a chain that is one of our run directories on this machine
+    (its votes.csv, read through `Run`); none for any other chain.
+
+    Raises:
+        DamagedVotes: its votes.csv cannot be read (the chain is then reported broken).
+    """
+    if ref.kind is not ChainFormat.FOLDER or ref.root.startswith(HUB_PREFIX) or not ref.files:
+        return []
+    frames = (Path(ref.root) / ref.files[0]).parent
+    run = Run(frames.parent)
+    if not run.exists() or run.frames_dir != frames:
+        return []
+    return [[pair.a, pair.b, pair.n, pair.prefer_a] for pair in run.ledger().pairs()]
 
 
 def _frame(frames: Frames, index: int) -> Any:

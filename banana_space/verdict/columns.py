@@ -103,7 +103,11 @@ def last_checkpoint(row: VerdictRow | None) -> float:
 
 # ---- the page's cells that are more than a value ------------------------------------------------
 
+# A row with no score column of its own: the room's votes (`banana_space.votes`), whose
+# verdict is read from the votes, not from scores.
 def _label(row: VerdictRow, shown: Shown) -> str:
+    if row.metric not in shown.history.infos:
+        return f"{row.metric} (the room's votes)"
     info = shown.history.infos[row.metric]
     return display_name(info) + (" (reference)" if info.role != "metric" else "")
 
@@ -121,6 +125,8 @@ def _score_span(row: VerdictRow, shown: Shown) -> str:
     """"85.5 → 28.3 → 41.9", the raw scores at the input, the first copy (the paper's base)
     and now; a fidelity column starts "identical" (frame 0 against itself, which pyiqa
     writes as a cap)."""
+    if row.metric not in shown.history.infos:
+        return ""
     info, series = shown.history.infos[row.metric], shown.history.scores[row.metric]
     if not series:
         return ""
@@ -133,6 +139,8 @@ def _score_span(row: VerdictRow, shown: Shown) -> str:
 
 
 def _delta_now(row: VerdictRow, shown: Shown) -> str:
+    if row.metric not in shown.history.infos:
+        return ""
     deltas = shown.history.deltas(row.metric)
     return meaning(deltas[-1]) if deltas else ""
 

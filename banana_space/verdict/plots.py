@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import html
 import math
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -117,21 +118,23 @@ def _template() -> dict:
     return pio.templates[TEMPLATE].to_plotly_json()
 
 
-def plot_page(history: History, title: str) -> str:
-    """`delta_figure` as a whole HTML page titled `title` that opens in any browser, offline
-    (plotly's JavaScript is inside): a run's zip keeps it as plot.html."""
+def plot_page(history: History, title: str, also: Sequence[dict[str, Any]] = ()) -> str:
+    """`delta_figure` (with the traces `also`) as a whole HTML page titled `title` that opens
+    in any browser, offline (plotly's JavaScript is inside): a run's zip keeps it as
+    plot.html."""
     from plotly.io import to_html
 
-    return to_html(delta_figure(history, title=f"{title}: {DELTA_TITLE}"),
+    return to_html(delta_figure(history, title=f"{title}: {DELTA_TITLE}", also=also),
                    include_plotlyjs=True, full_html=True).replace(
         "<head>", f"<head><title>{html.escape(title)}</title>", 1)
 
 
 def delta_figure(history: History, title: str = DELTA_TITLE,
-                 marked: int | None = None) -> Figure:
+                 marked: int | None = None, also: Sequence[dict[str, Any]] = ()) -> Figure:
     """Every column's range-scaled change since the input against step, dashed by the paper's
     verdict (Δ from step 1); references first and bold; a vertical line at step `marked` (the
-    compared frame), if given."""
+    compared frame), if given; then the traces `also` on the same axis (the room's votes,
+    `votes.plot`)."""
     traces = []
     counters: dict[str, int] = {}
     extent = MIN_HALF_RANGE
@@ -156,6 +159,9 @@ def delta_figure(history: History, title: str = DELTA_TITLE,
                              f"score %{{customdata[0]}} (Δ since {history.drawn_from} %{{customdata[1]}})"
                              f"<br>{'share of its range' if on_range else 'own scale'} "
                              "%{y:.0%}<extra></extra>"})
+    for trace in also:
+        traces.append(dict(trace))
+        extent = max([extent, *(abs(v) for v in trace["y"] if v is not None)])
     half = round(extent * 1.1, 3)
     shown = marked is not None and 0 <= marked <= history.last_step
     layout = {

@@ -259,9 +259,10 @@ def _side_controls(name: str) -> list[Any]:
     return controls
 
 
-def build(demo: gr.Blocks, default_upload: str, tabs: gr.Tabs) -> None:
+def build(demo: gr.Blocks, default_upload: str, tabs: gr.Tabs) -> gr.Button:
     """The Compare tab: its layout and its wiring, inside the page's `tabs` (a link
-    `?compare=<id>` selects it)."""
+    `?compare=<id>` selects it); answers its button for the lesson the Vote tab runs (the room
+    votes first, then sees the metrics)."""
     with gr.Tab("Compare two settings", id="compare", elem_id="compare-tab"):
         gr.Markdown("One picture, two settings, two chains side by side. Pick a **lesson** "
                     "(one click sets up the pair and runs it), or set A and B yourself.")
@@ -269,6 +270,8 @@ def build(demo: gr.Blocks, default_upload: str, tabs: gr.Tabs) -> None:
             lesson_buttons = {key: gr.Button(lesson.title, size="sm",
                                               elem_id=f"lesson-{key}")
                               for key, lesson in LESSONS.items()}
+            vote_first = gr.Button("Vote first, then look at the metrics", size="sm",
+                                   elem_id="lesson-vote-first")
         lesson = gr.Textbox(visible=False)
         with gr.Row(equal_height=False):
             upload = gr.File(default_upload, label="Picture", type="filepath",
@@ -331,6 +334,7 @@ def build(demo: gr.Blocks, default_upload: str, tabs: gr.Tabs) -> None:
     step.input(show_step, [compare_id, step], outputs, show_progress="hidden", **plumbing)
     demo.load(open_compare_link, None, [tabs, *outputs], **plumbing).then(
         None, js=SCROLL_TO_COMPARISON_JS, **plumbing)
+    return vote_first
 
 
 def _stop(request: gr.Request) -> Any:

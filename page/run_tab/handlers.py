@@ -25,7 +25,8 @@ from banana_space.chain.remake import remake_all, remake_frame
 from banana_space.store.run import Run
 from banana_space.store.runids import copy_in
 from banana_space.chain.runs import open_saved
-from banana_space.view import RunView
+from banana_space.view import RunView, people_of
+from banana_space.votes.plot import people_traces
 from page import runner
 from page.door import stop_flags
 from page.door import uploads
@@ -334,9 +335,11 @@ def marked_plot(run_id: str | None, step: float, raw: bool) -> Any:
     """The curves with the frame the visitor compares marked (the stream marks the newest)."""
     if not run_id:
         return gr.skip()
-    history = confined(run_id).load().history
+    run = confined(run_id)
+    history = run.load().history
     step = whole_number(step, "The step")
-    figure = raw_figure(history, step) if raw else delta_figure(history, marked=step)
+    figure = raw_figure(history, step) if raw else delta_figure(
+        history, marked=step, also=people_traces(*people_of(run.path, history.last_step)))
     return plot_data(figure)
 
 

@@ -121,6 +121,15 @@ def hub_page() -> str:
     return f"https://huggingface.co/spaces/{SETTINGS.space_id}" if SETTINGS.space_id else ""
 
 
+def page_link(request: Any, query: str) -> str:
+    """The page with `query` ("run=<id>"): on a Space its Hub page, else the host asked."""
+    if hub_page():
+        return f"{hub_page()}?{query}"
+    headers = request.headers
+    scheme = headers.get("x-forwarded-proto", "http")
+    return f"{scheme}://{headers.get('x-forwarded-host') or headers.get('host')}/?{query}"
+
+
 def share_link(run: Run | None, step: int) -> str:
     """The link that reopens this view: the run and the frame being compared."""
     return f"{hub_page()}?run={run.id}&frame={max(step, 0)}" if run else ""

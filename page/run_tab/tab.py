@@ -105,8 +105,9 @@ def warm_up_metrics() -> None:
                                          (*CPU_DEFAULTS, *FIDELITY)], daemon=True).start()
 
 
-def build(demo: gr.Blocks) -> None:
-    """The Run tab: its layout, then its wiring."""
+def build(demo: gr.Blocks) -> RunTab:
+    """The Run tab: its layout, then its wiring; its components, for the tabs that redraw
+    them (the Vote tab's live count)."""
     tab = RunTab()
     _first_screen(tab)
     first_look.lay_out()
@@ -130,6 +131,7 @@ def build(demo: gr.Blocks) -> None:
     _wire_chains(tab)
     _wire_opening(demo, tab)
     _wire_view(tab)
+    return tab
 
 
 # ---- the layout ---------------------------------------------------------------------------------
