@@ -45,15 +45,24 @@ SHARE_JS = """element.addEventListener('click', async (event) => {
 def scroll_to_js(query: str, selector: str) -> str:
     """Opened from a shared link (`?<query>=…`), the page scrolls to its result (`selector`),
     which otherwise starts a screen and a half down on a phone, or on a tab not yet drawn: it
-    waits, up to ten seconds, for the result to be drawn."""
+    waits, up to thirty seconds, for the result to be drawn, then keeps it in view while
+    pictures and charts above it finish drawing (they push it down), until the visitor scrolls,
+    types or clicks, or fifteen seconds have passed."""
     return f"""() => {{
   if (!new URLSearchParams(window.location.search).has('{query}')) return;
-  let tries = 0;
+  let tries = 0, moved = false;
+  for (const kind of ['wheel', 'touchstart', 'keydown', 'mousedown'])
+    window.addEventListener(kind, () => {{ moved = true; }}, {{once: true, passive: true}});
   const scroll = () => {{
     const result = document.querySelector('{selector}');
-    if (result && result.getBoundingClientRect().height > 0)
+    if (result && result.getBoundingClientRect().height > 0) {{
       result.scrollIntoView({{block: 'start'}});
-    else if (tries++ < 200) setTimeout(scroll, 50);
+      const follow = new ResizeObserver(() => {{
+        if (!moved) result.scrollIntoView({{block: 'start'}});
+      }});
+      follow.observe(document.body);
+      setTimeout(() => follow.disconnect(), 15000);
+    }} else if (tries++ < 600) setTimeout(scroll, 50);
   }};
   setTimeout(scroll, 50);
 }}"""
