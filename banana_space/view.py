@@ -45,6 +45,7 @@ class Screen:
     verdict: list[list[Any]]
     model_text: str
     zip_path: str | None
+    animation_path: str | None  # the chain as an animated WebP, made with the zip
     run_dir: str | None
     running: bool
     # The newest step the compare slider has offered: its maximum never shrinks below it, since
@@ -147,7 +148,8 @@ class RunView:
     def screen(self) -> Screen:
         strip = [None if s in self.gaps else (self.strip_path(s), self.frame_path(s))
                  for s in range(self.last_step + 1)]
-        download = Run(self.run_dir).zip_path if self.run_dir else None
+        run = Run(self.run_dir) if self.run_dir else None
+        download, animation = (run.zip_path, run.animation_path) if run else (None, None)
         # The compared frame is the newest unless the visitor picks another (handlers.compare).
         figure = raw_figure(self.history, marked=self.last_step) if self.raw else \
             delta_figure(self.history, marked=self.last_step)
@@ -160,6 +162,8 @@ class RunView:
             else None, strip=strip,
             figure=figure, verdict=self.verdict_rows(), model_text=self.model_text(),
             zip_path=str(download) if download and download.is_file() and self.ended else None,
+            animation_path=str(animation) if animation and animation.is_file() and self.ended
+            else None,
             run_dir=str(self.run_dir) if self.run_dir else None, running=self.ended is None,
             offered=max(self.offered, self.last_step))
 

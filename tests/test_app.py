@@ -85,7 +85,9 @@ def test_frames_stream_in_one_by_one_with_plot_and_table(app_url, runs_dir, phot
         assert {"brisque", "niqe", "piqe", "entropy", "psnr (reference)"} <= metrics_in_table
     final = updates[-1]
     assert "Completed" in final[STATUS]
-    assert final[ZIP]["visible"] and final[ZIP]["value"].endswith(".zip")
+    # The lossless zip, and beside it the chain as an animation to share.
+    assert final[ZIP]["visible"] and [Path(f).suffix for f in final[ZIP]["value"]] == [
+        ".zip", ".webp"]
     assert updates[0][ZIP]["visible"] is False  # no download offered before the run ends
 
     # The run directory holds what the UI showed; the page knows it only by its id.
@@ -161,7 +163,7 @@ def test_failure_mid_run_keeps_earlier_frames_on_screen_and_on_disk(app_url, run
     run_dir = runs_dir / final[RUN_DIR]
     assert sorted(p.name for p in (run_dir / "frames").iterdir()) == [
         "step_000.png", "step_001.png", "step_002.png"]
-    with zipfile.ZipFile(final[ZIP]["value"]) as downloaded:
+    with zipfile.ZipFile(final[ZIP]["value"][0]) as downloaded:
         assert sum("/frames/" in n for n in downloaded.namelist()) == 3
 
 

@@ -188,12 +188,12 @@ def _below_the_result(tab: RunTab) -> None:
                         html_template='<div class="strip">${value}</div>',
                         css_template=STRIP_CSS, js_on_load=STRIP_JS)
     tab.share = gr.HTML("", elem_id="share", html_template=SHARE_HTML, css_template=SHARE_CSS,
-                        js_on_load=SHARE_JS)
+                        js_on_load=SHARE_JS, animation="")  # the chain's animation, once made
     tab.verdict = gr.Dataframe(headers=VERDICT_HEADERS, label="Does each metric detect it?",
                                interactive=False, wrap=True, elem_id="verdict", buttons=[])
     with gr.Accordion("What the model said", open=False):
         tab.model_text = gr.Markdown()
-    tab.download = gr.File(label="Download the run (frames + scores + verdict)",
+    tab.download = gr.File(label="Download the run (frames + scores + verdict) and its animation",
                            elem_id="download", height=60, visible=False)
     tab.run_id = gr.Textbox(visible=False)
     with gr.Accordion("Past runs", open=False):
