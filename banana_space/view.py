@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from .backends.simulate import DEFAULT_PROFILE, PROFILES
 from .scores.catalog import FAMILY_NOUNS, PRESET_KEYS, PRESETS
 from .events import Event, Finished, FrameJudged, FrameMade, FrameScored, Notice, Started
 from .markup import escape_markdown
+from .pace import progress_line
 from .verdict.plots import Figure, delta_figure, display_name, raw_figure, value_text
 from .store.run import THUMB_SIDE, Run, SavedRun
 from .store.rundir import add_judged
@@ -65,6 +67,7 @@ class RunView:
     started: bool = False  # `Started` came: the metrics have loaded
     loading: str = ""  # which metric the run waits for before it starts; gone once it starts
     last_step: int = -1  # the newest frame made (its scores may still be coming)
+    made_at: dict[int, float] = field(default_factory=dict)  # step -> when it came (monotonic)
     offered: int = -1  # the newest frame ever shown (Screen.offered)
     calls: int = 0
     cost_usd: float = 0.0
@@ -83,6 +86,7 @@ class RunView:
         elif isinstance(event, FrameMade):
             self.gaps |= frozenset(range(self.last_step + 1, event.step))  # a recording's gap
             self.last_step = event.step
+            self.made_at[event.step] = time.monotonic()
             self.offered = max(self.offered, event.step)
         elif isinstance(event, FrameScored):
             self.history.add(event.step, event.scores)
@@ -175,7 +179,7 @@ class RunView:
             head = f"⏳ **Starting** · {escape_markdown(self.loading) or 'loading the metrics…'}"
         elif self.ended is None:
             scoring = " · scoring it…" if self.history.last_step < self.last_step else ""
-            head = f"⏳ **Running** · {made}{scoring}{money}"
+            head = f"⏳ **Running** · {progress_line(self.made_at, self.steps)}{scoring}{money}"
         elif self.ended.status == "completed":
             head = f"✅ **Completed** · {made}{money}"
         elif self.ended.status == "stopped":

@@ -137,7 +137,7 @@ def by_step(size: tuple[int, int]) -> list[list[Any]]:
             ("brisque: one scale's NSS features", lambda: natural_scene_statistics(luma),
              lambda: nss.brisque_features(luma, 7, 7 / 6),
              "float32 MSCN: oneDNN on the whole frame; the same call on 32-row bands"),
-            ("piqe: the whole score", lambda: piqe(frame), lambda: nss.piqe_score(frame),
+            ("piqe: the whole score", lambda: piqe(frame)[0], lambda: nss.piqe_score(frame),
              "its own luma and whole-frame MSCN; the shared Y, the banded MSCN"),
             ("ssim: five float64 11x11 filters", lambda: ssim(*ssim_pair, data_range=255),
              lambda: equivalents._tiled_ssim(*ssim_pair, 255.0),

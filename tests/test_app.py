@@ -21,7 +21,9 @@ from app_server import (
     running_app,
     strip_frames,
 )
+from conftest import REPO
 from gradio_client import Client, handle_file
+from visitors import wait_for
 
 from banana_space.backends.simulate import DEFAULT_PROFILE
 from banana_space.store.run import Run
@@ -224,3 +226,12 @@ def test_eight_visitors_at_once_each_get_only_their_own_run(app_url, runs_dir, t
     # Different seeds and images: no two runs scored the same.
     finals = {tuple(map(tuple, results[i][-1][TABLE]["data"])) for i in results}
     assert len(finals) == 8
+
+
+def test_the_recordings_are_ready_before_anyone_opens_one(app_url, runs_dir) -> None:
+    """The app prepares its bundled recordings from start-up (copied in, zipped, animated), so
+    that a click on one only reads and shows it."""
+    for source in (REPO / "assets" / "recorded").iterdir():
+        run = Run(runs_dir / source.name)
+        wait_for(lambda run=run: run.zip_path.is_file() and run.animation_path.is_file(),
+                 what=f"{source.name}'s zip and animation")

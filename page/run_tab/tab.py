@@ -302,21 +302,24 @@ def _wire_chains(tab: RunTab) -> None:
     metric pool; how many one visitor may queue is join.py's (cheap events have their own
     places and never wait behind chains)."""
     form, raw = tab.form, tab.form["raw"]
+    # A visitor queued behind other chains sees gradio's own "queue: 3/5" and its clock on the
+    # status line (and nowhere else); once the chain runs, the status line says how far it is.
+    queued = {**STREAMING, "show_progress": "minimal", "show_progress_on": tab.status}
     tab.run_button.click(run, inputs_of(form), tab.outputs, api_name="run",
                          # A second click while a run goes on reaches the server, which says
                          # why it starts nothing (gradio's default drops it without a word).
-                         trigger_mode="multiple", **STREAMING)
+                         trigger_mode="multiple", **queued)
     tab.hub_button.click(hub_credit, tab.hub_source, tab.input_note, **PLUMBING)
     tab.hub_button.click(replay_hub, [tab.hub_source, form["steps"], form["prompt"],
                                       form["metrics"], form["judges"], form["seed"], raw],
-                         tab.outputs, api_name="replay_hub", **STREAMING)
+                         tab.outputs, api_name="replay_hub", **queued)
     tab.stop_button.click(stop_run, tab.stop_token, tab.status, api_name="stop",
                           concurrency_limit=None)
     # The visitor's key box (a secret `Option`'s control): resume hands it to every secret
     # option the run's backend and judges take (`spec.keyed`).
     key_box = next(form[option.name] for option in FORM_OPTIONS if option.secret)
     tab.resume_button.click(resume, [tab.run_id, key_box, raw], tab.outputs, api_name="resume",
-                            **STREAMING)
+                            **queued)
 
 
 def _wire_opening(demo: gr.Blocks, tab: RunTab) -> None:
