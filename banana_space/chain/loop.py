@@ -9,8 +9,9 @@ is still being scored), then its scores once they are ready (`FrameScored`). So 
 the pace of its slowest stage, not of their sum, and the user waits for the generator, never for
 us (bench/overlap.py, bench/first_copy.py). Each queue between stages holds one item: the
 producer runs at most one step ahead of the scorer, the scorer one frame ahead of the caller,
-and a stopped or abandoned run wastes at most one call. Stop ends the run within a poll of the click: the frame being scored is
-dropped (its remaining metrics are skipped), and the run ends after the last scored step.
+and a stopped or abandoned run wastes at most one call. Stop ends the run within a poll of the
+click: the frame being scored is dropped (its remaining metrics are skipped), and the run ends
+after the last scored step.
 
 The judges (VLMs: a network call, a GPU slice, or tens of CPU seconds a frame) work on a fourth
 thread, on their own schedule: the scorer hands each frame they rate over without waiting, and
