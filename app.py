@@ -31,7 +31,7 @@ from page.compare_tab import tab as compare_tab
 from page.content import EXAMPLES, FOOTER, LICENCES
 from page.door import body_limit, disk, gradio_patches, guard, identity, join, served, uploads
 from page.run_tab import tab as run_tab
-from page.run_tab.handlers import prepare_recordings
+from page.run_tab.recordings import prepare_recordings
 from page.style import PAGE_CSS, PAGE_JS, THEME
 
 DELETE_CACHE = (min(3600, SETTINGS.uploads_keep_s), SETTINGS.uploads_keep_s)  # see disk.py

@@ -23,12 +23,14 @@ from app_server import (
 )
 from conftest import REPO
 from gradio_client import Client, handle_file
+from raw_api import call, dependencies
 from visitors import wait_for
 
 from banana_space.backends.simulate import DEFAULT_PROFILE
 from banana_space.store.run import Run
 from banana_space.verdict.columns import VERDICT_COLUMN
 from page.run_tab.outputs import PageOutputs
+from page.run_tab.recordings import prepared_folder
 
 pytestmark = pytest.mark.app
 
@@ -232,9 +234,18 @@ def test_eight_visitors_at_once_each_get_only_their_own_run(app_url, runs_dir, t
 
 
 def test_the_recordings_are_ready_before_anyone_opens_one(app_url, runs_dir) -> None:
-    """The app prepares its bundled recordings from start-up (copied in, zipped, animated), so
-    that a click on one only reads and shows it."""
-    for source in (REPO / "assets" / "recorded").iterdir():
-        run = Run(runs_dir / source.name)
-        wait_for(lambda run=run: run.zip_path.is_file() and run.animation_path.is_file(),
-                 what=f"{source.name}'s zip and animation")
+    """The app prepares its bundled recordings' downloads from start-up (zipped, animated, in
+    a folder of their own, never the runs folder's), so that a click on one copies them in
+    instead of making them."""
+    prepared = prepared_folder(runs_dir.resolve())
+    names = sorted(p.name for p in (REPO / "assets" / "recorded").iterdir() if p.is_dir())
+    for name in names:
+        ready = Run(prepared / name)
+        wait_for(lambda ready=ready: ready.zip_path.is_file() and ready.animation_path.is_file(),
+                 what=f"{name}'s zip and animation")
+    assert not any((runs_dir / name).exists() for name in names)  # nobody opened one yet
+    opened = call(app_url, dependencies(app_url)["open_recorded"], [names[0], False])
+    assert opened.success, opened.error
+    copy, ready = Run(runs_dir / names[0]), Run(prepared / names[0])
+    assert copy.zip_path.read_bytes() == ready.zip_path.read_bytes()
+    assert copy.animation_path.read_bytes() == ready.animation_path.read_bytes()

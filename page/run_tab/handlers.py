@@ -45,6 +45,7 @@ from page.door.access import (
 from page.door.disk import make_room
 from page.run_tab.form import RunForm, chosen_options, form_event, spec_of
 from page.door.identity import visitor_of
+from page.run_tab.recordings import opened_copy, recording_names
 from page.run_tab.outputs import STOPPING, PageOutputs, compared, magnify, plot_data, share_link, shown
 from page.settings import RECORDED, SETTINGS
 
@@ -234,27 +235,14 @@ def reopen(run_id: str | None, raw: bool) -> PageOutputs:
 
 
 def open_recorded(name: str, raw: bool) -> PageOutputs:
-    """Copy a bundled recorded run into the runs folder (once), then show it; the full frames
-    it dropped are re-made in the background (and at once for a frame being compared)."""
-    if name not in {p.name for p in RECORDED.iterdir() if p.is_dir()}:
+    """Copy a bundled recorded run into the runs folder (once, with its downloads prepared at
+    start-up: `recordings.py`), then show it; the full frames it dropped are re-made in the
+    background (and at once for a frame being compared)."""
+    if name not in recording_names():
         raise Refusal("Pick one of the recorded chains.")  # never a path of the visitor's
-    run = copy_in(RECORDED / name, SETTINGS.runs_root)
+    run = opened_copy(name)  # with its zip and animation, prepared at start-up
     threading.Thread(target=remake_all, args=(run.path,), name="remake", daemon=True).start()
     return show_saved(run, raw)
-
-
-def prepare_recordings() -> threading.Thread:
-    """In the background, from start-up: every bundled recording copied into the runs folder
-    with its zip and animation made, so that opening one only reads and shows it (~0.2 s; its
-    downloads took 1.3-1.7 s of the click on 2 busy cores, docs/performance.md)."""
-
-    def prepare() -> None:
-        for source in sorted(p for p in RECORDED.iterdir() if p.is_dir()):
-            open_saved(copy_in(source, SETTINGS.runs_root).path)
-
-    preparing = threading.Thread(target=prepare, name="prepare-recordings", daemon=True)
-    preparing.start()
-    return preparing
 
 
 def open_real_chain(index: int, raw: bool) -> PageOutputs:
