@@ -24,7 +24,6 @@ from banana_space.store.runids import copy_in
 from page.settings import RECORDED, SETTINGS
 
 
-
 def prepared_folder(runs_root: Path) -> Path:
     """Where the app serving `runs_root` prepares its recordings' downloads."""
     return Path(tempfile.gettempdir()) / (
