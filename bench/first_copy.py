@@ -60,6 +60,7 @@ def one_run(url: str, steps: int) -> dict[str, float]:
     moments: dict[str, float] = {}
     load = os.getloadavg()[0]
     clicked = time.perf_counter()
+    update: list[Any] = [""]
     for update in client.submit(*form.inputs(), api_name="/run"):
         now = time.perf_counter() - clicked
         for name, reached in (("step 0 shown", shown_frames(update) >= 1),
@@ -68,6 +69,7 @@ def one_run(url: str, steps: int) -> dict[str, float]:
             if reached:
                 moments.setdefault(name, now)
     moments["the run's end"] = time.perf_counter() - clicked
+    moments["completed"] = float("Completed" in str(update[0]))
     moments["load before"] = load
     return moments
 
