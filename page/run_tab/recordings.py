@@ -1,7 +1,9 @@
 """The bundled recordings, ready before anyone clicks one: their downloads (the zip and the
 chain's animation) are made at start-up, in the background, in a folder of their own, and a
 click copies the recording into the runs folder with them, so that opening it only reads and
-shows it (its downloads took 1.3-1.7 s of the click on 2 busy cores, docs/performance.md).
+shows it (its downloads took 1.3-1.7 s of the click on 2 busy cores, docs/performance.md). A
+prepared real chain (`banana_space.chain.real_chains`) is opened the same way, with the
+downloads made where it was prepared.
 
 The prepared copies live outside the runs folder (in the system's temporary folder, named after
 the runs folder), so the runs folder holds only what visitors opened and retention never
@@ -56,17 +58,17 @@ def prepare_recordings(folder: Path = PREPARED) -> threading.Thread:
     return preparing
 
 
-def opened_copy(name: str, folder: Path = PREPARED) -> Run:
-    """The recording `name` copied into the runs folder (once), with the downloads prepared
-    for it where they are ready (each copied whole, then renamed into place)."""
-    run = copy_in(RECORDED / name, SETTINGS.runs_root)
-    ready = Run(folder / name)
-    for made, target in ((ready.zip_path, run.zip_path),
-                         (ready.animation_path, run.animation_path)):
-        if made.is_file() and not target.exists():
+def opened_copy(source: Path, ready: Path) -> Run:
+    """The finished run `source` (a recording, a prepared real chain) copied into the runs
+    folder (once), with the downloads made for it in `ready` where they are (each copied whole,
+    then renamed into place), so that opening the copy does not make them again."""
+    run, made = copy_in(source, SETTINGS.runs_root), Run(ready)
+    for prepared, target in ((made.zip_path, run.zip_path),
+                             (made.animation_path, run.animation_path)):
+        if prepared.is_file() and not target.exists():
             temporary = temporary_name(target)
             try:
-                shutil.copyfile(made, temporary)
+                shutil.copyfile(prepared, temporary)
                 temporary.replace(target)
             finally:
                 temporary.unlink(missing_ok=True)
