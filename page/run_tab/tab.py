@@ -303,8 +303,9 @@ def _wire_chains(tab: RunTab) -> None:
     places and never wait behind chains)."""
     form, raw = tab.form, tab.form["raw"]
     # A visitor queued behind other chains sees gradio's own "queue: 3/5" and its clock on the
-    # status line (and nowhere else); once the chain runs, the status line says how far it is.
-    queued = {**STREAMING, "show_progress": "minimal", "show_progress_on": tab.status}
+    # frame (on the status Markdown gradio's tracker is clipped out of sight, and a pending
+    # Markdown fades); once the chain runs, the status line says how far it is.
+    queued = {**STREAMING, "show_progress": "full", "show_progress_on": tab.frame}
     tab.run_button.click(run, inputs_of(form), tab.outputs, api_name="run",
                          # A second click while a run goes on reaches the server, which says
                          # why it starts nothing (gradio's default drops it without a word).
