@@ -31,6 +31,7 @@ from page.compare_tab import tab as compare_tab
 from page.content import EXAMPLES, FOOTER, LICENCES
 from page.door import body_limit, disk, gradio_patches, guard, identity, join, served, uploads
 from page.run_tab import tab as run_tab
+from page.run_tab.recordings import prepare_recordings
 from page.style import PAGE_CSS, PAGE_JS, THEME
 from page.vote_tab import tab as vote_tab
 
@@ -84,6 +85,7 @@ def main() -> None:
     join.install(demo)
     gradio_patches.trust_no_proxy()  # who a visitor is: page/door/identity.py, never uvicorn's
     start_preparing(SETTINGS.runs_root)  # Banana100's own chains, where the hub is reachable
+    prepare_recordings()  # ours, zipped and animated before anyone clicks one
     # Outermost first: a body too large is refused before anything reads it; an MCP call's
     # caller is sealed before anything reads who asks.
     middleware = [Middleware(body_limit.BodyLimit), Middleware(identity.SignInErrors),

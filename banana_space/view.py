@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from .backends.simulate import DEFAULT_PROFILE, PROFILES
 from .scores.catalog import FAMILY_NOUNS, PRESET_KEYS, PRESETS
 from .events import Event, Finished, FrameJudged, FrameMade, FrameScored, Notice, Started
 from .markup import escape_markdown
+from .pace import progress_line
 from .verdict.plots import Figure, delta_figure, display_name, raw_figure, value_text
 from .store.run import THUMB_SIDE, Run, SavedRun
 from .store.rundir import add_judged
@@ -50,6 +52,7 @@ class Screen:
     verdict: list[list[Any]]
     model_text: str
     zip_path: str | None
+    animation_path: str | None  # the chain as an animated WebP, made with the zip
     run_dir: str | None
     running: bool
     # The newest step the compare slider has offered: its maximum never shrinks below it, since
@@ -69,6 +72,7 @@ class RunView:
     started: bool = False  # `Started` came: the metrics have loaded
     loading: str = ""  # which metric the run waits for before it starts; gone once it starts
     last_step: int = -1  # the newest frame made (its scores may still be coming)
+    made_at: dict[int, float] = field(default_factory=dict)  # step -> when it came (monotonic)
     offered: int = -1  # the newest frame ever shown (Screen.offered)
     calls: int = 0
     cost_usd: float = 0.0
@@ -87,6 +91,7 @@ class RunView:
         elif isinstance(event, FrameMade):
             self.gaps |= frozenset(range(self.last_step + 1, event.step))  # a recording's gap
             self.last_step = event.step
+            self.made_at[event.step] = time.monotonic()
             self.offered = max(self.offered, event.step)
         elif isinstance(event, FrameScored):
             self.history.add(event.step, event.scores)
@@ -152,7 +157,8 @@ class RunView:
     def screen(self) -> Screen:
         strip = [None if s in self.gaps else (self.strip_path(s), self.frame_path(s))
                  for s in range(self.last_step + 1)]
-        download = Run(self.run_dir).zip_path if self.run_dir else None
+        run = Run(self.run_dir) if self.run_dir else None
+        download, animation = (run.zip_path, run.animation_path) if run else (None, None)
         # The compared frame is the newest unless the visitor picks another (handlers.compare).
         pairs, people = people_of(self.run_dir, self.history.last_step)
         figure = raw_figure(self.history, marked=self.last_step) if self.raw else \
@@ -167,6 +173,8 @@ class RunView:
             else None, strip=strip,
             figure=figure, verdict=self.verdict_rows(people), model_text=self.model_text(),
             zip_path=str(download) if download and download.is_file() and self.ended else None,
+            animation_path=str(animation) if animation and animation.is_file() and self.ended
+            else None,
             run_dir=str(self.run_dir) if self.run_dir else None, running=self.ended is None,
             offered=max(self.offered, self.last_step))
 
@@ -178,7 +186,7 @@ class RunView:
             head = f"⏳ **Starting** · {escape_markdown(self.loading) or 'loading the metrics…'}"
         elif self.ended is None:
             scoring = " · scoring it…" if self.history.last_step < self.last_step else ""
-            head = f"⏳ **Running** · {made}{scoring}{money}"
+            head = f"⏳ **Running** · {progress_line(self.made_at, self.steps)}{scoring}{money}"
         elif self.ended.status == "completed":
             head = f"✅ **Completed** · {made}{money}"
         elif self.ended.status == "stopped":

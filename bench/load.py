@@ -10,9 +10,15 @@ the documented /run_chain. The server's memory is read from /proc/<pid>/status: 
   (BANANA_MEMORY_GB, given with --budget-gb); every run must complete.
 - soak: R small runs back to back in one server process; prints RSS and threads after run 10
   and after run R (goal: RSS within 10 %, threads flat).
+- hall: a lecture hall, N visitors (30 by default) pressing Run at once on the page's default
+  run (photo-moss, 2048 x 1280, `--steps` steps, the default metrics) through the page's own
+  streaming /run, after one warm-up run (the metrics loaded, as a first page visit does):
+  the time until every visitor sees a first copy, until the last run ends, the frames made a
+  minute, the server's peak memory, and how many runs completed.
 
     .venv/bin/python bench/load.py visitors [--visitors 8] [--side 2048] [--budget-gb 4]
     .venv/bin/python bench/load.py soak [--runs 100] [--side 256]
+    .venv/bin/python bench/load.py hall [--visitors 30] [--steps 10]
 """
 
 from __future__ import annotations
@@ -23,10 +29,12 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
+from statistics import median
 
 import _setup
 from startup import free_port, wait_for_page
@@ -127,6 +135,35 @@ def soak(root: Path, runs: int, side: int) -> None:
           f"(goal within 10 %); threads {ten['threads']} -> {last['threads']}")
 
 
+def hall(root: Path, count: int, steps: int) -> None:
+    from first_copy import EXAMPLE, one_run
+
+    warm = noisy_photo(256, 99, root / "warm.png")
+    with app_server(root) as (url, pid):
+        assert run_once(url, warm, 0) == "completed"
+        load = os.getloadavg()[0]
+        started = time.perf_counter()
+        with ThreadPoolExecutor(max_workers=count) as pool:
+            runs = list(pool.map(lambda _: one_run(url, steps), range(count)))
+        wall = time.perf_counter() - started
+        peak = server_status(pid)["peak"]
+    copies = [run.get("first copy (step 1) shown", float("nan")) for run in runs]
+    ends = [run["the run's end"] for run in runs]
+    completed = int(sum(run["completed"] for run in runs))
+    print(_setup.describe_machine())
+    _setup.print_table(
+        f"a hall of {count} visitors pressing Run at once: {EXAMPLE.name} (2048 x 1280), "
+        f"{steps} steps, the default metrics; load average (1 min) {load:.1f} at the start",
+        ["measure", "value"],
+        [["every visitor has seen a first copy, s", round(max(copies), 1)],
+         ["the median visitor's first copy, s", round(median(copies), 1)],
+         ["the first visitor's first copy, s", round(min(copies), 1)],
+         ["the last run has ended, s", round(max(ends), 1)],
+         ["frames made a minute", round(60 * completed * (steps + 1) / wall, 1)],
+         ["server's peak RSS (VmHWM), MB", peak],
+         ["runs completed", f"{completed} of {count}"]])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="what", required=True)
@@ -137,11 +174,16 @@ def main() -> None:
     long = sub.add_parser("soak")
     long.add_argument("--runs", type=int, default=100)
     long.add_argument("--side", type=int, default=256)
+    lecture = sub.add_parser("hall")
+    lecture.add_argument("--visitors", type=int, default=30)
+    lecture.add_argument("--steps", type=int, default=10)
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="banana-bench-load-"))
     try:
         if args.what == "visitors":
             visitors(root, args.visitors, args.side, args.budget_gb)
+        elif args.what == "hall":
+            hall(root, args.visitors, args.steps)
         else:
             soak(root, args.runs, args.side)
     finally:

@@ -1,14 +1,20 @@
-"""Where one frame's scoring time goes (issue 35): each metric, bare pyiqa against the engine's
-metric object, and the steps inside pyiqa's NIQE, BRISQUE and SSIM against the exact
-equivalents of those steps (banana_space/scores/nss.py, equivalents.py), at 1536 x 1024 and 2048².
+"""Where one frame's scoring time goes: the whole frame as the page scores it, each metric,
+bare pyiqa against the engine's metric object, and the steps inside pyiqa's NIQE, BRISQUE, PIQE
+and SSIM against the exact equivalents of those steps (banana_space/scores/planes.py, nss.py,
+equivalents.py), at the page's default size (2048 x 1280) unless told otherwise.
 
-One frame (a real photo's `simulate` step; psnr and ssim against the photo), every metric
-created once and warmed up on a small frame, each measured once (repeats are kept small: the
-machine is shared). CPU seconds are this process's, all of torch's threads; the 1-minute load
-average is printed on every row, since a busy neighbour stretches the wall time. Each step's
-two routes must give the same numbers (bit for bit, or ssim's map to 1e-12) or the script stops.
+One frame (a real photo's `simulate` step; psnr and ssim against the photo). The whole frame
+goes through the engine's `Scorer` as a run scores it (its metrics side by side, one torch
+thread each, the frame's planes shared between them), after one untimed frame; `--repeats`
+frames, the median. Metric by metric and step by step, every metric is created once and warmed
+up on a small frame, each measured once with one torch thread, as the scorer runs it. CPU
+seconds are this process's, every thread; the 1-minute load average is printed on every row,
+since a busy neighbour stretches the wall time. Each step's two routes must give the same
+numbers (bit for bit, or ssim's map to 1e-12) or the script stops. `--scorer-only` gives the
+first table alone: it runs on any checkout of the engine, to measure a change side by side.
 
-    .venv/bin/python bench/scoring_breakdown.py [--sizes 1536x1024,2048x2048] [--no-bare]
+    .venv/bin/python bench/scoring_breakdown.py [--sizes 2048x1280,2048x2048] [--no-bare]
+                                                [--repeats 3] [--scorer-only]
 """
 
 from __future__ import annotations
@@ -40,11 +46,32 @@ def frames(width: int, height: int) -> tuple[Any, Any]:
     return SimulateBackend().edit(reference, "", seed=0, step=1).image, reference
 
 
+def whole_frame(size: tuple[int, int], repeats: int) -> list[list[Any]]:
+    """The frame through the engine's `Scorer`, as a run scores it: wall and CPU s per frame."""
+    from statistics import median
+
+    from banana_space.scores.catalog import CPU_DEFAULTS, seed_weights
+    from banana_space.scores.scoring import SCORING_THREADS, Scorer
+
+    seed_weights(_setup.WEIGHTS)
+    frame, reference = frames(*size)
+    scorer = Scorer(CPU_DEFAULTS)
+    list(scorer.load())
+    scorer.measure(frame.resize((256, 160)), reference.resize((256, 160)))
+    scorer.measure(frame, reference)  # the input's tensor and its planes kept, as in a run
+    taken = [timed(lambda: scorer.measure(frame, reference)) for _ in range(repeats)]
+    return [["all " + str(len(scorer.metrics)) + " (" + ", ".join(scorer.metrics) + ")",
+             SCORING_THREADS, round(median(t[1] for t in taken), 2),
+             round(median(t[2] for t in taken), 2),
+             round(min(t[2] for t in taken), 2), round(median(t[3] for t in taken), 1)]]
+
+
 def by_metric(size: tuple[int, int], bare: bool) -> list[list[Any]]:
     import pyiqa
     import torch
 
     from banana_space.scores.catalog import build_metric, seed_weights, to_tensor
+    from banana_space.scores.scoring import as_scored
 
     seed_weights(_setup.WEIGHTS)
     frame, reference = (to_tensor(image) for image in frames(*size))
@@ -58,7 +85,7 @@ def by_metric(size: tuple[int, int], bare: bool) -> list[list[Any]]:
         values = []
         for metric in ways.values():
             args = (frame, reference) if name in FIDELITY else (frame,)
-            with torch.inference_mode():
+            with torch.inference_mode(), as_scored():
                 metric(*(warm if name in FIDELITY else warm[:1]))
                 value, wall, cpu, load = timed(lambda m=metric, a=args: float(m(*a)))
             values.append(value)
@@ -76,46 +103,51 @@ def by_step(size: tuple[int, int]) -> list[list[Any]]:
     from pyiqa.archs.brisque_arch import natural_scene_statistics
     from pyiqa.archs.func_util import normalize_img_with_gauss
     from pyiqa.archs.niqe_arch import compute_feature
+    from pyiqa.archs.piqe_arch import piqe
     from pyiqa.archs.ssim_arch import ssim
     from pyiqa.matlab_utils import blockproc, imresize
     from pyiqa.utils.color_util import to_y_channel
 
-    from banana_space.scores import equivalents
-    from banana_space.scores import nss
+    from banana_space.scores import equivalents, nss, planes
     from banana_space.scores.catalog import to_tensor
+    from banana_space.scores.scoring import as_scored
 
     frame, reference = (to_tensor(image) for image in frames(*size))
-    with torch.inference_mode():
+    with torch.inference_mode(), as_scored():
         luma = to_y_channel(frame, 255, "yiq")
         blocks = luma.to(torch.float64)[..., :size[1] // 96 * 96, :size[0] // 96 * 96]
         mscn = normalize_img_with_gauss(blocks, padding="replicate")
         ssim_pair = [to_y_channel(t, 255, "yiq").to(torch.float64) for t in (frame, reference)]
         steps = [
-            ("the frame's luma, for 4 metrics", lambda: [
-                to_y_channel(frame, 255, "yiq") for _ in range(4)][0],
-             lambda: [nss.luma_255(frame) for _ in range(4)][0],
-             "to_y_channel in brisque, niqe, entropy, ssim; once (nss.luma_255)"),
+            ("the frame's luma, for 5 metrics", lambda: [
+                to_y_channel(frame, 255, "yiq") for _ in range(5)][0],
+             lambda: [planes.luma_255(frame) for _ in range(5)][0],
+             "to_y_channel in brisque, niqe, entropy, ssim, piqe; once (planes.luma_255)"),
             ("niqe: MSCN, float64 7x7 Gaussian", lambda: normalize_img_with_gauss(
-                blocks, padding="replicate"), lambda: nss.normalize_with_gauss(blocks),
-             "F.conv2d float64 = im2col + GEMM; scipy correlate"),
+                blocks, padding="replicate"), lambda: planes.normalize_with_gauss(
+                blocks, padding="replicate"),
+             "F.conv2d float64 = im2col + GEMM; scipy correlate in 128-row bands"),
             ("niqe: AGGD fits of 96² blocks", lambda: blockproc(mscn, [96, 96], compute_feature),
-             lambda: blockproc(mscn, [96, 96], nss.niqe_block_features),
-             "9,801-entry table rebuilt and scanned per call; built once, bisected"),
+             lambda: nss.block_features(mscn, 96),
+             "9,801-entry table rebuilt and scanned per call; built once, bisected, "
+             "4 block columns at a time"),
             ("half-size imresize (niqe, brisque)", lambda: imresize(
                 blocks, scale=0.5, antialiasing=True), lambda: nss.half_size(blocks),
-             "unfold of 10 x the frame; gathered taps"),
+             "unfold of 10 x the frame; strided taps summed"),
             ("brisque: one scale's NSS features", lambda: natural_scene_statistics(luma),
              lambda: nss.brisque_features(luma, 7, 7 / 6),
-             "float32 MSCN (oneDNN) kept; the fits as niqe's"),
+             "float32 MSCN: oneDNN on the whole frame; the same call on 32-row bands"),
+            ("piqe: the whole score", lambda: piqe(frame)[0], lambda: nss.piqe_score(frame),
+             "its own luma and whole-frame MSCN; the shared Y, the banded MSCN"),
             ("ssim: five float64 11x11 filters", lambda: ssim(*ssim_pair, data_range=255),
              lambda: equivalents._tiled_ssim(*ssim_pair, 255.0),
-             "im2col of 121 x the frame; float64 spectra, 256-row strips"),
+             "im2col of 121 x the frame; float64 spectra, 118-row strips"),
         ]
         for dtype in (torch.float32, torch.float64):
             nss._shape_tables(dtype, torch.device("cpu"))  # built once: not a step's cost
         rows = []
         for label, theirs, ours, note in steps:
-            nss._LUMA.clear()
+            planes._PLANES.clear()
             reference_value, their_wall, their_cpu, load = timed(theirs)
             our_value, our_wall, our_cpu, _ = timed(ours)
             _check_equal(label, our_value, reference_value)
@@ -135,15 +167,25 @@ def _check_equal(label: str, ours: Any, theirs: Any) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="1536x1024,2048x2048")
+    parser.add_argument("--sizes", default="2048x1280")
     parser.add_argument("--no-bare", action="store_true",
                         help="leave out bare pyiqa's metrics (8.6 GB of entropy at 2K)")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--scorer-only", action="store_true",
+                        help="the whole frame through the Scorer only")
     args = parser.parse_args()
     import banana_space.budget  # noqa: F401  the engine's malloc settings, for both ways alike
 
     print(_setup.describe_machine())
     for text in args.sizes.split(","):
         size = tuple(int(side) for side in text.split("x"))
+        _setup.print_table(
+            f"one {size[0]} x {size[1]} frame through the engine's Scorer, as a run scores it "
+            f"(median of {args.repeats})", ["metrics", "metric threads", "wall s", "CPU s",
+                                            "least CPU s", "load (1 min)"],
+            whole_frame(size, args.repeats))
+        if args.scorer_only:
+            continue
         headers = ["metric", "engine wall s", "engine CPU s"]
         if not args.no_bare:
             headers += ["bare wall s", "bare CPU s", "engine / bare (wall)"]

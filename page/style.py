@@ -18,13 +18,18 @@ from banana_space.verdict.columns import phone_hidden
 SHARE_HTML = """<div class="share">${value ? `<button type="button">🔗 Copy a link to this view
 </button> <a href="${value}" target="_top" rel="noopener">${value}</a>
 <span role="status"></span>` :
-'<span class="none">A link to share appears here once a run has frames.</span>'}</div>"""
+'<span class="none">A link to share appears here once a run has frames.</span>'}
+${animation ? `<figure><img src="${animation}" alt="The chain as an animation, step by step">
+<figcaption><a href="${animation}" download>⬇ Download the chain as an animation (WebP)</a>
+</figcaption></figure>` : ''}</div>"""
 SHARE_CSS = """.share {display: flex; flex-wrap: wrap; gap: 8px; align-items: center}
 .share button {padding: 6px 12px; border-radius: 6px; border: 1px solid var(--border-color-primary);
                background: var(--button-secondary-background-fill);
                color: var(--button-secondary-text-color); cursor: pointer}
 .share a {color: var(--link-text-color); word-break: break-all; font-size: 13px}
-.share .none, .share span {color: var(--body-text-color-subdued); font-size: 13px}"""
+.share .none, .share span {color: var(--body-text-color-subdued); font-size: 13px}
+.share figure {margin: 0; flex-basis: 100%}
+.share figure img {max-width: min(100%, 480px); height: auto; border-radius: 6px}"""
 # The clipboard needs a secure page (https or localhost); elsewhere the link is selected, so
 # Ctrl+C copies it.
 SHARE_JS = """element.addEventListener('click', async (event) => {

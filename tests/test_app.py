@@ -21,12 +21,16 @@ from app_server import (
     running_app,
     strip_frames,
 )
+from conftest import REPO
 from gradio_client import Client, handle_file
+from raw_api import call, dependencies
+from visitors import wait_for
 
 from banana_space.backends.simulate import DEFAULT_PROFILE
 from banana_space.store.run import Run
 from banana_space.verdict.columns import VERDICT_COLUMN
 from page.run_tab.outputs import PageOutputs
+from page.run_tab.recordings import prepared_folder
 
 pytestmark = pytest.mark.app
 
@@ -70,10 +74,13 @@ def test_frames_stream_in_one_by_one_with_plot_and_table(app_url, runs_dir, phot
     # Frames arrive one at a time: the strip starts empty and grows by exactly one to N+1.
     grown = [b - a for a, b in zip(strip_sizes, strip_sizes[1:], strict=False) if b != a]
     assert strip_sizes[0] == 0 and grown == [1] * (steps + 1)
-    # Each frame shows as soon as it is made, then its scores join the curves.
+    # Each frame shows as soon as it is made (a copy may come while the frame before is still
+    # scored), then its scores join the curves: never a score before its frame.
     seen = [(len(strip_frames(u)), psnr_points(u)) for u in updates]
-    distinct = [now for before, now in zip([None, *seen], seen, strict=False) if now != before]
-    assert distinct == [(0, 0)] + [(k + 1, k + p) for k in range(steps + 1) for p in (0, 1)]
+    assert seen[0] == (0, 0) and seen[-1] == (steps + 1, steps + 1)
+    assert all(points <= frames for frames, points in seen)
+    assert all(a[0] <= b[0] and a[1] <= b[1] for a, b in zip(seen, seen[1:], strict=False))
+    assert len({points for _, points in seen}) == steps + 2  # each frame's scores in turn
     with_frames = [u for u in updates if u[STRIP]]
     for update in with_frames:
         assert update[PLOT] is not None and update[FRAME]
@@ -85,7 +92,9 @@ def test_frames_stream_in_one_by_one_with_plot_and_table(app_url, runs_dir, phot
         assert {"brisque", "niqe", "piqe", "entropy", "psnr (reference)"} <= metrics_in_table
     final = updates[-1]
     assert "Completed" in final[STATUS]
-    assert final[ZIP]["visible"] and final[ZIP]["value"].endswith(".zip")
+    # The lossless zip, and beside it the chain as an animation to share.
+    assert final[ZIP]["visible"] and [Path(f).suffix for f in final[ZIP]["value"]] == [
+        ".zip", ".webp"]
     assert updates[0][ZIP]["visible"] is False  # no download offered before the run ends
 
     # The run directory holds what the UI showed; the page knows it only by its id.
@@ -161,7 +170,7 @@ def test_failure_mid_run_keeps_earlier_frames_on_screen_and_on_disk(app_url, run
     run_dir = runs_dir / final[RUN_DIR]
     assert sorted(p.name for p in (run_dir / "frames").iterdir()) == [
         "step_000.png", "step_001.png", "step_002.png"]
-    with zipfile.ZipFile(final[ZIP]["value"]) as downloaded:
+    with zipfile.ZipFile(final[ZIP]["value"][0]) as downloaded:
         assert sum("/frames/" in n for n in downloaded.namelist()) == 3
 
 
@@ -222,3 +231,21 @@ def test_eight_visitors_at_once_each_get_only_their_own_run(app_url, runs_dir, t
     # Different seeds and images: no two runs scored the same.
     finals = {tuple(map(tuple, results[i][-1][TABLE]["data"])) for i in results}
     assert len(finals) == 8
+
+
+def test_the_recordings_are_ready_before_anyone_opens_one(app_url, runs_dir) -> None:
+    """The app prepares its bundled recordings' downloads from start-up (zipped, animated, in
+    a folder of their own, never the runs folder's), so that a click on one copies them in
+    instead of making them."""
+    prepared = prepared_folder(runs_dir.resolve())
+    names = sorted(p.name for p in (REPO / "assets" / "recorded").iterdir() if p.is_dir())
+    for name in names:
+        ready = Run(prepared / name)
+        wait_for(lambda ready=ready: ready.zip_path.is_file() and ready.animation_path.is_file(),
+                 what=f"{name}'s zip and animation")
+    assert not any((runs_dir / name).exists() for name in names)  # nobody opened one yet
+    opened = call(app_url, dependencies(app_url)["open_recorded"], [names[0], False])
+    assert opened.success, opened.error
+    copy, ready = Run(runs_dir / names[0]), Run(prepared / names[0])
+    assert copy.zip_path.read_bytes() == ready.zip_path.read_bytes()
+    assert copy.animation_path.read_bytes() == ready.animation_path.read_bytes()

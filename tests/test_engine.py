@@ -86,18 +86,54 @@ def test_five_step_simulate_chain_on_a_real_photo(photo, tmp_path, weights_dir) 
 
 
 def test_each_frame_is_on_disk_and_shown_before_its_scores(photo, tmp_path) -> None:
-    """A frame is written and handed on as soon as the scorer starts on it; its scores follow
-    (the update that shows them need not wait for the frame's PNG)."""
+    """A frame is written and handed on as soon as it is made; its scores follow (the update
+    that shows them need not wait for the frame's PNG), frame by frame in order."""
     seen = []
     for event in start_run(RunSpec(photo.resize((96, 64)), 3, metrics=["entropy"]), tmp_path):
         if isinstance(event, FrameMade):
-            run, scores = seen[0].run_dir, seen[0].run_dir / "scores.csv"
+            run = first_started(seen).run_dir  # after the metrics' loading notices
+            scores = run / "scores.csv"
             scored = {r["step"] for r in read_csv(scores)} if scores.is_file() else set()
             assert (run / "frames" / f"step_{event.step:03d}.png").is_file()
             assert str(event.step) not in scored
         seen.append(event)
     kinds = [(type(e).__name__, e.step) for e in seen if isinstance(e, (FrameMade, FrameScored))]
-    assert kinds == [(kind, step) for step in range(4) for kind in ("FrameMade", "FrameScored")]
+    for kind in ("FrameMade", "FrameScored"):
+        assert [step for name, step in kinds if name == kind] == [0, 1, 2, 3]
+    assert all(kinds.index(("FrameMade", s)) < kinds.index(("FrameScored", s)) for s in range(4))
+    assert kinds[0] == ("FrameMade", 0)  # the input, at once
+
+
+def test_a_copy_is_shown_while_the_frame_before_is_still_scored(photo, tmp_path) -> None:
+    """Each frame is shown as soon as it exists: every metric holds the input's scoring until
+    the caller has seen the first copy, which therefore came before the input's scores."""
+    import threading
+
+    from banana_space.scores.catalog import build_metric
+    from banana_space.scores.pool import MetricPool
+
+    copy_seen, waited = threading.Event(), []
+
+    def build(name: str, device: str):
+        metric, calls = build_metric(name, device), []
+
+        def held(*args):
+            calls.append(args)
+            if len(calls) == 1:  # the input
+                waited.append(copy_seen.wait(60))
+            return metric(*args)
+        return held
+
+    pool = MetricPool(device="cpu", build=build, load_seconds=120)
+    kinds = []
+    for event in start_run(RunSpec(photo.resize((96, 64)), 2, metrics=["entropy"]), tmp_path,
+                           pool=pool):
+        if isinstance(event, (FrameMade, FrameScored)):
+            kinds.append((type(event).__name__, event.step))
+        if kinds[-1:] == [("FrameMade", 1)]:
+            copy_seen.set()
+    assert waited and all(waited), "the first copy was not shown while the input was scored"
+    assert kinds.index(("FrameMade", 1)) < kinds.index(("FrameScored", 0))
 
 
 def test_same_seed_same_frames_and_another_seed_differs(photo) -> None:

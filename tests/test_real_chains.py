@@ -23,7 +23,7 @@ from shard_data import parquet_shards
 from banana_space.common import png_bytes
 from banana_space.markup import escape_markdown
 from banana_space.chain.offered import dataset_starts, examples
-from banana_space.chain.real_chains import LABEL, Plan, prepare, start_preparing
+from banana_space.chain.real_chains import FOLDER, LABEL, Plan, prepare, start_preparing
 from banana_space.store.run import Run
 from banana_space.view import RunView
 
@@ -368,6 +368,11 @@ def test_the_app_online_lists_and_opens_a_real_chain_with_its_licence(chains,
             opened.data[STATUS]
         strip = opened.data[STRIP]
         assert "step 20" in strip and ">4<" not in strip and ">5<" in strip
+    # Opened with the downloads made where it was prepared: copied, not made again.
+    [made] = [Run(p) for p in (tmp_path / "runs" / FOLDER).iterdir() if Run(p).exists()]
+    copy = Run(tmp_path / "runs" / made.id)
+    assert copy.zip_path.read_bytes() == made.zip_path.read_bytes()
+    assert copy.animation_path.read_bytes() == made.animation_path.read_bytes()
 
 
 def test_the_recordings_list_the_damage_first_and_the_controls_after_labelled(tmp_path) -> None:

@@ -3,13 +3,15 @@ feed the copy back in, and score every frame on the way.
 
 Three kinds of work overlap, each in its own thread: a producer asks the backend for the next
 frame (a network call or a GPU step), a scorer scores the frame before it, and the caller of
-`replicate` (the run directory, the UI) writes and shows each frame while it is being scored
-(`FrameMade`), then its scores once they are ready (`FrameScored`). So a run goes at the pace
-of its slowest stage, not of their sum, and the user waits for the generator, never for us
-(bench/overlap.py). Each queue between stages holds one item: the producer runs at most one step
-ahead of the scorer, the scorer one frame ahead of the caller, and a stopped or abandoned run
-wastes at most one call. Stop ends the run within a poll of the click: the frame being scored is
-dropped (its remaining metrics are skipped), and the run ends after the last scored step.
+`replicate` (the run directory, the UI) writes and shows each frame as soon as it exists
+(`FrameMade`: the input at once, each copy as the producer makes it, even while the frame before
+is still being scored), then its scores once they are ready (`FrameScored`). So a run goes at
+the pace of its slowest stage, not of their sum, and the user waits for the generator, never for
+us (bench/overlap.py, bench/first_copy.py). Each queue between stages holds one item: the
+producer runs at most one step ahead of the scorer, the scorer one frame ahead of the caller,
+and a stopped or abandoned run wastes at most one call. Stop ends the run within a poll of the
+click: the frame being scored is dropped (its remaining metrics are skipped), and the run ends
+after the last scored step.
 
 The judges (VLMs: a network call, a GPU slice, or tens of CPU seconds a frame) work on a fourth
 thread, on their own schedule: the scorer hands each frame they rate over without waiting, and
@@ -123,7 +125,7 @@ def replicate(chain: Chain, stop: threading.Event | None = None
     # Both stages work on the caller's behalf (edits and judges may book a ZeroGPU slice for the
     # visitor whose request started the run), so each keeps the caller's context variables.
     threading.Thread(target=contextvars.copy_context().run,
-                     args=(_produce, chain, stop, abandoned, made),
+                     args=(_produce, chain, stop, abandoned, made, scored),
                      name="chain-producer", daemon=True).start()
     threading.Thread(target=contextvars.copy_context().run,
                      args=(_score, chain, stop, abandoned, made, scored, totals, judging),
@@ -136,6 +138,8 @@ def replicate(chain: Chain, stop: threading.Event | None = None
     last = chain.start  # the newest scored step
     ending: Finished | None = None  # the scorer's end, held while the judges finish
     try:
+        if chain.start == 0:  # the input, shown at once: it is scored meanwhile
+            yield FrameMade(0, chain.image)
         while True:
             try:
                 item = scored.get(timeout=POLL_SECONDS)
@@ -307,9 +311,8 @@ def judges_for(chain: Chain, step: int) -> tuple[Judge, ...]:
 
 
 def _scored(chain: Chain, made: _Made, reference: Image.Image, abandoned: threading.Event,
-            judging: queue.Queue) -> Iterator[FrameMade | FrameScored | Notice]:
-    scorer = chain.scorer
-    yield FrameMade(made.step, made.image)  # our caller writes and shows it while we score
+            judging: queue.Queue) -> Iterator[FrameScored | Notice]:
+    scorer = chain.scorer  # the frame is shown already (`FrameMade`): its scores follow
     # The metrics wait their turn in the process's memory budget: the frame is kept, never
     # dropped. Judges are asked on their own thread, holding no memory of the budget.
     reservation = scorer.budget.request(scorer.memory_needed(made.image.size, reference.size))
@@ -344,7 +347,9 @@ def _scored(chain: Chain, made: _Made, reference: Image.Image, abandoned: thread
 
 
 def _produce(chain: Chain, stop: threading.Event, abandoned: threading.Event,
-             outbox: queue.Queue) -> None:
+             outbox: queue.Queue, shown: queue.Queue) -> None:
+    """Make each step from the one before, hand each frame to our caller to show at once
+    (`shown`: a frame made after a stop is dropped, never shown) and to the scorer (`outbox`)."""
     def put(item: object) -> bool:
         return _put(outbox, item, abandoned)
 
@@ -363,7 +368,8 @@ def _produce(chain: Chain, stop: threading.Event, abandoned: threading.Event,
         except Exception as error:  # any failure ends the run, keeping what was made
             put(_Failed(step, _describe(error)))
             return
-        if not put(made):
+        if stop.is_set() or not _put(shown, FrameMade(step, made.image), abandoned) \
+                or not put(made):
             return
         image = made.image
     put(_Done())

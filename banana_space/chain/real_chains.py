@@ -55,6 +55,7 @@ from ..sources.dataset_layout import (
     starts_folders,
 )
 from ..store.run import Run
+from ..store.animation import write_animation
 from ..store.rundir import RunDir, write_zip
 from ..scores.scoring import Scorer, unavailable_notices
 from ..settings import engine_settings
@@ -213,6 +214,7 @@ def score_sampled(frames: Sequence[tuple[int, Image.Image]], root: Path, name: s
         run.record(Finished("completed", last))
     finally:
         run.close()
+    write_animation(Run(run.path).load())  # opened by a copy with both (page/run_tab)
     write_zip(run.path)
     return run.path
 

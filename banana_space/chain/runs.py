@@ -29,6 +29,7 @@ from .persist import push_run
 from ..scores.pool import POOL, MetricPool
 from .quota import judged_steps
 from ..store.run import META_NAME, Run, RunBusy, SavedRun
+from ..store.animation import write_animation
 from ..store.rundir import RunDir, write_zip
 from ..scores.scoring import InputScores, Scorer, unavailable_notices
 from ..sources.dispatch import HUB_PREFIX
@@ -213,9 +214,11 @@ def _zip_and_keep(run: RunDir) -> None:
 
 
 def _zip_if_room(path: Path) -> bool:
-    """Zip the run; on a full disk, no zip (and no temporary left): it is made when the run
-    is next opened, and the run is shown and served without it meanwhile."""
+    """Zip the run and make its animation to share (`animation.write_animation`); on a full
+    disk, no zip (and no temporary left): it is made when the run is next opened, and the run
+    is shown and served without it meanwhile."""
     try:
+        write_animation(Run(path).load())
         write_zip(path)
     except OSError as error:
         if not is_disk_full(error):

@@ -1,5 +1,6 @@
 """A run's download: one zip of its frames, CSVs and run.json, with a README (`run.ZIP_README`,
-spelled with the run's layout) and its plot page. Built from the files on disk, so a killed run
+spelled with the run's layout) and its plot page (not its animation, a lossy picture of the
+frames the zip holds: it is downloaded beside it). Built from the files on disk, so a killed run
 zips the same way; a frame that is not a whole PNG is never zipped.
 """
 
@@ -64,7 +65,8 @@ def _archive(saved: SavedRun, temporary: Path, readme: str, plot_html: str) -> N
             # A frame made after the last scored step (Stop drops the frame being scored) is no
             # part of the run; it stays on disk only while a page may still show it.
             unscored = relative.parts[0] == FRAMES and file.name > frame_name(saved.last_step)
-            if (file.is_file() and file not in (run.zip_path, run.compare_zip_path)
+            if (file.is_file() and file not in (run.zip_path, run.compare_zip_path,
+                                                      run.animation_path)
                     and not unscored
                     and not any(part.startswith(".") for part in relative.parts)):
                 if relative.parts[0] == FRAMES:

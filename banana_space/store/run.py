@@ -147,6 +147,11 @@ class Run:
         return self.path / f"banana-{self.id}.zip"
 
     @property
+    def animation_path(self) -> Path:
+        """The chain as an animated WebP to share (`animation.write_animation`), beside the zip."""
+        return self.path / f"banana-{self.id}.webp"
+
+    @property
     def compare_file(self) -> Path:
         """The comparison this run is a side of, if any."""
         return self.path / COMPARE_NAME

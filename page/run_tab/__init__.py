@@ -3,8 +3,8 @@
 `tab` lays the tab out and wires it; `form` is the Run form (one field per control, and how it
 becomes a `RunSpec`); `handlers` what Run, Stop, Resume, opening a run and the compared frame
 do; `pictures` what a visitor starts from (recordings, real chains, example pictures, the
-upload's preview and its condition); `outputs` the one output contract of every event that
-shows a run.
+upload's preview and its condition); `recordings` the bundled recordings' downloads, made at
+start-up; `outputs` the one output contract of every event that shows a run.
 """
 
-__all__ = ["form", "handlers", "outputs", "pictures", "tab"]
+__all__ = ["form", "handlers", "outputs", "pictures", "recordings", "tab"]

@@ -23,7 +23,6 @@ from banana_space.chain.quota import page_note, steps_for_the_smallest_day
 from banana_space.chain.offered import examples
 from banana_space.chain.remake import remake_all, remake_frame
 from banana_space.store.run import Run
-from banana_space.store.runids import copy_in
 from banana_space.chain.runs import open_saved
 from banana_space.view import RunView, people_of
 from banana_space.votes.plot import people_traces
@@ -47,6 +46,7 @@ from page.door.disk import make_room
 from page.run_tab.past import newest_first
 from page.run_tab.form import RunForm, chosen_options, form_event, spec_of
 from page.door.identity import visitor_of
+from page.run_tab.recordings import PREPARED, opened_copy, recording_names
 from page.run_tab.outputs import STOPPING, PageOutputs, compared, magnify, plot_data, share_link, shown
 from page.settings import RECORDED, SETTINGS
 
@@ -251,25 +251,27 @@ def reopen(run_id: str | None, raw: bool, request: gr.Request = None) -> PageOut
 
 
 def open_recorded(name: str, raw: bool, request: gr.Request = None) -> PageOutputs:
-    """Copy a bundled recorded run into the runs folder (once), then show it; the full frames
-    it dropped are re-made in the background (and at once for a frame being compared)."""
-    if name not in {p.name for p in RECORDED.iterdir() if p.is_dir()}:
+    """Copy a bundled recorded run into the runs folder (once, with its downloads prepared at
+    start-up: `recordings.py`), then show it; the full frames it dropped are re-made in the
+    background (and at once for a frame being compared)."""
+    if name not in recording_names():
         raise Refusal("Pick one of the recorded chains.")  # never a path of the visitor's
     if view_taken(request):
         return PageOutputs.unchanged()
-    run = copy_in(RECORDED / name, SETTINGS.runs_root)
+    run = opened_copy(RECORDED / name, PREPARED / name)  # its downloads made at start-up
     threading.Thread(target=remake_all, args=(run.path,), name="remake", daemon=True).start()
     return show_saved(run, raw)
 
 
 def open_real_chain(index: int, raw: bool, request: gr.Request = None) -> PageOutputs:
-    """Copy the `index`-th prepared real chain into the runs folder (once), then show it."""
+    """Copy the `index`-th prepared real chain into the runs folder (once, with its downloads
+    made where it was prepared), then show it."""
     real = [e for e in examples(SETTINGS.runs_root, RECORDED) if e.real]
     if index >= len(real):
         raise Refusal("That real chain is not ready (the hub is not reachable from here).")
     if view_taken(request):
         return PageOutputs.unchanged()
-    return show_saved(copy_in(real[index].path, SETTINGS.runs_root), raw)
+    return show_saved(opened_copy(real[index].path, real[index].path), raw)
 
 
 def redraw(run_id: str | None, raw: bool, request: gr.Request = None) -> Any:

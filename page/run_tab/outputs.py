@@ -62,14 +62,14 @@ def shown(screen: Screen, stopping: bool = False, magnified: bool = True) -> Pag
         plot=plot_data(screen.figure),
         verdict=screen.verdict,
         model_text=screen.model_text,
-        download=gr.update(value=screen.zip_path, visible=screen.zip_path is not None),
+        download=gr.update(value=downloads(screen), visible=screen.zip_path is not None),
         run_id=run.id if run else None,
         before_after=compared((screen.first_frame, screen.frame) if screen.first_frame else None,
                               newest),
         # Never below the slider's minimum (0), even before frame 0 exists.
         compare_step=gr.update(maximum=max(1, newest, screen.offered), value=max(0, newest)),
         summary=finding(screen),
-        share=share_link(run, newest),
+        share=gr.update(value=share_link(run, newest), animation=animation_url(screen)),
         magnifier=zoomed)
 
 
@@ -80,6 +80,20 @@ def finding(screen: Screen) -> str:
         return screen.summary
     return (f"{screen.headline}\n\n<details><summary>The whole finding: each kind of metric, "
             f"the noise floors, the paper</summary>\n\n{screen.summary}\n\n</details>")
+
+
+def downloads(screen: Screen) -> list[str] | None:
+    """The run's zip (lossless: frames, scores, verdict) and beside it its animation to
+    share, once the run has ended and they are made."""
+    if screen.zip_path is None:
+        return None
+    return [screen.zip_path, *([screen.animation_path] if screen.animation_path else [])]
+
+
+def animation_url(screen: Screen) -> str:
+    """The share card's picture of the chain: its animation, served from the runs folder as it
+    lies; "" while it has none."""
+    return file_url(screen.animation_path) if screen.animation_path else ""
 
 
 def plot_data(figure: dict[str, Any]) -> Any:

@@ -204,12 +204,12 @@ def _below_the_result(tab: RunTab) -> None:
                         html_template='<div class="strip">${value}</div>',
                         css_template=STRIP_CSS, js_on_load=STRIP_JS)
     tab.share = gr.HTML("", elem_id="share", html_template=SHARE_HTML, css_template=SHARE_CSS,
-                        js_on_load=SHARE_JS)
+                        js_on_load=SHARE_JS, animation="")  # the chain's animation, once made
     tab.verdict = gr.Dataframe(headers=VERDICT_HEADERS, label="Does each metric detect it?",
                                interactive=False, wrap=True, elem_id="verdict", buttons=[])
     with gr.Accordion("What the model said", open=False):
         tab.model_text = gr.Markdown()
-    tab.download = gr.File(label="Download the run (frames + scores + verdict)",
+    tab.download = gr.File(label="Download the run (frames + scores + verdict) and its animation",
                            elem_id="download", height=60, visible=False)
     tab.run_id = gr.Textbox(visible=False)
     with gr.Accordion("Past runs", open=False):
@@ -323,22 +323,26 @@ def _wire_chains(tab: RunTab) -> None:
     metric pool; how many one visitor may queue is join.py's (cheap events have their own
     places and never wait behind chains)."""
     form, raw = tab.form, tab.form["raw"]
+    # A visitor queued behind other chains sees gradio's own "queue: 3/5" and its clock on the
+    # frame (on the status Markdown gradio's tracker is clipped out of sight, and a pending
+    # Markdown fades); once the chain runs, the status line says how far it is.
+    queued = {**STREAMING, "show_progress": "full", "show_progress_on": tab.frame}
     ran = tab.run_button.click(run, inputs_of(form), tab.outputs, api_name="run",
                                # A second click while a run goes on reaches the server, which
                                # says why it starts nothing (gradio's default drops it without
                                # a word).
-                               trigger_mode="multiple", **STREAMING)
+                               trigger_mode="multiple", **queued)
     tab.hub_button.click(hub_credit, tab.hub_source, tab.input_note, **PLUMBING)
     tab.hub_button.click(replay_hub, [tab.hub_source, form["steps"], form["prompt"],
                                       form["metrics"], form["judges"], form["seed"], raw],
-                         tab.outputs, api_name="replay_hub", **STREAMING)
+                         tab.outputs, api_name="replay_hub", **queued)
     tab.stop_button.click(stop_run, tab.stop_token, tab.status, api_name="stop",
                           concurrency_limit=None)
     # The visitor's key box (a secret `Option`'s control): resume hands it to every secret
     # option the run's backend and judges take (`spec.keyed`).
     key_box = next(form[option.name] for option in FORM_OPTIONS if option.secret)
     resumed = tab.resume_button.click(resume, [tab.run_id, key_box, raw], tab.outputs,
-                                      api_name="resume", **STREAMING)
+                                      api_name="resume", **queued)
     for ended in (ran, resumed):  # Past runs lists a run once it has ended, without a ↻
         ended.then(past_runs, None, tab.past, **PLUMBING)
 
