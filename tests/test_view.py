@@ -10,7 +10,6 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from banana_space.verdict import analysis
 from banana_space.verdict import history as verdict_history
 from banana_space.verdict.history import History
 from banana_space.common import ScoreInfo
@@ -25,13 +24,8 @@ from banana_space.verdict.magnifier import (
     side_by_side,
 )
 from banana_space.verdict.columns import VERDICT_COLUMN, VERDICT_HEADERS
-from banana_space.view import (
-    HEADLINE_WORDS,
-    RunView,
-    headline,
-    simulates_damage,
-    summarise,
-)
+from banana_space.finding import HEADLINE_WORDS, headline, summarise
+from banana_space.view import RunView, simulates_damage
 
 INFOS = [ScoreInfo("psnr", "fidelity", False, score_range=(0.0, 40.0)),
          ScoreInfo("brisque", "metric", True, score_range=(0.0, 150.0)),

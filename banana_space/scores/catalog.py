@@ -54,7 +54,7 @@ PRESETS: dict[str, tuple[str, ...]] = {
 # Short names for the presets, for the command line (`--metrics rulers,brisque`).
 PRESET_KEYS = {"classics": "CPU classics (4)", "banana100": "Banana100 (21 metrics)",
                "rulers": "Chain-aware rulers"}
-# How a count of one family's scores names them (a run's first line, `view.summarise`), in the
+# How a count of one family's scores names them (a run's first line, `finding.summarise`), in the
 # order it counts them: the paper's metrics come from pyiqa; ours and plug-ins are not the
 # paper's, and are counted apart from its metrics, never pooled with them.
 # family -> (noun, what they are)

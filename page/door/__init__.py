@@ -7,8 +7,9 @@ in flight); `guard` holds each visitor's shares (cost in flight, runs kept, owne
 share; `url_inputs` fetches an https image from public addresses only; `body_limit` caps every
 request body; `served` keeps a run's private files off gradio's file routes; `disk` is a
 visitor's share of the disk; `access` words refusals and confines run ids to the runs folder;
-`gradio_patches` is everything this app does to gradio's internals, each patch saying why.
+`gradio_patches` is everything this app does to gradio's internals, each patch saying why;
+`operator_key` keeps the key owners are hashed with across restarts when none is configured.
 """
 
 __all__ = ["access", "body_limit", "disk", "gradio_patches", "guard", "identity", "join",
-           "served", "stop_flags", "uploads", "url_inputs"]
+           "operator_key", "served", "stop_flags", "uploads", "url_inputs"]

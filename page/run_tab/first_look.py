@@ -1,7 +1,7 @@
 """The decay on the first screen, before any click: the first bundled recording (the damage a
 generator leaves comes first, the controls after: `offered.examples`), its input beside a late
 copy with the magnifier's crops of where they differ most (`magnifier.poster`), its curves, and
-its headline (`view.headline`). It opens from the recordings above it, where it is first: no
+its headline (`finding.headline`). It opens from the recordings above it, where it is first: no
 control of its own, so the keyboard's path to the result stays as short.
 
 Made once when the page is built, from the recording as it lies (its kept full frames: the
