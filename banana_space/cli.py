@@ -32,10 +32,10 @@ from pathlib import Path
 from typing import Any
 
 from .backends import OPTIONS as BACKEND_OPTIONS
-from .scores.catalog import CPU_DEFAULTS, PRESET_KEYS, parse_metric_names
 from .events import Event, Finished, FrameJudged, FrameScored, Notice, Started
-from .sources.images import BadImage, load_image
 from .prompts import DEFAULT_PROMPT
+from .scores.catalog import CPU_DEFAULTS, PRESET_KEYS, parse_metric_names
+from .sources.images import BadImage, load_image
 
 EXIT_CODES = {"completed": 0, "failed": 1, "stopped": 130}
 
@@ -286,8 +286,8 @@ def _table(args: argparse.Namespace, stop: threading.Event) -> int:
 
 
 def _leaderboard(args: argparse.Namespace, stop: threading.Event) -> int:
-    from .scores.catalog import no_reference_names
     from .leaderboard import Suite, run_leaderboard
+    from .scores.catalog import no_reference_names
 
     suite = Suite(starts=tuple(_split(args.starts)), size=args.size, steps=args.steps,
                   every_frame=args.every_frame,

@@ -39,16 +39,16 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from .verdict.analysis import FLOOR_RULE, INPUT, beyond_floor, oriented_deltas
 from .budget import BUDGET, scoring_bytes
 from .scores.catalog import metric_info, to_tensor
-from .verdict.floors import floor_since_input
-from .sources.frames import ANIMATION_SUFFIXES, frames_in_animation, frames_in_zip
-from .sources.images import BadImage, load_image
-from .verdict.magnifier import largest_difference_box
 from .scores.pool import POOL, MetricPool
 from .scores.rulers import RULERS, measure_all
 from .scores.scoring import at_input_size
+from .sources.frames import ANIMATION_SUFFIXES, frames_in_animation, frames_in_zip
+from .sources.images import BadImage, load_image
+from .verdict.analysis import FLOOR_RULE, INPUT, beyond_floor, oriented_deltas
+from .verdict.floors import floor_since_input
+from .verdict.magnifier import largest_difference_box
 
 FIDELITY_MEASURE = "psnr"
 GATE_MEASURES = (FIDELITY_MEASURE, *RULERS)

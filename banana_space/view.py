@@ -14,20 +14,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .backends.simulate import DEFAULT_PROFILE, PROFILES
 from .chain import remake
+from .chain.pace import progress_line
 from .compare.pair import SideEvent, SideFailed
 from .compare.record import Comparison
-from .verdict.analysis import provisional
-from .verdict.history import History, VerdictRow
-from .verdict.columns import VERDICT_HEADERS, Shown, page_cells
-from .finding import headline, summarise
-from .backends.simulate import DEFAULT_PROFILE, PROFILES
 from .events import Event, Finished, FrameJudged, FrameMade, FrameScored, Notice, Started
+from .finding import headline, summarise
 from .markup import escape_markdown
-from .chain.pace import progress_line
-from .verdict.plots import Figure, delta_figure, raw_figure
 from .store.run import THUMB_SIDE, Run, SavedRun
 from .store.rundir import add_judged
+from .verdict.analysis import provisional
+from .verdict.columns import VERDICT_HEADERS, Shown, page_cells
+from .verdict.history import History, VerdictRow
+from .verdict.plots import Figure, delta_figure, raw_figure
 from .votes.ledger import DamagedVotes
 from .votes.plot import people_traces
 from .votes.tally import PairTally, people_row

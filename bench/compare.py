@@ -32,14 +32,14 @@ def one_way(way: str, steps: int) -> dict:
 
     from PIL import Image
 
-    from banana_space.scores.catalog import CPU_DEFAULTS, to_tensor
+    from banana_space.chain.runs import RunSpec, start_run
+    from banana_space.compare.lessons import LESSONS
     from banana_space.compare.pair import start_pair
     from banana_space.compare.sides import side_specs
     from banana_space.events import Finished
-    from banana_space.sources.images import LoadedImage
-    from banana_space.compare.lessons import LESSONS
+    from banana_space.scores.catalog import CPU_DEFAULTS, to_tensor
     from banana_space.scores.pool import POOL
-    from banana_space.chain.runs import RunSpec, start_run
+    from banana_space.sources.images import LoadedImage
 
     lesson = LESSONS["static-vs-noise"]
     with Image.open(EXAMPLE) as original:

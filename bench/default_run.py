@@ -32,9 +32,9 @@ def one_run(steps: int, before: bool) -> dict:
 
     if before:
         _setup.use_equivalents_before_issue_35()
-    from banana_space.scores.catalog import CPU_DEFAULTS
-    from banana_space.events import Finished, FrameScored
     from banana_space.chain.runs import RunSpec, start_run
+    from banana_space.events import Finished, FrameScored
+    from banana_space.scores.catalog import CPU_DEFAULTS
     from banana_space.scores.scoring import SCORING_THREADS
 
     with Image.open(EXAMPLE) as original:

@@ -34,12 +34,12 @@ from typing import Any
 import _setup
 
 from banana_space.backends.base import BackendInfo, Edit
-from banana_space.scores.catalog import CPU_DEFAULTS
 from banana_space.chain.loop import Chain, replicate
 from banana_space.common import Report, report_nothing
 from banana_space.events import Finished, FrameScored, Started
-from banana_space.store.rundir import RunDir
+from banana_space.scores.catalog import CPU_DEFAULTS
 from banana_space.scores.scoring import Scorer
+from banana_space.store.rundir import RunDir
 
 FRAME_SIDE = 1024
 GENERATOR_SECONDS = (0.5, 2.0, 5.0)  # 5 s: about what a hosted editor takes per call

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import _setup
 
-from banana_space.scores.catalog import CPU_DEFAULTS
-from banana_space.events import Finished, FrameScored
 from banana_space.chain.runs import RunSpec, start_run
+from banana_space.events import Finished, FrameScored
+from banana_space.scores.catalog import CPU_DEFAULTS
 
 
 def main() -> None:

@@ -19,7 +19,6 @@ import time
 from collections.abc import Callable
 
 import _setup
-
 import numpy as np
 from PIL import Image
 

@@ -37,8 +37,8 @@ FRAME_SIDE = 1024
 
 def _history(steps: int):
     """25 columns (2 fidelity, 23 metrics), each a seeded random walk over `steps` steps."""
-    from banana_space.verdict.history import History
     from banana_space.common import ScoreInfo
+    from banana_space.verdict.history import History
 
     infos = [ScoreInfo("psnr", "fidelity", False), ScoreInfo("ssim", "fidelity", False)]
     infos += [ScoreInfo(f"metric_{i:02d}", "metric", i % 2 == 0) for i in range(COLUMNS - 2)]

@@ -22,21 +22,21 @@ from typing import Any
 import gradio as gr
 
 from banana_space import gate
+from banana_space.backends import REGISTRY as BACKENDS
+from banana_space.chain.quota import per_step_note
+from banana_space.chain.spec import MAX_STEPS, RunSpec
+from banana_space.compare.lessons import STEPS
+from banana_space.judges import REGISTRY as JUDGES
+from banana_space.prompts import PRESETS as PROMPTS
+from banana_space.scores.catalog import CPU_DEFAULTS, FIDELITY, PRESETS, visitor_metrics
+from banana_space.scores.pool import POOL
+from banana_space.sources.images import load_image
+from banana_space.store.run import Run
 from banana_space.verdict.analysis import FLOOR_RULE, PAPER_TEST
 from banana_space.verdict.columns import api_cells
-from banana_space.backends import REGISTRY as BACKENDS
-from banana_space.scores.catalog import CPU_DEFAULTS, FIDELITY, PRESETS, visitor_metrics
-from banana_space.sources.images import load_image
-from banana_space.judges import REGISTRY as JUDGES
-from banana_space.scores.pool import POOL
-from banana_space.prompts import PRESETS as PROMPTS
-from banana_space.chain.quota import per_step_note
-from banana_space.compare.lessons import STEPS
-from banana_space.store.run import Run
-from banana_space.chain.spec import MAX_STEPS, RunSpec
 from page import runner
-from page.door import guard, join
 from page.compare_tab.sides import side_from_json
+from page.door import guard, join
 from page.door.access import (
     REFUSALS,
     Refusal,
@@ -51,8 +51,8 @@ from page.door.access import (
 from page.door.identity import visitor_of
 from page.door.stop_flags import MIN_TOKEN
 from page.run_tab.outputs import page_link
-from page.vote_tab import casting
 from page.settings import SETTINGS
+from page.vote_tab import casting
 
 NOTICES_SHOWN = 5
 # What the numbers in `summary` mean, for an agent that reads no README.

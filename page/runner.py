@@ -41,6 +41,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from banana_space.chain.runs import Resumption, start_run
+from banana_space.chain.spec import RunSpec, check_spec
 from banana_space.compare.pair import SideEvent, SideFailed
 from banana_space.compare.pair import resume_pair as resume_both
 from banana_space.compare.pair import start_pair as start_both
@@ -49,12 +51,8 @@ from banana_space.compare.sides import Side
 from banana_space.events import Event, Started
 from banana_space.sources.images import LoadedImage
 from banana_space.store.run import Run, RunBusy, SavedRun
-from banana_space.chain.runs import Resumption, start_run
 from banana_space.verdict.columns import SIDES
-from banana_space.chain.spec import RunSpec, check_spec
-from page.door import join
-from page.door import stop_flags
-from page.door import guard
+from page.door import guard, join, stop_flags
 from page.door.access import (
     REFUSALS,
     Refusal,

@@ -30,11 +30,11 @@ from pathlib import Path
 
 import suite_runs
 
-from banana_space.verdict.analysis import INPUT_CONTRASTS, PAPER_TEST
-from banana_space.verdict.history import VerdictRow
-from banana_space.verdict.columns import VERDICT_FIELDS, file_cells
 from banana_space.backends.simulate import PROFILES, profiles_of_kind
 from banana_space.scores.catalog import expand_metric_names
+from banana_space.verdict.analysis import INPUT_CONTRASTS, PAPER_TEST
+from banana_space.verdict.columns import VERDICT_FIELDS, file_cells
+from banana_space.verdict.history import VerdictRow
 
 MARK = {True: "✅", False: "❌", None: "…"}
 

@@ -28,8 +28,8 @@ from pathlib import Path
 import suite_runs
 
 from banana_space.backends.simulate import profiles_of_kind
-from banana_space.verdict.floors import FLOORS_CSV
 from banana_space.scores.rulers import RULERS
+from banana_space.verdict.floors import FLOORS_CSV
 
 
 def largest_moves(runs: Path, jobs: list[suite_runs.Job],

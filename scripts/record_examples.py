@@ -32,12 +32,12 @@ os.environ.setdefault("BANANA_WEIGHTS_DIR", str(REPO.parent / "shared" / "weight
 from PIL import Image  # noqa: E402
 
 from banana_space.backends import create_backend  # noqa: E402
-from banana_space.scores.catalog import CPU_DEFAULTS  # noqa: E402
 from banana_space.chain.loop import make_step  # noqa: E402
 from banana_space.chain.remake import pixel_hash, write_manifest  # noqa: E402
+from banana_space.chain.runs import RunSpec, start_run  # noqa: E402
+from banana_space.scores.catalog import CPU_DEFAULTS  # noqa: E402
 from banana_space.store.run import Run  # noqa: E402
 from banana_space.store.rundir import rewrite_verdict  # noqa: E402
-from banana_space.chain.runs import RunSpec, start_run  # noqa: E402
 
 TARGET = REPO / "assets" / "recorded"
 SIDE = 1024  # px, longest side

@@ -46,11 +46,11 @@ from pathlib import Path
 import suite_runs
 from detection_table import into_page
 
-from banana_space.verdict.analysis import CHECKPOINTS, PAPER_TEST
 from banana_space.backends.simulate import PROFILES
 from banana_space.scores.catalog import expand_metric_names
-from banana_space.verdict.conditions import PAPER_START_BRISQUE, nearest_to_the_paper
 from banana_space.sources.images import MAX_SIDE
+from banana_space.verdict.analysis import CHECKPOINTS, PAPER_TEST
+from banana_space.verdict.conditions import PAPER_START_BRISQUE, nearest_to_the_paper
 
 METRICS = ("classics",)  # the paper's own kind of metric; psnr and ssim come with every run
 AS_IS = ""

@@ -124,10 +124,10 @@ def _run(job: Job, runs: Path) -> tuple[str, float]:
     import hashlib
     from dataclasses import asdict
 
-    from banana_space.verdict.history import History
     from banana_space.backends.simulate import SimulateBackend
     from banana_space.scores.catalog import expand_metric_names
     from banana_space.scores.scoring import Scorer
+    from banana_space.verdict.history import History
 
     began = time.monotonic()
     image = start_image(job)

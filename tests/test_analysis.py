@@ -7,6 +7,7 @@ import math
 
 import pytest
 
+from banana_space.common import ScoreInfo
 from banana_space.verdict.analysis import (
     CHECKPOINT_FIELDS,
     CHECKPOINT_HEADERS,
@@ -24,9 +25,8 @@ from banana_space.verdict.analysis import (
     spearman,
     undecided_because,
 )
-from banana_space.verdict.history import History, VerdictRow
-from banana_space.common import ScoreInfo
 from banana_space.verdict.columns import VERDICT_FIELDS, api_cells, file_cells
+from banana_space.verdict.history import History, VerdictRow
 
 NAN = math.nan
 

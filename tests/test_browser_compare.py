@@ -25,9 +25,9 @@ from test_browser import (  # noqa: F401 - fixtures
     wait_in_view,
 )
 
+from banana_space.compare.lessons import STEPS
 from banana_space.scores.catalog import build_metric, to_tensor
 from banana_space.scores.scoring import as_scored
-from banana_space.compare.lessons import STEPS
 
 pytestmark = [pytest.mark.browser, pytest.mark.app]
 

@@ -18,10 +18,10 @@ from conftest import REPO
 
 from banana_space import budget
 from banana_space.budget import GB, MemoryBudget, scoring_bytes
-from banana_space.scores.catalog import CPU_DEFAULTS, build_metric
-from banana_space.events import Finished, FrameScored, Notice, Started
-from banana_space.scores.pool import MetricPool
 from banana_space.chain.runs import RunSpec, start_run
+from banana_space.events import Finished, FrameScored, Notice, Started
+from banana_space.scores.catalog import CPU_DEFAULTS, build_metric
+from banana_space.scores.pool import MetricPool
 
 
 def small(photo, side: int = 64):

@@ -19,18 +19,18 @@ from dataclasses import replace
 
 import pytest
 
+from banana_space.chain.runs import Resumption
 from banana_space.compare import pair as compare
 from banana_space.compare import sides
-from banana_space.chain.runs import Resumption
+from banana_space.compare.lessons import LESSONS, lesson_sentence
 from banana_space.compare.pair import start_pair
 from banana_space.compare.record import Comparison, PairRow
 from banana_space.compare.sides import IDENTICAL, Side
-from banana_space.verdict.history import VerdictRow
 from banana_space.events import Finished, FrameScored, Started
-from banana_space.sources.images import LoadedImage
-from banana_space.compare.lessons import LESSONS, lesson_sentence
 from banana_space.scores.pool import POOL
+from banana_space.sources.images import LoadedImage
 from banana_space.store.run import Run, RunBusy, runs_in
+from banana_space.verdict.history import VerdictRow
 
 METRICS = ["brisque", "niqe"]
 STATIC = Side(options={"profile": "nano-banana-pro"})
@@ -270,10 +270,10 @@ def test_a_side_that_fails_on_the_way_keeps_the_other_and_says_why(start, tmp_pa
 
 
 def test_the_pair_figure_draws_both_runs_on_each_scores_chart() -> None:
-    from banana_space.verdict.history import History
-    from banana_space.scores.catalog import metric_info
     from banana_space.compare.plots import mscn_figure, pair_figure
     from banana_space.compare.why import NssReading
+    from banana_space.scores.catalog import metric_info
+    from banana_space.verdict.history import History
 
     histories = []
     for slope in (1.0, -2.0):

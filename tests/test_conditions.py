@@ -90,9 +90,9 @@ def test_the_default_example_is_the_2k_start_nearest_the_papers_conditions() -> 
     from PIL import Image
 
     from banana_space.scores.catalog import to_tensor
-    from banana_space.verdict.conditions import nearest_to_the_paper
-    from banana_space.sources.images import MAX_SIDE
     from banana_space.scores.pool import POOL
+    from banana_space.sources.images import MAX_SIDE
+    from banana_space.verdict.conditions import nearest_to_the_paper
     from page import content
 
     brisque = {}

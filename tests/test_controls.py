@@ -16,8 +16,8 @@ from PIL import Image
 from scipy import ndimage
 
 from banana_space.backends import controls
-from banana_space.chain.spec import MAX_STEPS
 from banana_space.backends.simulate import PROFILES, SimulateBackend, varying_nuisances
+from banana_space.chain.spec import MAX_STEPS
 
 
 def chain(image: Image.Image, profile: str, steps: int, strength: float = 1.0,

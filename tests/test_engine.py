@@ -14,11 +14,11 @@ import pytest
 from PIL import Image
 
 from banana_space.backends.simulate import SimulateBackend
-from banana_space.scores.catalog import CPU_DEFAULTS
+from banana_space.chain.runs import RunSpec, start_run
 from banana_space.cli import main as cli
 from banana_space.events import Finished, FrameMade, FrameScored, Notice, Started
+from banana_space.scores.catalog import CPU_DEFAULTS
 from banana_space.store.run import Run
-from banana_space.chain.runs import RunSpec, start_run
 
 CPU_METRICS = list(CPU_DEFAULTS)
 

@@ -16,8 +16,7 @@ from conftest import EXAMPLES
 from PIL import Image, ImageFilter
 from pyiqa.matlab_utils import exact_padding_2d, fspecial
 
-from banana_space.scores import equivalents
-from banana_space.scores import nss, planes
+from banana_space.scores import equivalents, nss, planes
 from banana_space.scores.catalog import build_metric, to_tensor
 
 RELATIVE = 1e-6

@@ -29,11 +29,11 @@ from raw_api import call, dependencies
 from banana_space import backends
 from banana_space.backends.base import BackendInfo, Edit, Entry, Option
 from banana_space.backends.simulate import SimulateBackend
+from banana_space.chain.runs import RunSpec, open_saved, resume_run, start_run
 from banana_space.events import Finished, FrameScored, Notice, Started
 from banana_space.scores.pool import POOL, MetricPool
-from banana_space.store.run import Run
-from banana_space.chain.runs import RunSpec, open_saved, resume_run, start_run
 from banana_space.store.retention import clear_orphans, prune_runs
+from banana_space.store.run import Run
 
 
 class BreaksAtStep(SimulateBackend):

@@ -8,9 +8,9 @@ from __future__ import annotations
 import csv
 import re
 
-from banana_space.scores.catalog import CPU_DEFAULTS
-from banana_space.cli import _summary
 from banana_space.chain.runs import RunSpec, start_run
+from banana_space.cli import _summary
+from banana_space.scores.catalog import CPU_DEFAULTS
 from banana_space.verdict.columns import VERDICT_COLUMN
 from banana_space.view import RunView
 

@@ -12,10 +12,10 @@ from conftest import EXAMPLES
 from PIL import Image
 from scipy import ndimage
 
-from banana_space.verdict.analysis import detects_degradation, oriented_deltas
 from banana_space.scores.catalog import CPU_DEFAULTS, FIDELITY
-from banana_space.verdict.floors import floor_of, floors
 from banana_space.scores.rulers import RULERS
+from banana_space.verdict.analysis import detects_degradation, oriented_deltas
+from banana_space.verdict.floors import floor_of, floors
 
 # Starts the floors were not measured on: the last clean render, and a photo with greys (the
 # feathers have too few near-neutral pixels for the colour rulers: no score, undecided).

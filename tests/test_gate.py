@@ -17,9 +17,9 @@ from test_mcp import answer, data_url, session_call
 
 from banana_space import gate
 from banana_space.backends.simulate import SimulateBackend
+from banana_space.scores.rulers import RULERS
 from banana_space.verdict.floors import floor_since_input
 from banana_space.verdict.magnifier import largest_difference_box
-from banana_space.scores.rulers import RULERS
 
 STEPS = 10
 

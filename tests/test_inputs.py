@@ -15,10 +15,10 @@ import pytest
 from hostile_files import many_frame_gif, many_page_tiff
 from PIL import Image
 
+from banana_space.chain.runs import RunSpec, start_run
 from banana_space.cli import main as cli
 from banana_space.events import FrameScored, Notice
 from banana_space.sources.images import MAX_SIDE, BadImage, load_image
-from banana_space.chain.runs import RunSpec, start_run
 
 
 def png_declaring(width: int, height: int) -> bytes:

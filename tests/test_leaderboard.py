@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from banana_space.verdict.history import VerdictRow
 from banana_space.backends.simulate import PROFILES, profiles_of_kind, varying_nuisances
 from banana_space.common import csv_bytes
 from banana_space.leaderboard import chain_kinds
@@ -26,6 +25,7 @@ from banana_space.leaderboard.rank import (
     wilson_interval,
 )
 from banana_space.leaderboard.suite import Suite
+from banana_space.verdict.history import VerdictRow
 
 KINDS = {"dots": "damage", "static": "damage", "shift": "nuisance"}
 CHAINS = ["suite/dots/a", "suite/dots/b", "suite/static/a", "suite/shift/a", "mine/real-1"]

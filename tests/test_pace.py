@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from banana_space.events import Finished, FrameMade, Started
 from banana_space.chain.pace import BAR_CELLS, bar, duration_text, progress_line, seconds_per_step
+from banana_space.events import Finished, FrameMade, Started
 from banana_space.view import RunView
 
 

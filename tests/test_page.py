@@ -15,9 +15,9 @@ from PIL import Image
 from banana_space.backends import OPTIONS
 from banana_space.backends import REGISTRY as BACKENDS
 from banana_space.backends.base import BackendInfo, Option, options_of
+from banana_space.chain.spec import RunSpec, from_settings, to_settings
 from banana_space.cli import BACKEND_FLAGS
 from banana_space.sources.images import load_image
-from banana_space.chain.spec import RunSpec, from_settings, to_settings
 from page.run_tab.form import FORM_OPTIONS, RunForm, field_names, form_event, inputs_of, spec_of
 from page.run_tab.outputs import PageOutputs
 from page.settings import Settings

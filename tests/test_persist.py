@@ -17,11 +17,11 @@ from conftest import REPO
 from fake_hub_write import FakeHubWrite, is_binary
 
 from banana_space.chain import persist
+from banana_space.chain.runs import RunSpec, start_run
 from banana_space.events import Started
 from banana_space.scores.pool import MetricPool
 from banana_space.store.run import Run
 from banana_space.store.runids import BadRunId
-from banana_space.chain.runs import RunSpec, start_run
 
 RECORDED = REPO / "assets" / "recorded"
 RUNS_REPO = "banana-lab/banana-runs"

@@ -20,16 +20,16 @@ from PIL import Image
 from tiny_models import tiny_qwen3_5_vl
 
 from banana_space.backends.simulate import SimulateBackend
-from banana_space.scores.catalog import to_tensor
 from banana_space.chain.loop import Chain, replicate
+from banana_space.chain.runs import RunSpec, start_run
 from banana_space.common import report_nothing
 from banana_space.events import Finished, FrameJudged, FrameScored, Notice, Started
-from banana_space.sources.images import load_image
 from banana_space.judges import REGISTRY, create_judge
 from banana_space.judges import qrealign as qr
+from banana_space.scores.catalog import to_tensor
 from banana_space.scores.pool import MetricPool
-from banana_space.chain.runs import RunSpec, start_run
 from banana_space.scores.scoring import Scorer
+from banana_space.sources.images import load_image
 
 
 @pytest.fixture(scope="module")

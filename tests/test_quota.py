@@ -14,21 +14,21 @@ from PIL import Image
 from visitors import wait_for
 
 from banana_space import gpu
-from banana_space.chain import quota
-from banana_space.verdict.history import History
 from banana_space.backends.diffusers_edit import EditJob, generate, work_size
 from banana_space.backends.simulate import SimulateBackend
 from banana_space.budget import GB, MemoryBudget, Reservation, judged_bytes
+from banana_space.chain import quota
 from banana_space.chain.loop import JUDGE_BACKLOG, Chain, replicate
+from banana_space.chain.runs import RunSpec, resume_run, start_run
 from banana_space.common import ScoreInfo
 from banana_space.events import Finished, FrameJudged, FrameScored, Notice, Started
 from banana_space.judges.base import JudgeInfo, Rating
 from banana_space.judges.visualquality_r1 import RateJob, VisualQualityR1Judge, answer
-from banana_space.verdict.plots import delta_figure
 from banana_space.scores.pool import MetricPool
-from banana_space.store.run import Run
-from banana_space.chain.runs import RunSpec, resume_run, start_run
 from banana_space.scores.scoring import Scorer
+from banana_space.store.run import Run
+from banana_space.verdict.history import History
+from banana_space.verdict.plots import delta_figure
 
 
 @pytest.fixture(scope="module")

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
+from banana_space.chain.runs import RunSpec, start_run
 from banana_space.events import Finished, FrameScored, Started
 from banana_space.store.run import Run, frame_name
 from banana_space.store.rundir import write_zip
-from banana_space.chain.runs import RunSpec, start_run
 from banana_space.view import RunView
 
 REPO = Path(__file__).resolve().parent.parent

@@ -38,10 +38,10 @@ from test_mcp import data_url, session_call
 from test_visitor_reach import _in_flight
 from visitors import client, file_data, join, noise, upload, wait_for
 
-from banana_space.sources import frames as frames_module
 from banana_space import gate
 from banana_space.budget import MemoryBudget
 from banana_space.scores.pool import MetricPool
+from banana_space.sources import frames as frames_module
 
 UPLOAD_MB = 1.0
 SETTINGS = {"BANANA_TRUST_PROXY": "1", "BANANA_CHAINS_PER_VISITOR": "1",

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from banana_space.verdict.analysis import INPUT, oriented_deltas
+from banana_space.cli import main as cli
 from banana_space.scores.catalog import (
     PRESETS,
     check_metric_names,
@@ -20,7 +20,6 @@ from banana_space.scores.catalog import (
     metric_info,
     no_reference_names,
 )
-from banana_space.cli import main as cli
 from banana_space.scores.rulers import (
     RULERS,
     colour_cast,
@@ -33,6 +32,7 @@ from banana_space.scores.rulers import (
     scale_index,
 )
 from banana_space.store.run import Run
+from banana_space.verdict.analysis import INPUT, oriented_deltas
 
 SIDE = 512
 EXAMPLES = Path(__file__).parent.parent / "assets" / "examples"

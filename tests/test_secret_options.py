@@ -13,11 +13,11 @@ from PIL import Image
 from banana_space.backends import REGISTRY as BACKENDS
 from banana_space.backends.base import BackendInfo, Edit, Entry, Option
 from banana_space.backends.simulate import SimulateBackend
-from banana_space.events import Finished, FrameScored
-from banana_space.sources.images import load_image
-from banana_space.scores.pool import MetricPool
 from banana_space.chain.runs import RunSpec, resume_run, start_run
 from banana_space.chain.spec import keyed, secret_names
+from banana_space.events import Finished, FrameScored
+from banana_space.scores.pool import MetricPool
+from banana_space.sources.images import load_image
 
 PASSPHRASE = Option("passphrase", label="Your vault passphrase", secret=True, flag=False)
 INFO = BackendInfo("vaulted", "Vaulted simulation", "the simulation, behind a passphrase",

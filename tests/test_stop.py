@@ -10,11 +10,11 @@ import threading
 import zipfile
 from typing import Any
 
-from banana_space.scores.catalog import build_metric
+from banana_space.chain.runs import RunSpec, start_run
 from banana_space.events import Finished, FrameScored
+from banana_space.scores.catalog import build_metric
 from banana_space.scores.pool import MetricPool
 from banana_space.store.run import Run, frame_name
-from banana_space.chain.runs import RunSpec, start_run
 
 HELD_STEP = 2
 # Failure bounds, never a guess of the machine's speed: a Stop that waited for the held frame

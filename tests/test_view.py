@@ -10,10 +10,12 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from banana_space.verdict import history as verdict_history
-from banana_space.verdict.history import History
 from banana_space.common import ScoreInfo
 from banana_space.events import Finished, Notice
+from banana_space.finding import HEADLINE_WORDS, headline, summarise
+from banana_space.verdict import history as verdict_history
+from banana_space.verdict.columns import VERDICT_COLUMN, VERDICT_HEADERS
+from banana_space.verdict.history import History
 from banana_space.verdict.magnifier import (
     CROP,
     GAP,
@@ -23,8 +25,6 @@ from banana_space.verdict.magnifier import (
     poster,
     side_by_side,
 )
-from banana_space.verdict.columns import VERDICT_COLUMN, VERDICT_HEADERS
-from banana_space.finding import HEADLINE_WORDS, headline, summarise
 from banana_space.view import RunView, simulates_damage
 
 INFOS = [ScoreInfo("psnr", "fidelity", False, score_range=(0.0, 40.0)),

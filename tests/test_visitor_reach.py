@@ -31,11 +31,11 @@ from raw_api import call, dependencies
 from test_mcp import answer, session_call
 from visitors import browser_cookie, client, noise, wait_for
 
-from banana_space.events import Started
-from banana_space.scores.pool import MetricPool
-from banana_space.prompts import DEFAULT_PROMPT
-from banana_space.store.run import Run, RunBusy
 from banana_space.chain.runs import RunSpec, start_run
+from banana_space.events import Started
+from banana_space.prompts import DEFAULT_PROMPT
+from banana_space.scores.pool import MetricPool
+from banana_space.store.run import Run, RunBusy
 
 pytestmark = pytest.mark.app
 

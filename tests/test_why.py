@@ -27,8 +27,8 @@ from banana_space.backends.simulate import SimulateBackend
 from banana_space.chain.runs import start_run
 from banana_space.chain.spec import RunSpec
 from banana_space.cli import main as cli
-from banana_space.compare.sides import smooth_start
 from banana_space.compare.plots import SUM_LABEL, contribution_figure
+from banana_space.compare.sides import smooth_start
 from banana_space.compare.why import (
     Explanation,
     bin_centres,

@@ -15,8 +15,8 @@ from typing import Any
 from PIL import Image
 
 from ..common import GenerationFailed, Report, report_nothing
-from ..sources.images import BadImage, LoadedImage
 from ..sources.dispatch import HUB_PREFIX, open_frames
+from ..sources.images import BadImage, LoadedImage
 from .base import BackendInfo, Edit, Entry, Option
 
 INFO = BackendInfo(

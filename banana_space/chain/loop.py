@@ -40,10 +40,10 @@ from ..budget import Reservation, judged_bytes
 from ..common import GenerationFailed, error_line
 from ..events import Finished, FrameJudged, FrameMade, FrameScored, Notice
 from ..gpu import GpuRefused
-from ..sources.images import BadImage, load_image
 from ..judges import Judge, rating_at
 from ..prompts import repeats_for
 from ..scores.scoring import FrameScores, Scorer
+from ..sources.images import BadImage, load_image
 
 POLL_SECONDS = 0.1  # how often a waiting side looks at the stop flag
 # Frames waiting for the judges, at most: a generator outpaces a slow judge (a free-tier key

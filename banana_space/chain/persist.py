@@ -56,10 +56,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..settings import engine_settings
 from ..sources.images import BadImage
 from ..store.run import KEPT_FILE, META_NAME, Run
 from ..store.runids import copy_in, run_path
-from ..settings import engine_settings
 
 if TYPE_CHECKING:
     from huggingface_hub import CommitOperationAdd

@@ -42,9 +42,11 @@ from pathlib import Path, PurePosixPath
 
 from PIL import Image
 
-from ..scores.catalog import CPU_DEFAULTS
 from ..common import write_atomic
 from ..events import Finished, FrameMade, FrameScored, Notice, Started
+from ..scores.catalog import CPU_DEFAULTS
+from ..scores.scoring import Scorer, unavailable_notices
+from ..settings import engine_settings
 from ..sources.chain_layout import not_copies
 from ..sources.dataset_layout import (
     METADATA_NAMES,
@@ -54,11 +56,9 @@ from ..sources.dataset_layout import (
     numbered,
     starts_folders,
 )
-from ..store.run import Run
 from ..store.animation import write_animation
+from ..store.run import Run
 from ..store.rundir import RunDir, write_zip
-from ..scores.scoring import Scorer, unavailable_notices
-from ..settings import engine_settings
 from ..table.discover import ChainRef
 
 LOG = logging.getLogger(__name__)

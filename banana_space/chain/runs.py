@@ -20,19 +20,19 @@ from typing import Any
 from ..backends import REGISTRY as BACKENDS
 from ..backends import Backend, BackendUnavailable, create_backend
 from ..budget import BUDGET, MemoryBudget
-from .loop import Chain, replicate
-from ..store.diskspace import DiskFull, check_room, is_disk_full
 from ..events import Event, Finished, FrameMade, Notice, Started
 from ..judges import create_judges
 from ..markup import one_line, without_paths
-from .persist import push_run
 from ..scores.pool import POOL, MetricPool
-from .quota import judged_steps
-from ..store.run import META_NAME, Run, RunBusy, SavedRun
-from ..store.animation import write_animation
-from ..store.rundir import RunDir, write_zip
 from ..scores.scoring import InputScores, Scorer, unavailable_notices
 from ..sources.dispatch import HUB_PREFIX
+from ..store.animation import write_animation
+from ..store.diskspace import DiskFull, check_room, is_disk_full
+from ..store.run import META_NAME, Run, RunBusy, SavedRun
+from ..store.rundir import RunDir, write_zip
+from .loop import Chain, replicate
+from .persist import push_run
+from .quota import judged_steps
 from .spec import RunSpec, check_spec, from_settings, to_settings
 
 INTERRUPTED = "interrupted: the visitor disconnected"

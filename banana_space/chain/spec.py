@@ -18,11 +18,11 @@ from typing import Any
 from PIL import Image
 
 from ..backends import REGISTRY as BACKENDS
-from ..scores.catalog import CPU_DEFAULTS, check_metric_names
-from ..sources.images import LoadedImage
 from ..judges import REGISTRY as JUDGES
-from ..scores.pool import MAX_METRICS_PER_RUN
 from ..prompts import DEFAULT_PROMPT
+from ..scores.catalog import CPU_DEFAULTS, check_metric_names
+from ..scores.pool import MAX_METRICS_PER_RUN
+from ..sources.images import LoadedImage
 from .quota import judged_steps
 
 MAX_STEPS = 100

@@ -30,6 +30,7 @@ from ..sources.images import LoadedImage
 from .record import Comparison
 from .sides import Side, check_pair, side_specs
 
+
 @dataclass(frozen=True)
 class SideEvent:
     """One run's event, tagged with its side ("A" or "B")."""

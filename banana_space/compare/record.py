@@ -21,8 +21,8 @@ from ..common import temporary_name, write_atomic
 from ..events import Event, FrameJudged, FrameScored, Started
 from ..store.run import Run
 from ..store.rundir import add_judged
-from ..verdict.history import History, VerdictRow
 from ..verdict.columns import SIDES, pair_fields, pair_record
+from ..verdict.history import History, VerdictRow
 from .sides import Side
 
 RECORDED = ("a", "b", "steps", "metrics", "lesson", "sides", "failed")  # compare.json's keys

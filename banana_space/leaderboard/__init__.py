@@ -28,14 +28,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ..backends.simulate import PROFILES
-from ..scores.catalog import FIDELITY, metric_info, to_tensor
 from ..common import csv_bytes, write_atomic
-from ..verdict.floors import floors
+from ..scores.catalog import FIDELITY, metric_info, to_tensor
 from ..scores.pool import POOL, MetricUnavailable
 from ..scores.rulers import RULERS
 from ..store.rundir import versions
 from ..table import find_chains, run_table
 from ..table.store import TableStore
+from ..verdict.floors import floors
 from .rank import (
     ARTIFACT_HEADER,
     COLOUR_FLOOR_HEADER,

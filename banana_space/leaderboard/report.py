@@ -12,9 +12,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..verdict.magnifier import largest_difference_box, side_by_side
 from ..sources.dispatch import HUB_PREFIX, open_chain
 from ..table.discover import ChainRef
+from ..verdict.magnifier import largest_difference_box, side_by_side
 from .rank import (
     ARTIFACT_HEADER,
     COLOUR_FLOOR_HEADER,

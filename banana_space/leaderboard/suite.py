@@ -19,10 +19,10 @@ from pathlib import Path
 
 from PIL import Image
 
-from ..verdict.analysis import CHECKPOINTS, FIRST_COPY
 from ..backends.simulate import PROFILES, SimulateBackend
 from ..prompts import DEFAULT_PROMPT
 from ..store.run import frame_name
+from ..verdict.analysis import CHECKPOINTS, FIRST_COPY
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "assets" / "examples"
 # 2: the profiles modelled on measurements, the photographic starts; 3: nuisances that vary

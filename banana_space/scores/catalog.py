@@ -28,8 +28,8 @@ import numpy as np
 from PIL import Image
 
 from ..common import Role, ScoreInfo
-from .rulers import RULERS
 from ..settings import engine_settings
+from .rulers import RULERS
 
 # Full-reference fidelity to frame 0: in a replication chain the input *is* the right answer.
 FIDELITY = ("psnr", "ssim")

@@ -33,7 +33,7 @@ import torch
 from pyiqa.archs.brisque_arch import BRISQUE, rbf_kernel, scale_features
 from pyiqa.archs.func_util import diff_round
 from pyiqa.archs.niqe_arch import NIQE, calculate_niqe
-from pyiqa.archs.piqe_arch import PIQE, notice_dist_criterion, noise_criterion
+from pyiqa.archs.piqe_arch import PIQE, noise_criterion, notice_dist_criterion
 from pyiqa.matlab_utils import blockproc, nancov, nanmean, symm_pad
 from pyiqa.matlab_utils import resize as matlab_resize
 from pyiqa.utils.color_util import to_y_channel

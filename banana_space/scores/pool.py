@@ -21,9 +21,9 @@ import time
 from typing import Any
 
 from ..budget import BUDGET, MemoryBudget, size_text
-from .catalog import build_metric
 from ..common import error_line
 from ..settings import engine_settings
+from .catalog import build_metric
 
 
 class MetricUnavailable(RuntimeError):

@@ -25,12 +25,12 @@ from typing import Any
 from PIL import Image
 
 from ..budget import BUDGET, MemoryBudget, scoring_bytes, size_text
-from .catalog import FIDELITY, metric_info, to_tensor
 from ..common import ScoreInfo, error_line
 from ..events import Notice
 from ..judges import Judge
-from .pool import POOL, MetricPool, MetricUnavailable
 from ..settings import engine_settings
+from .catalog import FIDELITY, metric_info, to_tensor
+from .pool import POOL, MetricPool, MetricUnavailable
 
 # One frame's metrics run side by side, one per core (bench/scoring.py measured the gain);
 # BANANA_SCORING_THREADS=1 scores them one after another.

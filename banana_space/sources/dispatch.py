@@ -16,6 +16,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..store.run import Run
+from .chain_layout import as_chain
 from .frames import (
     HUB_PREFIX,
     SHARD_SUFFIXES,
@@ -28,10 +30,8 @@ from .frames import (
     hidden_path,
     is_image_name,
 )
-from .chain_layout import as_chain
 from .images import BadImage, BadSource
 from .listing import ChainFormat, ChainRef
-from ..store.run import Run
 
 if TYPE_CHECKING:
     from .shards import ShardSource

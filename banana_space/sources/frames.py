@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .images import BadImage, LoadedImage, load_frame, load_image, open_image
 from ..store.run import FRAME_STEP_JS, Run, frame_files
+from .images import BadImage, LoadedImage, load_frame, load_image, open_image
 
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".webp", ".bmp", ".tif", ".tiff", ".gif"}
 ANIMATION_SUFFIXES = {".gif", ".webp"}  # a lone one in a folder is a chain by itself

@@ -29,6 +29,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
+from ..store.run import FRAMES, META_NAME
 from .chain_layout import Numbered, as_chain, chain_steps
 from .frames import (
     ANIMATION_SUFFIXES,
@@ -52,7 +53,6 @@ from .hub_client import (
     unreadable,
 )
 from .images import BadImage, BadSource
-from ..store.run import FRAMES, META_NAME
 from .shards import chain_rows, frames_in_rows, is_shard_name
 
 # A replayed chain (app, `score`) plays steps 0 to MAX_STEPS = 100: fetch no frame past them.

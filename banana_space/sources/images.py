@@ -22,8 +22,8 @@ from pathlib import Path
 from PIL import Image, ImageOps, UnidentifiedImageError
 
 from ..budget import BUDGET, animation_frame_bytes, decode_bytes, size_text
-from .frame_count import MAX_FRAMES, count_frames
 from ..settings import engine_settings
+from .frame_count import MAX_FRAMES, count_frames
 
 # Refused outright: more pixels than this is a decompression bomb or a scan, not a photo.
 MAX_DECLARED_PIXELS = 64_000_000

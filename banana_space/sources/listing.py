@@ -19,9 +19,9 @@ from enum import StrEnum
 from pathlib import PurePosixPath
 from typing import NamedTuple
 
+from ..store.run import FRAMES, META_NAME
 from .chain_layout import names_a_step
 from .frames import ANIMATION_SUFFIXES, ARCHIVE_SUFFIXES, is_image_name, natural_key
-from ..store.run import FRAMES, META_NAME
 
 Listing = Sequence[tuple[str, int]]  # (path relative to the source's root, size in bytes)
 

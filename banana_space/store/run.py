@@ -49,9 +49,9 @@ from typing import Any
 
 from PIL import Image
 
+from ..common import ScoreInfo, csv_text, error_line, write_atomic
 from ..verdict.history import History
 from ..votes.ledger import Ledger
-from ..common import ScoreInfo, csv_text, error_line, write_atomic
 
 META_NAME = "run.json"
 FRAMES = "frames"

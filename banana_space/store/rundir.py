@@ -19,10 +19,10 @@ from typing import Any
 
 from PIL import Image
 
-from ..verdict.history import History
-from ..verdict.columns import VERDICT_FIELDS, file_cells
 from ..common import csv_bytes, png_bytes, write_atomic
 from ..events import Event, Finished, FrameJudged, FrameMade, FrameScored, Notice, Started
+from ..verdict.columns import VERDICT_FIELDS, file_cells
+from ..verdict.history import History
 from ..verdict.plots import plot_page
 from ..votes.plot import people_traces
 from ..votes.tally import people_row

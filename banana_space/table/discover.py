@@ -16,11 +16,11 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from ..sources.dispatch import shards_at
 from ..sources.frames import HUB_PREFIX
 from ..sources.images import BadImage
 from ..sources.listing import ChainFormat, ChainRef, Listing, chains_in
 from ..sources.shards import expand_shards, is_shard_name
-from ..sources.dispatch import shards_at
 
 __all__ = ["ChainRef", "found_text", "find_all", "find_chains_in", "local_listing"]
 

@@ -16,9 +16,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..common import ScoreInfo
 from ..verdict.analysis import Verdict, normalised
 from ..verdict.history import History, VerdictRow
-from ..common import ScoreInfo
 
 HEAT_COLOURS = [[0.0, "#d32f2f"], [0.5, "#e0e0e0"], [1.0, "#1b7f3b"]]
 

@@ -26,11 +26,11 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from ..verdict.analysis import Verdict
-from ..verdict.history import History, VerdictRow
-from ..verdict.columns import VERDICT_FIELDS, file_cells
 from ..common import ScoreInfo, csv_bytes, write_atomic
 from ..sources.frames import natural_key
+from ..verdict.analysis import Verdict
+from ..verdict.columns import VERDICT_FIELDS, file_cells
+from ..verdict.history import History, VerdictRow
 from ..votes.tally import PairTally, people_row
 from .work import ChainResult
 

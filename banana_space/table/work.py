@@ -18,14 +18,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..sources.frames import HUB_PREFIX, Frames
-from ..sources.images import BadImage
 from ..judges import REGISTRY as JUDGES
 from ..judges import create_judges, rating_at
-from ..sources.listing import ChainFormat, ChainRef
-from ..store.run import Run
 from ..scores.scoring import Scorer
 from ..sources.dispatch import open_chain
+from ..sources.frames import HUB_PREFIX, Frames
+from ..sources.images import BadImage
+from ..sources.listing import ChainFormat, ChainRef
+from ..store.run import Run
 
 MAX_WARNINGS = 20  # per chain; the rest are counted
 

@@ -31,9 +31,9 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
+from ..common import ScoreInfo
 from .analysis import Verdict, detects_degradation, normalised, range_scaled
 from .history import History
-from ..common import ScoreInfo
 
 Figure = dict[str, Any]  # {"data": [trace, ...], "layout": {...}}, as plotly.js takes it
 

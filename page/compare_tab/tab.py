@@ -17,23 +17,24 @@ from typing import Any, NamedTuple
 
 import gradio as gr
 
-from banana_space.verdict.columns import pair_cells, pair_headers
 from banana_space.backends import REGISTRY as BACKENDS
 from banana_space.backends.simulate import PROFILES
-from banana_space.scores.catalog import CPU_DEFAULTS, visitor_metrics
-from banana_space.compare.record import Comparison, pair_rows
-from banana_space.compare.sides import SMOOTH_SIGMA
-from banana_space.compare.plots import contribution_figure, mscn_figure, pair_figure
-from banana_space.sources.images import load_image
-from banana_space.compare.lessons import LESSONS, STEPS, lesson_sentence
-from banana_space.markup import escape_markdown
-from banana_space.prompts import DEFAULT_PROMPT
-from banana_space.store.run import Run
 from banana_space.chain.runs import open_saved
 from banana_space.chain.spec import MAX_STEPS
-from banana_space.view import PairView, RunView
+from banana_space.compare.lessons import LESSONS, STEPS, lesson_sentence
+from banana_space.compare.plots import contribution_figure, mscn_figure, pair_figure
+from banana_space.compare.record import Comparison, pair_rows
+from banana_space.compare.sides import SMOOTH_SIGMA
 from banana_space.compare.why import explain_sides, read_saved_frame, why_text
+from banana_space.markup import escape_markdown
+from banana_space.prompts import DEFAULT_PROMPT
+from banana_space.scores.catalog import CPU_DEFAULTS, visitor_metrics
+from banana_space.sources.images import load_image
+from banana_space.store.run import Run
+from banana_space.verdict.columns import pair_cells, pair_headers
+from banana_space.view import PairView, RunView
 from page import runner
+from page.compare_tab.sides import side_of
 from page.door import join
 from page.door.access import (
     REFUSALS,
@@ -46,7 +47,6 @@ from page.door.access import (
 )
 from page.run_tab.handlers import stop_run
 from page.run_tab.outputs import plot_data, strip_html
-from page.compare_tab.sides import side_of
 from page.settings import SETTINGS
 from page.style import (
     SCROLL_TO_COMPARISON_JS,

@@ -22,6 +22,8 @@ import gradio as gr
 
 from banana_space.backends import REGISTRY as BACKENDS
 from banana_space.backends import BackendUnavailable
+from banana_space.chain.persist import restore
+from banana_space.markup import without_paths
 from banana_space.scores.catalog import (
     CPU_DEFAULTS,
     check_visitor_metrics,
@@ -29,13 +31,9 @@ from banana_space.scores.catalog import (
     visitor_metrics,
 )
 from banana_space.sources.images import BadImage
-from banana_space.markup import without_paths
-from banana_space.chain.persist import restore
 from banana_space.store.run import Run, RunBusy
 from banana_space.store.runids import BadRunId, open_run, run_path
-from page.door import stop_flags
-from page.door import uploads
-from page.door import guard
+from page.door import guard, stop_flags, uploads
 from page.door.identity import Visitor
 from page.settings import RECORDED, REPO, SETTINGS
 

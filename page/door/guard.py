@@ -32,9 +32,9 @@ from typing import Any
 import gradio as gr
 from PIL import Image
 
-from banana_space.store.retention import clear_orphans, prune_runs
 from banana_space.sources.images import MAX_SIDE
 from banana_space.store.diskspace import frame_bytes
+from banana_space.store.retention import clear_orphans, prune_runs
 from banana_space.store.run import Run, SavedRun, runs_in
 from page.door.identity import Visitor, owner_key
 from page.settings import SETTINGS

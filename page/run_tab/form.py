@@ -18,11 +18,11 @@ import gradio as gr
 from banana_space.backends import OPTIONS
 from banana_space.backends import REGISTRY as BACKENDS
 from banana_space.backends.base import Option
-from banana_space.sources.images import load_image
-from banana_space.judges import REGISTRY as JUDGES
-from banana_space.prompts import DEFAULT_PROMPT
 from banana_space.chain.quota import default_judge_at
 from banana_space.chain.spec import RunSpec, keyed
+from banana_space.judges import REGISTRY as JUDGES
+from banana_space.prompts import DEFAULT_PROMPT
+from banana_space.sources.images import load_image
 from page.door.access import visitor_metric_names, whole_number
 
 # The backend options with a control on the page (a replayed `source` is the upload itself).

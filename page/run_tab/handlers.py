@@ -16,20 +16,18 @@ from typing import Any
 import gradio as gr
 from PIL import Image
 
-from banana_space.sources.images import BadImage
-from banana_space.markup import escape_markdown
-from banana_space.verdict.plots import delta_figure, raw_figure
-from banana_space.chain.quota import page_note, steps_for_the_smallest_day
 from banana_space.chain.offered import examples
+from banana_space.chain.quota import page_note, steps_for_the_smallest_day
 from banana_space.chain.remake import remake_all, remake_frame
-from banana_space.store.run import Run
 from banana_space.chain.runs import open_saved
+from banana_space.markup import escape_markdown
+from banana_space.sources.images import BadImage
+from banana_space.store.run import Run
+from banana_space.verdict.plots import delta_figure, raw_figure
 from banana_space.view import RunView, people_of
 from banana_space.votes.plot import people_traces
 from page import runner
-from page.door import stop_flags
-from page.door import uploads
-from page.door import guard
+from page.door import guard, stop_flags, uploads
 from page.door.access import (
     REFUSALS,
     Refusal,
@@ -43,11 +41,19 @@ from page.door.access import (
     whole_number,
 )
 from page.door.disk import make_room
-from page.run_tab.past import newest_first
-from page.run_tab.form import RunForm, chosen_options, form_event, spec_of
 from page.door.identity import visitor_of
+from page.run_tab.form import RunForm, chosen_options, form_event, spec_of
+from page.run_tab.outputs import (
+    STOPPING,
+    PageOutputs,
+    compared,
+    magnify,
+    plot_data,
+    share_link,
+    shown,
+)
+from page.run_tab.past import newest_first
 from page.run_tab.recordings import PREPARED, opened_copy, recording_names
-from page.run_tab.outputs import STOPPING, PageOutputs, compared, magnify, plot_data, share_link, shown
 from page.settings import RECORDED, SETTINGS
 
 VIEW_TAKEN = ("Your run is streaming into this view, so nothing else opens here until it ends: "

@@ -16,8 +16,8 @@ import gradio as gr
 from gradio_client.utils import encode_file_path
 from PIL import Image
 
-from banana_space.verdict.magnifier import ZOOM, box_around, largest_difference_box, side_by_side
 from banana_space.store.run import THUMB_SIDE, Run, is_thumbnail
+from banana_space.verdict.magnifier import ZOOM, box_around, largest_difference_box, side_by_side
 from banana_space.view import Screen
 from page.settings import SETTINGS
 

@@ -24,8 +24,7 @@ from banana_space.scores.catalog import to_tensor
 from banana_space.sources.images import BadImage, load_image
 from banana_space.verdict.conditions import start_note
 from page.content import EXAMPLES
-from page.door import uploads
-from page.door import guard
+from page.door import guard, uploads
 from page.door.access import Refusal, public_text
 from page.door.disk import PREVIEWS, make_room
 from page.settings import RECORDED, REPO, SETTINGS
