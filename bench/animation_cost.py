@@ -1,8 +1,8 @@
 """The memory one animated frame costs to decode: `budget.ANIMATION_FRAME_BYTES_PER_PIXEL`.
 
 A fresh child process per measurement writes a 3-frame GIF of SIDE x SIDE (a few KB: the cost is
-in the decoded pixels, not the file), opens it through `banana_space.sources.dispatch`, and decodes the
-frame given (2 by default, so the decoder composes the ones before it), under a budget large
+in the decoded pixels, not the file), opens it through `banana_space.sources.dispatch`, and decodes
+the frame given (2 by default, so the decoder composes the ones before it), under a budget large
 enough to let it. The cost is the growth of the kernel's high-water mark (VmHWM) over that
 decode, per pixel of the animation.
 

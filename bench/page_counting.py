@@ -1,7 +1,7 @@
 """What answering a many-page TIFF (or a many-frame GIF) costs `load_image`, in CPU seconds
 (issue 41): Pillow's own count of the pages (what `load_image` read before) beside
-`load_image` now (`banana_space/sources/frame_count.py` counts them from the file's structure, with a cap,
-and refuses the file). The files are built byte by byte (tests/hostile_files.py), 64 x 64
+`load_image` now (`banana_space/sources/frame_count.py` counts them from the file's structure, with
+a cap, and refuses the file). The files are built byte by byte (tests/hostile_files.py), 64 x 64
 pages of ~106 bytes each.
 
     .venv/bin/python bench/page_counting.py [--pages 32000] [--frames 200000]

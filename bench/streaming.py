@@ -3,9 +3,9 @@
 Everything the app does between "frame i is scored" and "the update is on the wire", in the
 order it happens: `RunDir.record` (the scores' CSVs and run.json; the frame's PNG was written
 when it was made, while it was being scored), `RunView.apply` (plot, table, strip),
-`page.run_tab.outputs.shown` (the strip's HTML), gradio's `Blocks.postprocess_data` for the run endpoint's
-outputs (gr.Plot serialises the figure to JSON, gr.Image and gr.ImageSlider hash the current
-frames into gradio's cache), the streaming diff against the previous update, and the JSON of
+`page.run_tab.outputs.shown` (the strip's HTML), gradio's `Blocks.postprocess_data` for the run
+endpoint's outputs (gr.Plot serialises the figure to JSON, gr.Image and gr.ImageSlider hash the
+current frames into gradio's cache), the streaming diff against the previous update, and the JSON of
 the message. It is measured at steps 10, 50 and 100 with 25 score columns, on a run directory
 of 1024 x 1024 PNG frames, because every one of these costs can grow with the step number.
 Goal: < 50 ms per update, flat in the step number.

@@ -2,9 +2,9 @@
 all, at full size: every `simulate` profile (damage, the blur control and the nuisance chains)
 on the clean starts, with two verdicts per run. The paper's (Banana100, arXiv 2604.03400: the
 oriented Δ from step 1, the first copy, is negative at steps 5, 10 and 20) and the robust one
-(ours: every checkpoint worse by more than the score's noise floor, banana_space/verdict/floors.csv),
-plus where the change since the input reads otherwise (`VerdictRow.input_contrast`) and the
-trend from the first copy (ρ against PSNR over steps 1..N).
+(ours: every checkpoint worse by more than the score's noise floor,
+banana_space/verdict/floors.csv), plus where the change since the input reads otherwise
+(`VerdictRow.input_contrast`) and the trend from the first copy (ρ against PSNR over steps 1..N).
 
     .venv/bin/python scripts/measure_floors.py       # first: the floors the tables use
     .venv/bin/python scripts/detection_table.py --metrics classics --out docs/detection_table.md \
@@ -136,7 +136,8 @@ def main() -> None:
             f"are downscaled to it before the chain; frames never are), on "
             f"{', '.join(starts)}; scored at steps {', '.join(map(str, suite_runs.SCORED_STEPS))}. "
             f"Each cell: runs detected by {PAPER_TEST} · beyond the noise floor (every "
-            "checkpoint below −floor, banana_space/verdict/floors.csv); \"since input: otherwise\": "
+            "checkpoint below −floor, banana_space/verdict/floors.csv); "
+            "\"since input: otherwise\": "
             "runs where the change since the input (step 0) reads otherwise at the same "
             "checkpoints. On a nuisance chain every detection is a false alarm.")
     table = "\n".join([head, "", *summary(made, metrics, profiles, starts)])

@@ -1,12 +1,13 @@
-"""Measure each score's noise floor on the nuisance chains and write banana_space/verdict/floors.csv.
+"""Measure each score's noise floor on the nuisance chains and write
+banana_space/verdict/floors.csv.
 
 A score's floor is the largest |oriented Δ| from step 1 (the paper's base) it shows at any scored
 step of any nuisance chain (`simulate` profiles of kind "nuisance": an identical copy, a ±0.5 px
 shift, a lossless PNG re-save, one JPEG pass at quality 95, and those drawn afresh at every step: a
 sub-pixel shift, JPEG at quality 90-98, a resampling round trip, a ±1 % exposure change) on the
-clean starts, at full size. `detects_degradation` with that floor (banana_space/verdict/analysis.py, the
-robust verdict) then asks every checkpoint to be worse by more than that. The same from step 0, the
-input, is `floor_since_input`: the gate's, which checks one edit against its original
+clean starts, at full size. `detects_degradation` with that floor (banana_space/verdict/analysis.py,
+the robust verdict) then asks every checkpoint to be worse by more than that. The same from step 0,
+the input, is `floor_since_input`: the gate's, which checks one edit against its original
 (banana_space/gate.py). The runs are made by scripts/suite_runs.py (kept under docs/detection_runs/,
 the same runs the rulers' table counts false alarms on); missing ones are made first.
 

@@ -7,9 +7,9 @@ and the blur control on the dunes. To keep the repository lean (a noisy 1024 px 
 even losslessly), only the full frames at `KEEP_STEPS` and the last step stay; every step keeps
 its 256 px thumbnail, all its scores (computed on the full frame) and the SHA-256 of its
 pixels (remake.json). The app re-makes the dropped frames from the settings in run.json,
-whatever they are, and checks each against its hash (banana_space/chain/remake.py); where one differs
-it shows the thumbnail and says so. Run it with the venv's Python after changing the simulation
-or the metrics (or name the runs to re-make):
+whatever they are, and checks each against its hash (banana_space/chain/remake.py); where one
+differs it shows the thumbnail and says so. Run it with the venv's Python after changing the
+simulation or the metrics (or name the runs to re-make):
     .venv/bin/python scripts/record_examples.py [RUN_NAME ...]
 A recording made before remake.json existed gets one, checked against its kept frames, with
     .venv/bin/python scripts/record_examples.py --manifest-only [RUN_NAME ...]

@@ -1,5 +1,6 @@
 """Run `simulate` profiles on the bundled clean starts at full size, in parallel, and keep each
-run's CSVs (not its frames): the runs behind docs/detection_*.md and banana_space/verdict/floors.csv.
+run's CSVs (not its frames): the runs behind docs/detection_*.md and
+banana_space/verdict/floors.csv.
 
 Shared by scripts/detection_table.py and scripts/measure_floors.py, so the nuisance runs that
 give the floors are the very runs the tables count false alarms on. Each run makes every frame

@@ -1,5 +1,6 @@
-"""A local HTTP server that speaks the Hugging Face hub's API for the calls `banana_space.sources.hub`
-makes, for tests of the real `huggingface_hub` client (pointed here by HF_ENDPOINT).
+"""A local HTTP server that speaks the Hugging Face hub's API for the calls
+`banana_space.sources.hub` makes, for tests of the real `huggingface_hub` client (pointed here by
+HF_ENDPOINT).
 
 - `GET /api/datasets/{owner}/{name}/tree/{revision}[/{path}]?recursive=…`: the tree listing,
   JSON entries `{"type": "file"|"directory", "oid", "size", "path"}`, as the hub answers it;

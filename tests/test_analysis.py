@@ -224,7 +224,8 @@ def test_checkpoint_columns_come_from_the_checkpoints() -> None:
     assert api_cells(row)["delta_10"] == -2.0 and row.delta_at(5) == -1.0
     assert file_cells(row)[:5] == ["niqe", -1.0, -2.0, row.at_checkpoints[2], "no"]
     assert len(file_cells(row)) == len(VERDICT_FIELDS)
-    assert dict(zip(VERDICT_FIELDS, file_cells(row), strict=True))["worse_than_input"] == "undecided"
+    assert (dict(zip(VERDICT_FIELDS, file_cells(row), strict=True))["worse_than_input"]
+            == "undecided")
 
 
 def test_beyond_floor_is_the_rule_every_verdict_applies() -> None:

@@ -1,8 +1,8 @@
-"""The Compare tab in Debian's Chromium (page/compare_tab/tab.py): the "model-like static against white
-noise" lesson, one click on the default example at 6 steps, shows two strips, both runs' curves
-on each score's chart (A solid, B dashed, one colour), an A/B verdict table, a lesson sentence
-written from the verdicts and the "Why is it fooled?" panel, whose bars add up to each side's
-change of BRISQUE since step 1 (pyiqa's, of the same frames) and whose sentences read that
+"""The Compare tab in Debian's Chromium (page/compare_tab/tab.py): the "model-like static against
+white noise" lesson, one click on the default example at 6 steps, shows two strips, both runs'
+curves on each score's chart (A solid, B dashed, one colour), an A/B verdict table, a lesson
+sentence written from the verdicts and the "Why is it fooled?" panel, whose bars add up to each
+side's change of BRISQUE since step 1 (pyiqa's, of the same frames) and whose sentences read that
 change as the metric does; its share link, opened cold in a new browser context, shows
 both runs, scrolled to them, and its step slider follows the arrow keys. A screenshot of the
 lesson lands in $BANANA_SCREENSHOTS (docs/screenshots)."""

@@ -328,7 +328,8 @@ def test_an_image_that_could_never_be_decoded_within_the_budget_is_refused(tmp_p
     Image.new("RGB", (3000, 3000)).save(upload)
     environment = {**os.environ, "BANANA_MEMORY_GB": "0.05", "PYTHONPATH": str(REPO)}
     done = subprocess.run(
-        [sys.executable, "-c", "import sys; from banana_space.sources.images import BadImage, load_image\n"
+        [sys.executable, "-c",
+         "import sys; from banana_space.sources.images import BadImage, load_image\n"
          "try:\n    load_image(sys.argv[1])\nexcept BadImage as error:\n    print(error)",
          str(upload)], env=environment, capture_output=True, text=True, timeout=600)
     assert "decoding 3000 x 3000 pixels needs about" in done.stdout, done.stderr[-2000:]

@@ -36,11 +36,13 @@ def test_a_fused_multiply_add_rounds_once_even_where_float64_cannot_hold_the_sum
     a, c = ((rng.standard_normal(3000) * 2.0 ** rng.integers(-40, 40, 3000)).astype(np.float32)
             for _ in range(2))
     b = LUMA[1]
-    exact = [Fraction(float(x)) * Fraction(float(b)) + Fraction(float(y)) for x, y in zip(a, c)]
-    held = sum(Fraction(float(x) * float(b) + float(y)) == e for x, y, e in zip(a, c, exact))
+    exact = [Fraction(float(x)) * Fraction(float(b)) + Fraction(float(y))
+             for x, y in zip(a, c, strict=True)]
+    held = sum(Fraction(float(x) * float(b) + float(y)) == e
+               for x, y, e in zip(a, c, exact, strict=True))
     assert held < len(exact)  # some sums do not fit a float64: the rounding to odd is tested
     made = fused_multiply_add(a, b, c)
-    assert all(correctly_rounded(m, e) for m, e in zip(made, exact))
+    assert all(correctly_rounded(m, e) for m, e in zip(made, exact, strict=True))
 
 
 def test_luma_is_the_rec_601_sum_within_its_rounding() -> None:

@@ -1,8 +1,8 @@
-"""Real chains first (`banana_space.chain.real_chains`): a Banana100-like dataset on a local stand-in
-of the hub, in both layouts (loose files, parquet shards), read by the real `huggingface_hub`
-client. Only the frames at the chosen steps are fetched, scored once and kept at their true
-step numbers, with their licence; offline, nothing but one line in the log. The app then lists
-the real chains first, and offline only the recordings, labelled "simulated"."""
+"""Real chains first (`banana_space.chain.real_chains`): a Banana100-like dataset on a local
+stand-in of the hub, in both layouts (loose files, parquet shards), read by the real
+`huggingface_hub` client. Only the frames at the chosen steps are fetched, scored once and kept at
+their true step numbers, with their licence; offline, nothing but one line in the log. The app then
+lists the real chains first, and offline only the recordings, labelled "simulated"."""
 
 from __future__ import annotations
 

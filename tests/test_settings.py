@@ -20,7 +20,8 @@ SETTINGS_MODULES = {"banana_space/settings.py", "page/settings.py"}
 ENVIRONMENT = {"environ", "getenv", "putenv", "unsetenv"}
 # Who may read the environment after import, outside the settings modules, and why.
 CALL_TIME_READERS = {
-    ("banana_space/backends/gemini_client.py", "resolve_key"),  # a secret: GEMINI_API_KEY, never kept
+    # a secret: GEMINI_API_KEY, never kept
+    ("banana_space/backends/gemini_client.py", "resolve_key"),
     ("banana_space/deploy.py", "check_no_secrets"),  # secrets: never uploaded as a file,
     ("banana_space/deploy.py", "deploy"),  # but copied into the Space's secrets
     ("banana_space/deploy.py", "run_deploy"),

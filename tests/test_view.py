@@ -175,7 +175,8 @@ def first_step_history() -> History:
 
 
 def test_a_score_better_at_step_1_than_the_input_is_said_in_words(monkeypatch) -> None:
-    monkeypatch.setattr(verdict_history, "floor_of", lambda name: {"niqe": 2.0, "brisque": 1.0}.get(name))
+    monkeypatch.setattr(verdict_history, "floor_of",
+                        lambda name: {"niqe": 2.0, "brisque": 1.0}.get(name))
     text = summarise(first_step_history(), 20, running=False)
     assert "2 of 3 standard metrics (pyiqa's, the kind the paper tests) detect the damage " \
         "(brisque, niqe), 1 is fooled (piqe)**" in text

@@ -85,8 +85,8 @@ def accumulated_blur(anchor: Pixels, rng: np.random.Generator, strength: float, 
     frame j's own to s * sqrt(i) (one 8-bit rounding, frame j's, is then carried).
 
     Calibrated against PSNR to the input only, to the rule every profile follows (about 30 dB
-    at step 10): s = `BLUR_SIGMA` = 0.8 px (also the value our start-smoothness tests use) gives, on the
-    clean starts at 1024 px (`scripts/calibrate_profiles.py`), 28.0 (facade), 28.3 (feathers)
+    at step 10): s = `BLUR_SIGMA` = 0.8 px (also the value our start-smoothness tests use) gives, on
+    the clean starts at 1024 px (`scripts/calibrate_profiles.py`), 28.0 (facade), 28.3 (feathers)
     and 29.5 dB (illustration) at step 10 and 26.2-27.7 dB at step 20; the dunes, with little
     fine detail to lose, 44.3 dB. `strength` scales s.
     """

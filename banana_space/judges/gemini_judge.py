@@ -6,7 +6,8 @@ Rank", 2025), so a Gemini score reads on the same scale as that model's. The ans
 the same strict reader (`answer.read_rating`). A judge never makes up a score.
 
 Requests go through the same client and retry policy as the Nano Banana backends
-(`banana_space.backends.gemini_client`). Scores are cached by pixel hash, so re-rating a frame is free.
+(`banana_space.backends.gemini_client`). Scores are cached by pixel hash, so re-rating a frame is
+free.
 """
 
 from __future__ import annotations

@@ -76,8 +76,8 @@ def _is_frame(x: torch.Tensor) -> bool:
 
 
 def kept_with(x: torch.Tensor, name: str, make: Callable[[], Any]) -> Any:
-    """`make()`, the plane (or planes) `name` derived from tensor `x`, made once while `x` lives and is
-    not changed in place (its `_version`); each caller only reads it. A tensor whose changes
+    """`make()`, the plane (or planes) `name` derived from tensor `x`, made once while `x` lives and
+    is not changed in place (its `_version`); each caller only reads it. A tensor whose changes
     cannot be seen (an inference tensor, or one that records gradients) gets a fresh one."""
     if x.is_inference() or x.requires_grad:
         return make()

@@ -10,5 +10,5 @@ metadata); `hub` and `shards` read the Hugging Face hub and parquet/arrow shards
 the one door: any source -> frames.
 """
 
-__all__ = ["chain_layout", "dataset_layout", "dispatch", "frame_count", "frames", "hub", "hub_client",
-           "images", "listing", "shards"]
+__all__ = ["chain_layout", "dataset_layout", "dispatch", "frame_count", "frames", "hub",
+           "hub_client", "images", "listing", "shards"]

@@ -3,9 +3,9 @@ cap, before Pillow walks them.
 
 Pillow counts a TIFF's pages by reading every page's directory, each read going back over the
 ones before it: a 64 x 64 TIFF of 32,000 pages (3.6 MB) cost 10 CPU s to count and one of
-64,000 pages 23.6 s, and a 100 MB upload holds ~850,000 (bench/page_counting.py). A GIF's frames are counted
-by walking them all, ~3 µs each: a 100 MB GIF holds ~4 million tiny frames. Here each format's
-chain of pages is followed directly (a TIFF's directories point to the next; a GIF's blocks
+64,000 pages 23.6 s, and a 100 MB upload holds ~850,000 (bench/page_counting.py). A GIF's frames are
+counted by walking them all, ~3 µs each: a 100 MB GIF holds ~4 million tiny frames. Here each
+format's chain of pages is followed directly (a TIFF's directories point to the next; a GIF's blocks
 follow one another), stopping past `MAX_FRAMES`, so a file is refused after reading that many
 headers whatever it declares. A loop in a TIFF's directory chain reads as too many pages.
 WebP and APNG declare their frame count in their header, so Pillow's count is already cheap.

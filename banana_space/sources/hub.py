@@ -297,7 +297,8 @@ def revision(repo_id: str) -> str:
 
     try:
         url = hf_hub_url(repo_id, "README.md", repo_type="dataset", endpoint=endpoint())
-        return get_hf_file_metadata(url, token=token_to_send(), endpoint=endpoint()).commit_hash or ""
+        return (get_hf_file_metadata(url, token=token_to_send(), endpoint=endpoint()).commit_hash
+                or "")
     except Exception:  # no card, or the hub does not say: the revision is then not known
         return ""
 

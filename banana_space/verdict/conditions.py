@@ -2,10 +2,11 @@
 
 Banana100 (arXiv 2604.03400) started its chains from 13 generated images, 11 of them made by
 Nano Banana Pro itself: smooth, as generated images are. Its example start scores BRISQUE 34.1
-(pyiqa's BRISQUE, as an independent audit measured it; docs/start_smoothness.md). How smooth a start is can flip a classic
-metric's verdict on the same damage (our finding, measured by scripts/start_smoothness.py into
-docs/start_smoothness.md; so can the frame's size, docs/start_smoothness_sizes.md), so the page
-says where a visitor's start stands, and at what size. Pure functions.
+(pyiqa's BRISQUE, as an independent audit measured it; docs/start_smoothness.md). How smooth a start
+is can flip a classic metric's verdict on the same damage (our finding, measured by
+scripts/start_smoothness.py into docs/start_smoothness.md; so can the frame's size,
+docs/start_smoothness_sizes.md), so the page says where a visitor's start stands, and at what size.
+Pure functions.
 """
 
 from __future__ import annotations

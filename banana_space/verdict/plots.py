@@ -156,7 +156,8 @@ def delta_figure(history: History, title: str = DELTA_TITLE,
             "customdata": [[value_text(name, v), "" if not math.isfinite(d) else f"{d:+.3g}"]
                            for v, d in zip(history.scores[name], deltas, strict=True)],
             "hovertemplate": f"<b>{display_name(info)}</b><br>step %{{x}}<br>"
-                             f"score %{{customdata[0]}} (Δ since {history.drawn_from} %{{customdata[1]}})"
+                             f"score %{{customdata[0]}} (Δ since {history.drawn_from} "
+                             "%{customdata[1]})"
                              f"<br>{'share of its range' if on_range else 'own scale'} "
                              "%{y:.0%}<extra></extra>"})
     for trace in also:

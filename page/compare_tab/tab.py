@@ -1,7 +1,8 @@
 """The Compare tab: one upload, two settings, two chains side by side
-(`banana_space.compare.pair`, run as `page.compare_tab.pair` runs a pair), the lessons that set up a pair in one
-click (`banana_space.compare.lessons`) and the "Why is it fooled?" panel (`banana_space.compare.why`); the
-`compare_chains` tool (`page.compare_tab.pair`) is registered here.
+(`banana_space.compare.pair`, run as `page.compare_tab.pair` runs a pair), the lessons that set up a
+pair in one click (`banana_space.compare.lessons`) and the "Why is it fooled?" panel
+(`banana_space.compare.why`); the `compare_chains` tool (`page.compare_tab.pair`) is registered
+here.
 
 Both chains run under the tab's one stop flag (Stop stops both); a comparison stopped or
 killed mid-run goes on as a pair (Resume both, its maker only). A comparison's link is

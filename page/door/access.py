@@ -100,7 +100,8 @@ def tab_of(request: gr.Request) -> str:
 
 
 def received(path: Any) -> str:
-    """A file argument as a path gradio received, or a clear `gr.Error` (`uploads.received_file`)."""
+    """A file argument as a path gradio received, or a clear `gr.Error`
+    (`uploads.received_file`)."""
     try:
         return uploads.received_file(path)
     except guard.Refused as error:

@@ -2,10 +2,10 @@
 
 Runs (frames, zips), uploads (gradio's upload folder: files sent to `/upload`, and what the MCP
 server saves of a data: URL), input previews and the hub files replays fetched
-(`banana_space.sources.hub_client.chains_cache`) are all counted: uploads may take a quarter of the budget,
-previews a hundredth, hub files a tenth (`handlers.room_for_replay` makes room before each
-replay), runs the rest (`banana_space.store.retention.prune_runs` keeps them within it, and each visitor
-within a tenth of it). The upload folder belongs to this runs folder
+(`banana_space.sources.hub_client.chains_cache`) are all counted: uploads may take a quarter of the
+budget, previews a hundredth, hub files a tenth (`handlers.room_for_replay` makes room before each
+replay), runs the rest (`banana_space.store.retention.prune_runs` keeps them within it, and each
+visitor within a tenth of it). The upload folder belongs to this runs folder
 (named after it), so the files a killed process left there are removed when the next one starts.
 
 app.py points gradio at `UPLOADS` (`GRADIO_TEMP_DIR`) before importing gradio, which reads it
