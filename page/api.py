@@ -261,11 +261,10 @@ def vote(run_id: str, earlier: float, later: float, choice: str, token: str = ""
         earlier: a step of the run (0 is the input, 1 the first copy).
         later: a later step of the run.
         choice: "earlier" or "later": the step whose frame looks better.
-        token: a secret of yours (16+ characters) that makes you one voter where you have no
-            browser (an agent); blank: your browser or account.
+        token: a secret of 16+ characters that makes an agent one voter; blank: your browser.
     Returns:
-        JSON text: run, and pair {a, b, n, prefer_a, low, high}: the votes on this pair so
-        far, how many preferred the earlier step, and the 95% Wilson interval of that share.
+        JSON text: run, and pair {a, b, n, prefer_a, low, high}: the votes on this pair so far.
+        prefer_a: how many preferred the earlier step; low and high: its 95% Wilson interval.
     """
     if token and len(token) < MIN_TOKEN:
         raise Refusal(f"A token is a secret of at least {MIN_TOKEN} characters.")

@@ -39,9 +39,12 @@ def test_a_bundled_recording_is_copied_in_when_its_link_is_opened(tmp_path: Path
 
 
 @pytest.fixture()
-def hub(monkeypatch, engine_env):
+def hub(monkeypatch, engine_env, tmp_path_factory):
     from huggingface_hub import constants
 
+    # A cache of this test's own: the stand-in's commits are numbered afresh in every test, so
+    # a file downloaded by another test (or another day's run) would be read back as this one's.
+    monkeypatch.setattr(constants, "HF_HOME", str(tmp_path_factory.mktemp("hf")))
     with FakeHubWrite(token=OWNERS_TOKEN) as fake:
         monkeypatch.setenv("HF_ENDPOINT", fake.url)
         monkeypatch.setenv("HF_TOKEN", OWNERS_TOKEN)
