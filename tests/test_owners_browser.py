@@ -35,7 +35,7 @@ def open_page(browser: Browser, url: str, query: str = "") -> Page:
 
 def run_id_of(page: Page) -> str:
     """The run the page shows: its share link names it."""
-    link = page.locator("#share a").get_attribute("href") or ""
+    link = page.locator("#share a:not([download])").get_attribute("href") or ""
     return link.split("run=")[1].split("&")[0]
 
 
