@@ -216,10 +216,11 @@ def _zip_and_keep(run: RunDir) -> None:
 def _zip_if_room(path: Path) -> bool:
     """Zip the run and make its animation to share (`animation.write_animation`); on a full
     disk, no zip (and no temporary left): it is made when the run is next opened, and the run
-    is shown and served without it meanwhile."""
+    is shown and served without it meanwhile. The zip first: it checks every frame, so a
+    damaged run is refused in one line (`DamagedRun`) before the animation decodes them."""
     try:
-        write_animation(Run(path).load())
         write_zip(path)
+        write_animation(Run(path).load())
     except OSError as error:
         if not is_disk_full(error):
             raise

@@ -36,7 +36,7 @@ def described(run: Run) -> PastRun:
         started = str(meta.get("started_at", ""))
         last, steps = int(meta.get("last_step", -1)), int(meta.get("steps", 0))
     except (OSError, ValueError, AttributeError, TypeError):
-        return PastRun(run.id, "", f"{run.id} · its run.json cannot be read", None)
+        return PastRun(run.id, "", f"{run.id} · its {run.meta_file.name} cannot be read", None)
     backend = str(settings.get("backend", "?"))
     what = BACKENDS[backend].info.label if backend in BACKENDS else backend
     profile = settings.get("backend_options", {}).get("profile")
