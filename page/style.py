@@ -18,18 +18,13 @@ from banana_space.verdict.columns import phone_hidden
 SHARE_HTML = """<div class="share">${value ? `<button type="button">🔗 Copy a link to this view
 </button> <a href="${value}" target="_top" rel="noopener">${value}</a>
 <span role="status"></span>` :
-'<span class="none">A link to share appears here once a run has frames.</span>'}
-${animation ? `<figure><img src="${animation}" alt="The chain as an animation, step by step">
-<figcaption><a href="${animation}" download>⬇ Download the chain as an animation (WebP)</a>
-</figcaption></figure>` : ''}</div>"""
+'<span class="none">A link to share appears here once a run has frames.</span>'}</div>"""
 SHARE_CSS = """.share {display: flex; flex-wrap: wrap; gap: 8px; align-items: center}
 .share button {padding: 6px 12px; border-radius: 6px; border: 1px solid var(--border-color-primary);
                background: var(--button-secondary-background-fill);
                color: var(--button-secondary-text-color); cursor: pointer}
 .share a {color: var(--link-text-color); word-break: break-all; font-size: 13px}
-.share .none, .share span {color: var(--body-text-color-subdued); font-size: 13px}
-.share figure {margin: 0; flex-basis: 100%}
-.share figure img {max-width: min(100%, 480px); height: auto; border-radius: 6px}"""
+.share .none, .share span {color: var(--body-text-color-subdued); font-size: 13px}"""
 # The clipboard needs a secure page (https or localhost); elsewhere the link is selected, so
 # Ctrl+C copies it.
 SHARE_JS = """element.addEventListener('click', async (event) => {
@@ -45,6 +40,17 @@ SHARE_JS = """element.addEventListener('click', async (event) => {
     said.textContent = 'Selected: press Ctrl+C (or ⌘C) to copy';
   }
 });"""
+# ---- The chain as an animation, once the run has ended: its own component, its value the
+# picture's address. Not a second template prop of the share card: Gradio 6.31's page drops an
+# HTML component's own props on any update that does not name them (a gr.skip() too), and the
+# card's template then failed with "animation is not defined".
+ANIMATION_HTML = """${value ? `<figure>
+<img src="${value}" alt="The chain as an animation, step by step">
+<figcaption><a href="${value}" download>⬇ Download the chain as an animation (WebP)</a>
+</figcaption></figure>` : ''}"""
+ANIMATION_CSS = """figure {margin: 0}
+figure img {max-width: min(100%, 480px); height: auto; border-radius: 6px}
+figure a {color: var(--link-text-color); font-size: 13px}"""
 
 
 def scroll_to_js(query: str, selector: str) -> str:

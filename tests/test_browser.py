@@ -37,7 +37,7 @@ import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlparse
+from urllib.parse import unquote, urlparse
 
 import pytest
 from app_server import running_app
@@ -452,6 +452,13 @@ def test_a_run_streams_in_frame_by_frame_and_downloads(page: Page, visitors: Vis
         scores = list(csv.DictReader(io.TextIOWrapper(zipped.open(files["scores.csv"]))))
         assert {int(row["step"]) for row in scores} == set(range(steps + 1))
         assert METRICS <= {row["metric"] for row in scores}
+
+    # The chain as an animation, beside the share link: drawn, and the same file as the one
+    # offered for download beside the zip.
+    page.wait_for_function("document.querySelector('#animation img')?.naturalWidth > 0")
+    shown_animation = page.get_attribute("#animation a[download]", "href") or ""
+    assert shown_animation.endswith(".webp"), shown_animation
+    assert f"/{run_id}/" in unquote(shown_animation), shown_animation
 
     # Share the view comparing frame 3: arrow keys move the compared frame, the share control
     # copies the link, and a stranger opens it cold on a phone.

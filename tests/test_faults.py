@@ -143,6 +143,16 @@ def test_a_consumer_that_goes_away_leaves_no_thread_running(photo, tmp_path) -> 
     assert not [t.name for t in started if t.is_alive()]
 
 
+def _scored_through(scores: Path, step: int, metrics: set[str]) -> bool:
+    """Whether scores.csv, read while the run writes it, has every metric's row for `step`."""
+    if not scores.is_file():
+        return False
+    with scores.open(newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    return metrics <= {row["metric"] for row in rows
+                       if row.get("step") == str(step) and row.get("score")}
+
+
 def _cli(*args: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "banana_space", *args], cwd=REPO,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -152,8 +162,8 @@ def test_sigkill_mid_run_leaves_complete_files_and_resume_matches(photo_path, tm
     args = ["--steps", "12", "--metrics", "piqe,entropy", "--seed", "11"]
     killed, whole = tmp_path / "killed", tmp_path / "whole"
     process = _cli("run", str(photo_path), "--out", str(killed), *args)
-    deadline = time.monotonic() + 120
-    while len(list((killed / "frames").glob("step_*.png"))) < 4:
+    deadline = time.monotonic() + 120  # a failure bound, not the machine's speed
+    while not _scored_through(killed / "scores.csv", 2, {"piqe", "entropy"}):
         assert process.poll() is None and time.monotonic() < deadline, process.stderr.read()
         time.sleep(0.02)
     process.send_signal(signal.SIGKILL)
@@ -167,9 +177,13 @@ def test_sigkill_mid_run_leaves_complete_files_and_resume_matches(photo_path, tm
     assert rows and all(len(r) == 5 and r["score"] not in (None, "") for r in rows)
     saved = Run(killed).load()
     assert json.loads((killed / "run.json").read_text())["status"] == "running"
-    # Frame k is written only after frame k-1 is fully recorded: with 4 frames on disk, at
-    # least steps 0-2 have their scores (step 3 may have been killed between its two files).
+    # Steps 0-2 were scored before the kill, and read back after it. Frames are written as they
+    # are made, ahead of their scores (chain/loop.py): at most three ahead of the last scored
+    # step (one being scored, one waiting in the scorer's one-place queue, one just made).
     assert 2 <= saved.last_step < 12
+    newest_frame = max(int(frame.stem.removeprefix("step_"))
+                       for frame in (killed / "frames").glob("step_*.png"))
+    assert saved.last_step <= newest_frame <= saved.last_step + 3
 
     assert subprocess.run([sys.executable, "-m", "banana_space", "resume", str(killed)],
                           cwd=REPO, capture_output=True).returncode == 0

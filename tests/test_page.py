@@ -9,6 +9,7 @@ import json
 import re
 from pathlib import Path
 
+import gradio as gr
 import pytest
 from PIL import Image
 
@@ -64,6 +65,19 @@ def test_the_run_event_takes_the_forms_fields_in_order() -> None:
     # Every output of a run is a PageOutputs field, in its order.
     assert [c.elem_id for c in run.outputs][:3] == ["status", "frame", "strip"]
     assert len(run.outputs) == len(PageOutputs._fields)
+
+def test_no_html_component_keeps_a_template_prop_of_its_own() -> None:
+    """Gradio 6.31's page drops an HTML component's own template props (`gr.HTML(...,
+    animation="")`) on any update that does not name them, a gr.skip() included, and its
+    template then fails in the browser ("animation is not defined"). So every HTML component
+    of the page is drawn from its value alone."""
+    import app
+
+    demo = app.build()
+    htmls = [block for block in demo.blocks.values() if isinstance(block, gr.HTML)]
+    assert {"share", "compare-share", "animation"} <= {block.elem_id for block in htmls}
+    assert {block.elem_id: block.props for block in htmls if block.props} == {}
+
 
 
 def test_a_control_missing_from_the_form_or_left_over_stops_the_page() -> None:

@@ -306,8 +306,7 @@ def build(demo: gr.Blocks, default_upload: str, tabs: gr.Tabs) -> gr.Button:
                                "(the paper's test)", interactive=False, wrap=True,
                                elem_id="compare-verdict", buttons=[])
         share = gr.HTML("", elem_id="compare-share", html_template=SHARE_HTML,
-                        css_template=SHARE_CSS, js_on_load=SHARE_JS,
-                        animation="")  # the share card's template reads it: a pair has none
+                        css_template=SHARE_CSS, js_on_load=SHARE_JS)
         download = gr.File(label="Download the comparison (both runs + the A/B table)",
                            elem_id="compare-download", height=60, visible=False)
         compare_id = gr.Textbox(visible=False)

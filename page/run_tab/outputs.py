@@ -39,6 +39,7 @@ class PageOutputs(NamedTuple):
     compare_step: Any
     summary: Any
     share: Any
+    animation: Any
     magnifier: Any
 
     @classmethod
@@ -69,7 +70,8 @@ def shown(screen: Screen, stopping: bool = False, magnified: bool = True) -> Pag
         # Never below the slider's minimum (0), even before frame 0 exists.
         compare_step=gr.update(maximum=max(1, newest, screen.offered), value=max(0, newest)),
         summary=finding(screen),
-        share=gr.update(value=share_link(run, newest), animation=animation_url(screen)),
+        share=share_link(run, newest),
+        animation=animation_url(screen),
         magnifier=zoomed)
 
 
@@ -91,8 +93,8 @@ def downloads(screen: Screen) -> list[str] | None:
 
 
 def animation_url(screen: Screen) -> str:
-    """The share card's picture of the chain: its animation, served from the runs folder as it
-    lies; "" while it has none."""
+    """The chain as an animation, served from the runs folder as it lies; "" while it has
+    none."""
     return file_url(screen.animation_path) if screen.animation_path else ""
 
 

@@ -68,7 +68,16 @@ from page.run_tab.pictures import (
     start_condition,
 )
 from page.settings import SETTINGS
-from page.style import SCROLL_TO_RESULT_JS, SHARE_CSS, SHARE_HTML, SHARE_JS, STRIP_CSS, STRIP_JS
+from page.style import (
+    ANIMATION_CSS,
+    ANIMATION_HTML,
+    SCROLL_TO_RESULT_JS,
+    SHARE_CSS,
+    SHARE_HTML,
+    SHARE_JS,
+    STRIP_CSS,
+    STRIP_JS,
+)
 
 WARMED = threading.Event()  # the metric pool's warm-up has been started
 # The page's streaming events stay callable by name (`/run`, `/resume`, `/open`) but are not
@@ -126,7 +135,8 @@ def build(demo: gr.Blocks) -> RunTab:
         status=tab.status, frame=tab.frame, strip=tab.strip, plot=tab.plot,
         verdict=tab.verdict, model_text=tab.model_text, download=tab.download,
         run_id=tab.run_id, before_after=tab.before_after, compare_step=tab.compare_step,
-        summary=tab.summary, share=tab.share, magnifier=tab.magnifier))
+        summary=tab.summary, share=tab.share, animation=tab.animation,
+        magnifier=tab.magnifier))
     _wire_form(demo, tab)
     _wire_chains(tab)
     _wire_opening(demo, tab)
@@ -196,15 +206,17 @@ def _result(tab: RunTab) -> None:
 
 
 def _below_the_result(tab: RunTab) -> None:
-    """The strip of frames, the share link, the verdict table, what the model said, the
-    download, past runs and the help."""
+    """The strip of frames, the share link, the chain's animation, the verdict table, what the
+    model said, the download, past runs and the help."""
     tab.strip = gr.HTML("", label="All frames (click one for the full frame; arrow keys move "
                                   "between them)",
                         show_label=True, container=True, padding=True, elem_id="strip",
                         html_template='<div class="strip">${value}</div>',
                         css_template=STRIP_CSS, js_on_load=STRIP_JS)
     tab.share = gr.HTML("", elem_id="share", html_template=SHARE_HTML, css_template=SHARE_CSS,
-                        js_on_load=SHARE_JS, animation="")  # the chain's animation, once made
+                        js_on_load=SHARE_JS)
+    tab.animation = gr.HTML("", elem_id="animation", html_template=ANIMATION_HTML,
+                            css_template=ANIMATION_CSS, js_on_load=None)  # once it is made
     tab.verdict = gr.Dataframe(headers=VERDICT_HEADERS, label="Does each metric detect it?",
                                interactive=False, wrap=True, elem_id="verdict", buttons=[])
     with gr.Accordion("What the model said", open=False):
