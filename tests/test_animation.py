@@ -1,6 +1,6 @@
 """A run's chain as one animation to share: made with the zip when a run ends, every frame in
 step order with its step number burned in, never inside the (lossless) zip, within 5 MB however
-long or noisy the chain, and offered on the page beside the zip and in the share card."""
+long or noisy the chain, and offered on the page beside the zip and shown beside the share link."""
 
 from __future__ import annotations
 
