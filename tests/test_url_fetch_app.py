@@ -14,18 +14,16 @@ from __future__ import annotations
 
 import concurrent.futures
 import gzip
-import io
 import re
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import brotli
 import pytest
 from gradio_client import Client, handle_file
-from PIL import Image
+from local_web import LocalWeb, answer, png
 from raw_api import call
 from visitors import TOKEN, busy_runs, join, noise, public_app, stop, wait_for
 
@@ -35,13 +33,7 @@ INFLATED = 1 << 30  # what each bomb decodes to
 MEMORY_BOUND = 150 * 1024**2
 
 
-def png() -> bytes:
-    buffer = io.BytesIO()
-    Image.new("RGB", (16, 12), "orange").save(buffer, format="PNG")
-    return buffer.getvalue()
-
-
-class Web:
+class Web(LocalWeb):
     """A hostile image host: /bomb.br and /bomb.gz (1 GiB of zeros, sent compressed whatever
     was asked), /photo.png, /drip (64 KB pieces, 40 MB, no length), /stall (until released).
     Logs each request's path and Accept-Encoding, and the bytes /drip sent."""
@@ -53,42 +45,25 @@ class Web:
         del zeros
         self.requests: list[tuple[str, str]] = []
         self.dripped = 0
-        self.release = threading.Event()
-        web = self
+        super().__init__()
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: object) -> None:
-                pass
-
-            def do_GET(self) -> None:  # noqa: N802 (http.server's name)
-                path = self.path.split("?")[0]
-                web.requests.append((self.path, self.headers.get("Accept-Encoding", "")))
-                if path in web.bombs:
-                    encoding, body = web.bombs[path]
-                    self._answer(body, {"Content-Encoding": encoding})
-                elif path == "/photo.png":
-                    self._answer(png(), {"Content-Type": "image/png"})
-                elif path == "/drip":
-                    self.send_response(200)
-                    self.end_headers()
-                    for _ in range(640):
-                        self.wfile.write(b"x" * 65536)
-                        web.dripped += 65536
-                elif path == "/stall":
-                    web.release.wait(60)
-                    self._answer(png(), {})
-
-            def _answer(self, body: bytes, headers: dict[str, str]) -> None:
-                self.send_response(200)
-                for name, value in {**headers, "Content-Length": str(len(body))}.items():
-                    self.send_header(name, value)
-                self.end_headers()
-                self.wfile.write(body)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+    def get(self, request: BaseHTTPRequestHandler) -> None:
+        path = request.path.split("?")[0]
+        self.requests.append((request.path, request.headers.get("Accept-Encoding", "")))
+        if path in self.bombs:
+            encoding, body = self.bombs[path]
+            answer(request, 200, body, {"Content-Encoding": encoding})
+        elif path == "/photo.png":
+            answer(request, 200, png(), {"Content-Type": "image/png"})
+        elif path == "/drip":
+            request.send_response(200)
+            request.end_headers()
+            for _ in range(640):
+                request.wfile.write(b"x" * 65536)
+                self.dripped += 65536
+        elif path == "/stall":
+            self.release.wait(60)
+            answer(request, 200, png(), {})
 
     def asked(self, path: str) -> list[str]:
         """The Accept-Encoding of each request for `path` (its query included)."""
@@ -99,9 +74,7 @@ class Web:
 def web() -> Iterator[Web]:
     server = Web()
     yield server
-    server.release.set()
-    server.server.shutdown()
-    server.server.server_close()
+    server.close()
 
 
 @pytest.fixture(scope="module")

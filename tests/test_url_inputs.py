@@ -14,15 +14,13 @@ real resolver and transport, and the server's log shows that no request reached 
 from __future__ import annotations
 
 import asyncio
-import io
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import httpx
 import pytest
-from PIL import Image
+from local_web import LocalWeb, answer, png
 
 from page.door import url_inputs
 from page.door.url_inputs import UrlRefused, fetch
@@ -30,60 +28,32 @@ from page.door.url_inputs import UrlRefused, fetch
 PUBLIC = "93.184.215.14"
 
 
-def png() -> bytes:
-    buffer = io.BytesIO()
-    Image.new("RGB", (16, 12), "orange").save(buffer, format="PNG")
-    return buffer.getvalue()
-
-
-class Web:
+class Web(LocalWeb):
     """A local server: /photo.png, /go?to=URL (302), /big (says 2 MB), /endless (streams
     without a length), /stall (answers when the test ends)."""
 
     def __init__(self) -> None:
         self.requests: list[str] = []
-        self.release = threading.Event()
-        web = self
+        super().__init__()
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: object) -> None:
-                pass
-
-            def do_GET(self) -> None:  # noqa: N802 (http.server's name)
-                web.requests.append(self.path)
-                if self.path == "/photo.png":
-                    self._answer(200, png(), {"Content-Type": "image/png"})
-                elif self.path.startswith("/go?to="):
-                    self._answer(302, b"", {"Location": self.path.removeprefix("/go?to=")})
-                elif self.path == "/big":
-                    self._answer(200, b"x" * (2 * 1024**2), {})
-                elif self.path == "/endless":
-                    self.send_response(200)
-                    self.end_headers()
-                    for _ in range(64):
-                        self.wfile.write(b"x" * 65536)
-                elif self.path == "/stall":
-                    web.release.wait(600)
-                    self._answer(200, png(), {})
-                else:
-                    self._answer(404, b"", {})
-
-            def _answer(self, status: int, body: bytes, headers: dict[str, str]) -> None:
-                self.send_response(status)
-                for name, value in {**headers, "Content-Length": str(len(body))}.items():
-                    self.send_header(name, value)
-                self.end_headers()
-                self.wfile.write(body)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.release.set()
-        self.server.shutdown()
-        self.server.server_close()
+    def get(self, request: BaseHTTPRequestHandler) -> None:
+        self.requests.append(request.path)
+        if request.path == "/photo.png":
+            answer(request, 200, png(), {"Content-Type": "image/png"})
+        elif request.path.startswith("/go?to="):
+            answer(request, 302, b"", {"Location": request.path.removeprefix("/go?to=")})
+        elif request.path == "/big":
+            answer(request, 200, b"x" * (2 * 1024**2), {})
+        elif request.path == "/endless":
+            request.send_response(200)
+            request.end_headers()
+            for _ in range(64):
+                request.wfile.write(b"x" * 65536)
+        elif request.path == "/stall":
+            self.release.wait(600)
+            answer(request, 200, png(), {})
+        else:
+            answer(request, 404, b"", {})
 
 
 @pytest.fixture()
