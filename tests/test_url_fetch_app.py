@@ -25,7 +25,7 @@ import pytest
 from gradio_client import Client, handle_file
 from local_web import LocalWeb, answer, png
 from raw_api import call
-from visitors import TOKEN, busy_runs, join, noise, public_app, stop, wait_for
+from visitors import TOKEN, busy_runs, join, noise, public_app, stop, wait_for, waiting
 
 pytestmark = pytest.mark.app
 
@@ -165,6 +165,10 @@ def test_fetches_in_flight_are_bounded_per_visitor_and_in_all(app, web) -> None:
         # were admitted before their fetches, with nothing queued).
         assert all(future.result().status_code in (200, 400) for future in mine + others)
     assert len([p for p, _ in web.requests if p.startswith("/stall")]) == 8
+    # The chains that joined run on (seen: one still queued as this test ended), and the queue
+    # holds 3 at most (`public_app`): the next tests' refusals must not be that one.
+    wait_for(lambda: not waiting(app) and not busy_runs(app["runs"]),
+             what="the end of the chains that joined")
 
 
 @pytest.mark.parametrize("host", ["100.64.0.1", "192.0.0.8", "192.88.99.1", "[fec0::1]",
