@@ -20,6 +20,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from ..verdict import analysis
 from ..verdict.history import VerdictRow
 from .suite import DAMAGE_KINDS
 
@@ -32,7 +33,6 @@ LEADERBOARD_HEADER = ["metric", "family", "detect_rate", "detect_rate_robust",
 ARTIFACT_HEADER = ["artifact", "kind", "metric", "family", "chains", "detect_rate",
                    "detect_rate_robust", "detect_rate_low", "detect_rate_high",
                    "detect_rate_robust_low", "detect_rate_robust_high", "design_dependence"]
-WILSON_Z = 1.959964  # the normal quantile of a two-sided 95 % interval
 DESIGN_NOTE = ("{artifact}'s profile depends on {metric} by design ({how}), so its rate here is "
                "not independent evidence")
 
@@ -64,28 +64,11 @@ def _rate(values: Sequence[bool | None]) -> float | None:
     return round(sum(v is True for v in values) / len(values), 4) if values else None
 
 
-def wilson_interval(successes: int, trials: int, z: float = WILSON_Z) -> tuple[float, float]:
-    """The Wilson score interval of a rate of `successes` in `trials` (95 % by default).
-
-    Unlike the normal approximation it stays inside 0..1 and is not empty at 0 or at all
-    successes, which a leaderboard of small suites meets often (Wilson, "Probable inference,
-    the law of succession, and statistical inference", JASA 1927; Brown, Cai & DasGupta,
-    Statistical Science 2001, recommend it for small n).
-
-    Args:
-        successes: how many of the trials count (a detection, a false alarm).
-        trials: how many there were; at least 1.
-
-    Returns:
-        (low, high), rounded to 4 places.
-    """
-    if trials < 1 or not 0 <= successes <= trials:
-        raise ValueError(f"a rate needs 0 <= successes <= trials >= 1, got {successes}/{trials}")
-    share, z2 = successes / trials, z * z
-    centre = (share + z2 / (2 * trials)) / (1 + z2 / trials)
-    half = z / (1 + z2 / trials) * math.sqrt(share * (1 - share) / trials
-                                            + z2 / (4 * trials * trials))
-    return round(max(0.0, centre - half), 4), round(min(1.0, centre + half), 4)
+def wilson_interval(successes: int, trials: int) -> tuple[float, float]:
+    """The 95 % Wilson score interval of a rate of `successes` in `trials` (at least 1;
+    `analysis.wilson_interval`), rounded to 4 places as the tables show it."""
+    low, high = analysis.wilson_interval(successes, trials)
+    return round(low, 4), round(high, 4)
 
 
 def _interval(values: Sequence[bool | None]) -> tuple[float | None, float | None]:

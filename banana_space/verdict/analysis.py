@@ -22,7 +22,8 @@ the input's own score as the base) and the same checkpoints read from it
 (`worse_than_input`), since a smooth start that one dose of static makes look "natural" can be
 worse than step 1 at every checkpoint and still better than the input; and the rank
 correlation with fidelity (`spearman`). A run's scores and their verdict rows are
-`history.History`'s, which reads them by these functions.
+`history.History`'s, which reads them by these functions. The share of a count, with its 95 %
+interval (`wilson_interval`), for the leaderboard's rates and the room's votes alike.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ CHECKPOINT_HEADERS = tuple(f"Δ{step}" for step in CHECKPOINTS)
 SINCE_INPUT_HEADER = "Δ since input"
 REFERENCE_METRIC = "psnr"  # the fidelity line every metric is rank-correlated with
 PROVISIONAL = " so far"  # after a verdict word while a checkpoint the run will reach is ahead
+Z_95 = 1.959963984540054  # the standard normal's 97.5th percentile: a two-sided 95 % interval
 
 
 def steps_text(steps: Sequence[int]) -> str:
@@ -321,3 +323,23 @@ def spearman(a: Sequence[float], b: Sequence[float]) -> float:
     if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
         return math.nan
     return float(np.corrcoef(rankdata(x), rankdata(y))[0, 1])
+
+
+def wilson_interval(successes: int, trials: int, z: float = Z_95) -> tuple[float, float]:
+    """The Wilson score interval of the share `successes / trials` (95 % by default).
+
+    Unlike the normal approximation it stays inside 0..1 and is not empty at 0 or at all
+    successes, which small counts (a leaderboard's suite, a class's votes) meet often (Wilson,
+    "Probable inference, the law of succession, and statistical inference", JASA 1927; Brown,
+    Cai & DasGupta, Statistical Science 2001, recommend it for small n).
+
+    Raises:
+        ValueError: unless 0 <= successes <= trials >= 1.
+    """
+    if trials < 1 or not 0 <= successes <= trials:
+        raise ValueError(f"a share needs 0 <= successes <= trials >= 1, got {successes}/{trials}")
+    share, z2 = successes / trials, z * z
+    centre = (share + z2 / (2 * trials)) / (1 + z2 / trials)
+    half = z / (1 + z2 / trials) * math.sqrt(share * (1 - share) / trials
+                                            + z2 / (4 * trials * trials))
+    return max(0.0, centre - half), min(1.0, centre + half)

@@ -23,13 +23,18 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from ..verdict.analysis import CHECKPOINTS, FIRST_COPY, checkpoints, detects_degradation
+from ..verdict.analysis import (
+    CHECKPOINTS,
+    FIRST_COPY,
+    checkpoints,
+    detects_degradation,
+    wilson_interval,
+)
 from ..verdict.history import VerdictRow
 
 PEOPLE = "people"  # the people row's name and role in the verdict
 # At 10 votes a 95 % Wilson interval around one half is still ±0.27 wide: fewer say nothing.
 MIN_VOTES = 10
-Z_95 = 1.959963984540054  # the standard normal's 97.5th percentile
 Choice = Literal["earlier", "later"]
 CHOICES: tuple[Choice, ...] = ("earlier", "later")
 
@@ -52,16 +57,10 @@ class Vote:
             raise ValueError(f'a vote\'s choice is "earlier" or "later", not {self.choice!r}')
 
 
-def wilson(successes: int, n: int, z: float = Z_95) -> tuple[float, float]:
-    """The Wilson score interval of a proportion `successes / n` (95 % by default); (NaN,
-    NaN) for no trials."""
-    if n <= 0:
-        return math.nan, math.nan
-    share = successes / n
-    denominator = 1 + z * z / n
-    centre = (share + z * z / (2 * n)) / denominator
-    half = z * math.sqrt(share * (1 - share) / n + z * z / (4 * n * n)) / denominator
-    return max(0.0, centre - half), min(1.0, centre + half)
+def wilson(successes: int, n: int) -> tuple[float, float]:
+    """The 95 % Wilson interval of a proportion `successes / n` (`analysis.wilson_interval`);
+    (NaN, NaN) for a pair nobody voted on."""
+    return wilson_interval(successes, n) if n > 0 else (math.nan, math.nan)
 
 
 @dataclass(frozen=True)
