@@ -37,9 +37,10 @@ class VoteCaps:
         now = time.monotonic() if now is None else now
         with self._lock:
             mine, theirs = self._by_voter[voter], self._by_address[address]
-            for times in (mine, theirs):
-                while times and (times[0] if times is mine else times[0][0]) < now - WINDOW_S:
-                    times.popleft()
+            while mine and mine[0] < now - WINDOW_S:
+                mine.popleft()
+            while theirs and theirs[0][0] < now - WINDOW_S:
+                theirs.popleft()
             if len(mine) >= VOTES_PER_VOTER:
                 raise Refused(f"You have voted {VOTES_PER_VOTER} times in the last hour: "
                               "that is the most one voter may.")
