@@ -16,7 +16,13 @@ pytest.importorskip("ray", reason="Ray is an optional extra: pip install -r requ
 REPO = Path(__file__).resolve().parent.parent
 
 
-def test_local_ray_gives_the_same_table_as_the_local_pool(tmp_path, photo, capsys) -> None:
+def test_local_ray_gives_the_same_table_as_the_local_pool(tmp_path, photo, capsys,
+                                                         monkeypatch) -> None:
+    # Every worker (spawned, or Ray's) reads its wait for a metric from its environment: 600 s
+    # is a failure bound. At the default 30 s, two Ray workers importing torch and pyiqa beside
+    # three busy processes on 2 cores found every metric "not reachable within 30 s", and
+    # Ray's table came out empty.
+    monkeypatch.setenv("BANANA_METRIC_LOAD_S", "600")
     root = tmp_path / "chains"
     make_chains(root, photo)
     common = ["table", str(root), "--metrics", ",".join(METRICS)]
