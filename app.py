@@ -24,7 +24,7 @@ os.environ["GRADIO_TEMP_DIR"] = str(SETTINGS.uploads)
 import gradio as gr
 from starlette.middleware import Middleware
 
-import zerogpu  # noqa: F401  (first: installs the spaces.GPU runner; a plain call off ZeroGPU)
+import page.zerogpu  # noqa: F401  (first: installs the spaces.GPU runner; plain off ZeroGPU)
 from banana_space.chain.real_chains import start_preparing
 from page import api, leaderboard_tab, lesson_prompts
 from page.compare_tab import tab as compare_tab
@@ -32,7 +32,7 @@ from page.content import EXAMPLES, FOOTER, LICENCES
 from page.door import body_limit, disk, gradio_patches, guard, identity, join, served, uploads
 from page.run_tab import tab as run_tab
 from page.run_tab.recordings import prepare_recordings
-from page.style import PAGE_CSS, PAGE_JS, THEME
+from page.style import PAGE_CSS, PAGE_JS, THEME, VOTE_CSS
 from page.vote_tab import tab as vote_tab
 
 DELETE_CACHE = (min(3600, SETTINGS.uploads_keep_s), SETTINGS.uploads_keep_s)  # see disk.py
@@ -92,7 +92,7 @@ def main() -> None:
                   Middleware(identity.McpCaller), Middleware(identity.BrowserCookie),
                   Middleware(served.PrivateFiles), Middleware(uploads.UploadGuard)]
     demo.launch(allowed_paths=[str(SETTINGS.runs_root)], theme=THEME,
-                css=PAGE_CSS + vote_tab.VOTE_CSS, js=PAGE_JS,
+                css=PAGE_CSS + VOTE_CSS, js=PAGE_JS,
                 # a 64-Mpx PNG, or ~70 frames of 1024 px PNGs in a zip; gradio refuses more
                 max_file_size=body_limit.UPLOAD_BYTES, mcp_server=True,
                 state_session_capacity=SESSIONS_KEPT, app_kwargs={"middleware": middleware})

@@ -1,7 +1,7 @@
 """How much memory scoring and decoding may use, across every run in the process.
 
-A public Space has one container for every visitor: four 2K frames scored at once used to take
-a 16 GB Space past its limit, and every visitor's run died with it. So each frame to score (and
+A public Space has one container for every visitor: four 2K frames scored at once, unchecked,
+take a 16 GB Space past its limit, and every visitor's run dies with it. So each frame to score (and
 each large image to decode) first reserves its estimated peak from one `MemoryBudget`; a frame
 that does not fit now waits its turn (first come, first served) and is never dropped, and a frame
 that could never fit is refused before its run starts.
@@ -90,9 +90,9 @@ def return_freed_memory() -> None:
     A low fixed threshold (128 KiB) held memory tighter still, but then every large block was
     mapped, faulted in and zeroed again on each use: one 2K frame spent more time in the kernel
     than in the metrics (bench/scoring_2k.py: ssim 5.5 s instead of 1.6 s, brisque and niqe
-    1.5 s more). Torch's huge-page CPU allocator (THP_MEM_ALLOC_ENABLE=1) softened that, and the
-    engine used to turn it on; with blocks reused it no longer helps (0-23 % slower at 1024²,
-    9-32 % at 2K, where the kernel compacts memory to find huge pages), so it is left off."""
+    1.5 s more). Torch's huge-page CPU allocator (THP_MEM_ALLOC_ENABLE=1) softens that, but with
+    blocks reused it does not help (0-23 % slower at 1024², 9-32 % at 2K, where the kernel
+    compacts memory to find huge pages), so it is left off."""
     if _LIBC is None:
         return
     m_trim_threshold, m_mmap_threshold, m_arena_max = -1, -3, -8  # from glibc's malloc.h

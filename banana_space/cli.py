@@ -286,7 +286,10 @@ def _table(args: argparse.Namespace, stop: threading.Event) -> int:
 
 
 def _leaderboard(args: argparse.Namespace, stop: threading.Event) -> int:
+    import csv
+
     from .leaderboard import Suite, run_leaderboard
+    from .leaderboard.columns import cli_lines
     from .scores.catalog import no_reference_names
 
     suite = Suite(starts=tuple(_split(args.starts)), size=args.size, steps=args.steps,
@@ -297,6 +300,8 @@ def _leaderboard(args: argparse.Namespace, stop: threading.Event) -> int:
                                 workers=args.workers, ray=args.ray is not None,
                                 address=None if args.ray in (None, "local") else args.ray,
                                 stop=stop, retime=args.retime)
+    with (args.out / "leaderboard.csv").open(newline="") as handle:
+        print("\n".join(cli_lines(list(csv.DictReader(handle)))))
     print(("completed" if completed else "stopped: run the same command again to continue")
           + f"; outputs in {args.out}: leaderboard.csv, artifacts.csv, leaderboard.html")
     return 0 if completed else EXIT_CODES["stopped"]
@@ -318,7 +323,7 @@ def _why(args: argparse.Namespace) -> int:
     feature group, or the JSON object (docs/cli.md)."""
     import json
 
-    from .compare.why import WHY_LABEL, explain_step
+    from .explain.why import WHY_LABEL, explain_step
 
     explanation = explain_step(args.run_dir, args.metric, args.step)
     if args.json:

@@ -62,7 +62,7 @@ BUCKET_MOUNT = "/data"  # where the bucket appears in the Space's container
 RUNS_IN_BUCKET = f"{BUCKET_MOUNT}/runs"  # BANANA_RUNS_DIR on a Space with --bucket
 RUNS_VARIABLE = {"key": "BANANA_RUNS_DIR", "value": RUNS_IN_BUCKET,
                  "description": "runs on the Storage Bucket mounted by banana-space deploy"}
-# What the Space runs and shows, relative to the checkout: the entry (app.py, zerogpu.py),
+# What the Space runs and shows, relative to the checkout: the entry (app.py),
 # whole folders for the page, the engine and the assets, the manual's pages (the card links
 # them), and the results the Leaderboard tab reads and serves (page/leaderboard_tab.py).
 # requirements.txt applies constraints.txt (`-c`): the Space installs every package at the

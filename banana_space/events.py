@@ -1,5 +1,7 @@
-"""The typed events a run yields. The engine knows no widgets: the CLI prints these, the app's
-adapter turns them into UI updates, and `RunDir` writes them to disk."""
+"""The typed events a run yields, and what a score column is (`ScoreInfo`, which `Started`
+names). The engine knows no widgets: the CLI prints these, the app's adapter turns them into UI
+updates, `RunDir` writes them to disk; every reader folds them into a score history with
+`verdict.history.History.apply`. The loop (`chain.loop`) is the only place they are made."""
 
 from __future__ import annotations
 
@@ -9,14 +11,45 @@ from typing import Any, Literal
 
 from PIL import Image
 
-from .common import ScoreInfo
+Role = Literal["metric", "fidelity", "judge"]
+
+
+@dataclass(frozen=True)
+class ScoreInfo:
+    """What a score column is: its name, how to read it, and its role on the plot.
+
+    `family` says whose measure it is: "pyiqa" (every standard metric), "ours" (the rulers in
+    `rulers.py`), "plug-in", or "judge". `score_range` is the metric's nominal (low, high)
+    where its table gives one (pyiqa's `score_range`), for scaling curves by what the metric
+    can move."""
+
+    name: str
+    role: Role
+    lower_better: bool
+    label: str = ""
+    family: str = "pyiqa"
+    score_range: tuple[float, float] | None = None
+    meaning: str = ""
+
+    @property
+    def direction(self) -> str:
+        return "lower is better" if self.lower_better else "higher is better"
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> ScoreInfo:
+        """A `dataclasses.asdict` record read back from JSON (JSON has no tuples; older runs
+        lack the newer fields)."""
+        if record.get("score_range") is not None:
+            record = {**record, "score_range": tuple(record["score_range"])}
+        return cls(**record)
+
 
 Status = Literal["completed", "stopped", "failed"]
 
 
 @dataclass(frozen=True)
 class Started:
-    run_dir: Path
+    run_dir: Path | None  # where the run's files are written (None: nowhere, a table's)
     steps: int  # the last step the run will reach if nothing stops it
     infos: list[ScoreInfo]  # every score column, in plot order
     unavailable: dict[str, str]  # metric or judge -> why it cannot run here

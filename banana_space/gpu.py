@@ -7,7 +7,7 @@ for its whole length, so the engine asks for the GPU one edit step, or one judge
 
     run_on_gpu(generate_frame, job)
 
-By default that is a plain call. `zerogpu.py`, beside app.py, decorates a trampoline with
+By default that is a plain call. `page/zerogpu.py`, the app's side, decorates a trampoline with
 `spaces.GPU` at import time (ZeroGPU only schedules functions decorated before the app launches)
 and installs it with `use_gpu_runner`; the engine itself never imports `spaces` or gradio.
 
@@ -91,8 +91,9 @@ def size_of(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> str:
 
 
 def estimated_seconds(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> int:
-    """Seconds to book for `fn(*args, **kwargs)`: the runner's signature, so `zerogpu.py` can pass
-    it to `spaces.GPU(duration=...)`, which calls it with the decorated function's arguments."""
+    """Seconds to book for `fn(*args, **kwargs)`: the runner's signature, so `page/zerogpu.py`
+    can pass it to `spaces.GPU(duration=...)`, which calls it with the decorated function's
+    arguments."""
     estimate = getattr(fn, "gpu_seconds", None)
     if estimate is None:
         return DEFAULT_GPU_SECONDS
@@ -103,7 +104,7 @@ class GpuRefused(RuntimeError):
     """ZeroGPU would not run a call: the visitor's daily quota is used up (`kind` "quota"), no
     GPU came free in time ("queue"), or the GPU task was aborted ("aborted"). Not a failure of
     the work: a chain ends on it as *stopped*, keeping its frames, and can be resumed.
-    `zerogpu.py` turns what `spaces` raises into this; the engine never sees `spaces`."""
+    `page/zerogpu.py` turns what `spaces` raises into this; the engine never sees `spaces`."""
 
     ADVICE = {"quota": "GPU quota used up at step {step}: sign in or resume later",
               "queue": "no GPU came free at step {step} (ZeroGPU's queue timed out): "

@@ -5,7 +5,8 @@ the model (or whoever built the recording) wrote: shown raw, `<img src=http://�
 remote image, `[Session expired](http://…)` would render a convincing link, and a member name
 holding a newline and `# …` a heading, on a page anyone can be sent to (`?run=`).
 `escape_markdown` makes such text render as exactly its characters, on one line;
-`without_paths` keeps a server path out of what is stored and shown.
+`without_paths` keeps a server path out of what is stored and shown; `error_line` says an
+exception in one line a person can read.
 """
 
 from __future__ import annotations
@@ -40,3 +41,10 @@ def escape_markdown(text: str) -> str:
 def without_paths(text: str) -> str:
     """`text` with each absolute path reduced to its file's name."""
     return _PATH.sub(r"\1", text)
+
+
+def error_line(error: BaseException, limit: int | None = None) -> str:
+    """`error` as one line a person can read: its type and the first line of its message (at
+    most `limit` characters), never a traceback fragment."""
+    lines = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {lines[0][:limit]}" if lines else type(error).__name__

@@ -33,7 +33,7 @@ class EngineSettings:
     weights_dir: Path | None  # BANANA_WEIGHTS_DIR: weight files to seed pyiqa's cache from
     qrealign_model: str | None  # BANANA_QREALIGN_MODEL: a local Q-ReAlign Mini checkpoint
     gemini_base_url: str | None  # BANANA_GEMINI_BASE_URL: the Gemini API's address (tests)
-    preload: str | None  # BANANA_PRELOAD: models zerogpu.py loads at start (None: unset)
+    preload: str | None  # BANANA_PRELOAD: models page/zerogpu.py loads at start (None: unset)
     zero_gpu: bool  # SPACES_ZERO_GPU: set by Hugging Face on a ZeroGPU Space
     runs_commit_s: float = 300.0  # BANANA_RUNS_COMMIT_S: finished runs are committed this often
 

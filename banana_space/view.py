@@ -16,14 +16,13 @@ from typing import Any
 
 from .backends.simulate import DEFAULT_PROFILE, PROFILES
 from .chain import remake
+from .chain.comparison import Comparison
+from .chain.lifecycle import SideEvent, SideFailed
 from .chain.pace import progress_line
-from .compare.pair import SideEvent, SideFailed
-from .compare.record import Comparison
-from .events import Event, Finished, FrameJudged, FrameMade, FrameScored, Notice, Started
+from .events import Event, Finished, FrameMade, Notice, Started
 from .finding import headline, summarise
 from .markup import escape_markdown
 from .store.run import THUMB_SIDE, Run, SavedRun
-from .store.rundir import add_judged
 from .verdict.analysis import provisional
 from .verdict.columns import VERDICT_HEADERS, Shown, page_cells
 from .verdict.history import History, VerdictRow
@@ -62,44 +61,30 @@ class RunView:
     raw: bool = False  # small multiples of raw scores instead of the shared delta axis
     run_dir: Path | None = None
     steps: int = 0
-    history: History = field(default_factory=lambda: History([]))
+    history: History = field(default_factory=lambda: History([]))  # the run's fold
     unavailable: dict[str, str] = field(default_factory=dict)
-    texts: dict[int, str] = field(default_factory=dict)
     notices: list[tuple[str, str]] = field(default_factory=list)  # (level, text)
     started: bool = False  # `Started` came: the metrics have loaded
     loading: str = ""  # which metric the run waits for before it starts; gone once it starts
     last_step: int = -1  # the newest frame made (its scores may still be coming)
     made_at: dict[int, float] = field(default_factory=dict)  # step -> when it came (monotonic)
     offered: int = -1  # the newest frame ever shown (Screen.offered)
-    calls: int = 0
-    cost_usd: float = 0.0
     ended: Finished | None = None
     gaps: frozenset[int] = frozenset()  # steps a sampled chain does not have (no frame)
     simulated: bool = False  # a model of a generator's damage (`simulates_damage`)
 
     def apply(self, event: Event) -> Screen:
+        self.history.apply(event)  # the scores and what was said at each step
         if isinstance(event, Started):
             self.run_dir, self.steps, self.started = event.run_dir, event.steps, True
             self.loading = ""
             self.unavailable = dict(event.unavailable)
             self.simulated = simulates_damage(event.settings)
-            if not self.history.infos:
-                self.history = History(event.infos)
         elif isinstance(event, FrameMade):
             self.gaps |= frozenset(range(self.last_step + 1, event.step))  # a recording's gap
             self.last_step = event.step
             self.made_at[event.step] = time.monotonic()
             self.offered = max(self.offered, event.step)
-        elif isinstance(event, FrameScored):
-            self.history.add(event.step, event.scores)
-            self.calls += event.calls
-            self.cost_usd += event.cost_usd or 0.0
-            self.texts[event.step] = "\n".join(t for t in (event.text, event.judge_text) if t)
-        elif isinstance(event, FrameJudged):
-            add_judged(self.history, event)
-            if event.judge_text:
-                self.texts[event.step] = "\n".join(
-                    t for t in (self.texts.get(event.step, ""), event.judge_text) if t)
         elif isinstance(event, Notice) and not self.started:  # a metric is loading
             self.loading = event.message
         elif isinstance(event, Notice):
@@ -126,7 +111,6 @@ class RunView:
                    started=True,
                    simulated=simulates_damage(saved.meta.get("settings", {})))
         view.history = saved.history
-        view.texts = {step: row[5] for step, row in saved.steps.items() if len(row) > 5}
         # What the input was (its source, its licence, a downscale): facts of the run.
         view.notices += [("info", note) for note in
                          saved.meta.get("settings", {}).get("input_notes", [])]
@@ -178,7 +162,8 @@ class RunView:
     def status(self) -> str:
         made = f"step {max(self.last_step, 0)} of {self.steps}"
         # Calls and spend matter where calls cost money; an offline backend's are noise.
-        money = f" · {self.calls} calls · ≈ ${self.cost_usd:.2f} spent" if self.cost_usd else ""
+        calls, cost = self.history.calls, self.history.cost_usd
+        money = f" · {calls} calls · ≈ ${cost:.2f} spent" if cost else ""
         if self.ended is None and not self.started:  # metrics load before `Started`
             head = f"⏳ **Starting** · {escape_markdown(self.loading) or 'loading the metrics…'}"
         elif self.ended is None:
@@ -210,8 +195,8 @@ class RunView:
         return rows
 
     def model_text(self) -> str:
-        said = [f"**step {s}**: {escape_markdown(t)}" for s, t in sorted(self.texts.items())
-                if t.strip()]
+        said = [f"**step {s}**: {escape_markdown(row.said)}"
+                for s, row in sorted(self.history.steps.items()) if row.said.strip()]
         return "\n\n".join(said[-20:]) or "_The generator said nothing (or has no words)._"
 
 

@@ -3,7 +3,7 @@
 noise" (`simulate`'s nano-banana-pro and white-noise profiles), the four classic metrics +
 psnr and ssim, run two ways, each in a fresh process after one warm-up frame:
 
-- as a comparison (`compare.start_pair`): both chains at once, the input scored once;
+- as a comparison (`lifecycle.start_chain`): both chains at once, the input scored once;
 - the same two runs one after the other (`runs.start_run` twice), the input scored twice.
 
 Reports the wall time, the CPU seconds, how many times the input was scored and the peak RSS.
@@ -32,10 +32,11 @@ def one_way(way: str, steps: int) -> dict:
 
     from PIL import Image
 
+    from banana_space.chain.comparison import PairSpec
+    from banana_space.chain.lifecycle import start_chain
     from banana_space.chain.runs import RunSpec, start_run
+    from banana_space.chain.sides import side_specs
     from banana_space.compare.lessons import LESSONS
-    from banana_space.compare.pair import start_pair
-    from banana_space.compare.sides import side_specs
     from banana_space.events import Finished
     from banana_space.scores.catalog import CPU_DEFAULTS, to_tensor
     from banana_space.scores.pool import POOL
@@ -62,9 +63,8 @@ def one_way(way: str, steps: int) -> dict:
         load_before = os.getloadavg()[0]
         wall, cpu = time.perf_counter(), time.process_time()
         if way == "comparison":
-            events = [e.event for e in start_pair(loaded, steps, lesson.a, lesson.b,
-                                                  CPU_DEFAULTS, root)
-                      if hasattr(e, "event")]
+            pair = PairSpec(loaded, steps, lesson.a, lesson.b, CPU_DEFAULTS)
+            events = [e.event for e in start_chain(pair, root) if hasattr(e, "event")]
         else:
             events = []
             for spec in side_specs(loaded, steps, (lesson.a, lesson.b), CPU_DEFAULTS):

@@ -3,7 +3,7 @@
 Four parts, each printed as a section and written to `--out` (JSON) beside a markdown summary:
 
 1. **Chains.** The open editors (qwen-image-edit, flux-kontext, flux2) and both model judges
-   (VisualQuality-R1, Q-ReAlign) on `--device` in bf16, through the real seam: `import zerogpu`
+   (VisualQuality-R1, Q-ReAlign) on `--device` in bf16, through the real seam: `page/zerogpu.py`
    installs its `spaces.GPU` trampolines, as app.py does (off ZeroGPU `spaces.GPU` returns the
    function unchanged). A `--steps`-step chain per editor, every frame rated by both judges.
    Per step: seconds, the allocated and reserved GPU memory after it, its peak; whether any
@@ -65,9 +65,9 @@ import _setup  # noqa: F401  (offline, TORCH_HOME seeded with BRISQUE/NIQE, repo
 REPO = _setup.REPO
 sys.path.insert(0, str(REPO / "tests"))  # tiny_models.py: the tests' tiny random models
 
-import zerogpu  # noqa: E402  (first of ours, as in app.py: it installs the spaces.GPU seam)
 from banana_space import gpu  # noqa: E402
 from banana_space.prompts import DEFAULT_PROMPT  # noqa: E402
+from page import zerogpu  # noqa: E402  (first of ours, as in app.py: it installs the GPU seam)
 
 EDITORS = ("qwen-image-edit", "flux-kontext", "flux2")
 CLASSICS_NR = ("brisque", "niqe", "piqe", "entropy")

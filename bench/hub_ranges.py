@@ -47,8 +47,8 @@ def main() -> None:
     files = parquet_shards(chains, shards=2, rows_per_group=args.rows)
     with FakeHub({DATASET: files}) as hub:
         os.environ["HF_ENDPOINT"] = hub.url
+        from banana_space.sources.discover import find_chains_in
         from banana_space.sources.dispatch import open_frames
-        from banana_space.table.discover import find_chains_in
 
         refs = find_chains_in(f"hf://datasets/{DATASET}")
         found = served(hub)

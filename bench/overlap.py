@@ -33,10 +33,10 @@ from typing import Any
 
 import _setup
 
-from banana_space.backends.base import BackendInfo, Edit
+from banana_space.backends.base import BackendInfo, Edit, Report, report_nothing
 from banana_space.chain.loop import Chain, replicate
-from banana_space.common import Report, report_nothing
-from banana_space.events import Finished, FrameScored, Started
+from banana_space.chain.producers import Editing
+from banana_space.events import Finished, FrameScored
 from banana_space.scores.catalog import CPU_DEFAULTS
 from banana_space.scores.scoring import Scorer
 from banana_space.store.rundir import RunDir
@@ -88,9 +88,9 @@ def score_seconds(scorer: Scorer, frame: Any, repeats: int = 3) -> list[float]:
 
 def run(frame: Any, scorer: Scorer, t_gen: float, steps: int, root: Path) -> dict[str, float]:
     """One chain of `steps` steps, written to a run directory as `start_run` does."""
-    chain = Chain(frame, SleepingBackend(t_gen), scorer, steps, "copy", seed=0)
     run_dir = RunDir.create(root)
-    run_dir.record(Started(run_dir.path, steps, scorer.infos, {}, {}))
+    chain = Chain(frame, Editing(SleepingBackend(t_gen), "copy", 0), scorer, steps,
+                  run_dir=run_dir.path)
     scored = []
     started = time.perf_counter()
     for event in replicate(chain):

@@ -37,7 +37,7 @@ FRAME_SIDE = 1024
 
 def _history(steps: int):
     """25 columns (2 fidelity, 23 metrics), each a seeded random walk over `steps` steps."""
-    from banana_space.common import ScoreInfo
+    from banana_space.events import ScoreInfo
     from banana_space.verdict.history import History
 
     infos = [ScoreInfo("psnr", "fidelity", False), ScoreInfo("ssim", "fidelity", False)]
@@ -69,11 +69,12 @@ def _recorder(root: Path, history, step: int):
     """A fresh `RunDir` holding steps 0..step-1 of `history`, ready to record frame `step`."""
     from banana_space.events import Started
     from banana_space.store.rundir import RunDir
+    from banana_space.verdict.history import StepRow
 
     run = RunDir.create(root / "recorded")
     run.record(Started(run.path, 100, list(history.infos.values()), {}, {}))
     run.history = copy.deepcopy(history)
-    run.steps = {s: [s, 1.0, 3.0, 1, None, "", ""] for s in range(step)}
+    run.history.steps = {s: StepRow(s, 1.0, 3.0, 1) for s in range(step)}
     return run
 
 

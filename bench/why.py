@@ -1,4 +1,4 @@
-"""What the "Why is it fooled?" decomposition costs (banana_space/scores/explain.py): for
+"""What the "Why is it fooled?" decomposition costs (banana_space/explain/shapley.py): for
 BRISQUE and NIQE, the features of one frame of the page's default example (photo-moss.png,
 2048 x 1280, and a simulated copy of it) and the 64 model evaluations that split the change
 between them over the six feature groups. Each metric's network is built first (not timed).
@@ -26,7 +26,7 @@ def main() -> None:
     from PIL import Image
 
     from banana_space.backends.simulate import SimulateBackend
-    from banana_space.scores import explain
+    from banana_space.explain import shapley as explain
 
     with Image.open(EXAMPLE) as image:
         start = image.convert("RGB")

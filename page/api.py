@@ -23,6 +23,7 @@ import gradio as gr
 
 from banana_space import gate
 from banana_space.backends import REGISTRY as BACKENDS
+from banana_space.chain.comparison import PairSpec
 from banana_space.chain.quota import per_step_note
 from banana_space.chain.spec import MAX_STEPS, RunSpec
 from banana_space.compare.lessons import STEPS
@@ -90,11 +91,11 @@ def compact(answer: dict[str, Any]) -> str:
     return json.dumps(answer, separators=(",", ":"), ensure_ascii=False)
 
 
-def _answer(chain: contextlib.AbstractContextManager[runner.Chain], request: gr.Request
+def _answer(flight: contextlib.AbstractContextManager[runner.Flight], request: gr.Request
             ) -> str:
     """Wait for the end of a chain the runner started (`runner.start`, `runner.resume`) and
     answer with its summary."""
-    with chain as running:
+    with flight as running:
         return compact(summary(runner.until_end(running, request), request))
 
 
@@ -307,10 +308,11 @@ def compare_chains(image: str | None, steps: float, a: str, b: str, metrics: str
         loaded = load_image(received(image))
     except REFUSALS as error:
         raise refusal(error) from None
-    with runner.start_pair(request, loaded, steps, side_a, side_b, chosen,
-                           token=token) as chain:
-        run_a = runner.until_end(chain, request)
-    comparison = chain.comparison
+    with runner.start(request, PairSpec(loaded, steps, side_a, side_b, chosen),
+                      token=token) as flight:
+        run_a = runner.until_end(flight, request)
+    comparison = flight.comparison
+    assert comparison is not None
     runs = {"A": summary(run_a, request),
             "B": summary(confined(comparison.b), request) if comparison.b else None}
     return compact({"runs": runs, "link": compare_link(request, run_a.id),

@@ -3,9 +3,10 @@
 
 Each row links to an example chain where that score is fooled and one where it detects the
 damage: the magnifier's crop of the chain's first and last frames, served from
-docs/leaderboard/chains/. `gradio_leaderboard` was considered; its latest release (0.0.14)
-requires gradio < 6, so this is a plain `gr.Dataframe` with two filters. Layout only: the
-numbers come from the CSVs the command wrote.
+docs/leaderboard/chains/. A plain `gr.Dataframe` with two filters, not `gradio_leaderboard`
+(its latest release, 0.0.14, requires gradio < 6). Layout only: the numbers come from the CSVs
+the command wrote, and its columns from the board's one table
+(`banana_space.leaderboard.columns`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,13 @@ from urllib.parse import quote
 import gradio as gr
 
 from banana_space.backends.simulate import PROFILES
+from banana_space.leaderboard.columns import (
+    COLUMNS,
+    INTERVALS,
+    RATES,
+    BoardColumn,
+    page_headers,
+)
 from banana_space.leaderboard.report import card_name
 from page.settings import REPO
 
@@ -24,9 +32,9 @@ RESULTS = REPO / "docs" / "leaderboard"
 CARDS = RESULTS / "chains"
 FAMILIES = ["pyiqa", "ours", "judge", "plug-in"]
 ALL = "all damage"
-HEADERS = ["metric", "family", "detects (paper)", "detects (robust)", "false alarms",
-           "ρ vs PSNR", "s / 1024² frame", "fooled on", "detects on", "95 % intervals",
-           "design-dependent on", "unavailable"]
+SHOWN = [column for column in COLUMNS if column.page is not None]
+# The tab's headers and types (`columns.page_headers`: each shown column, and the intervals).
+HEADERS, DATATYPES = (list(found) for found in zip(*page_headers(), strict=True))
 gr.set_static_paths([CARDS])  # the chains' pictures, linked from the table's rows
 
 
@@ -60,6 +68,33 @@ def intervals(row: dict[str, str], rates: tuple[str, ...]) -> str:
                       for rate in rates)
 
 
+def _cell(column: BoardColumn, row: dict[str, str]) -> object:
+    """A column's cell as the tab shows it (`columns.COLUMNS`): a rate in %, a chain linked to
+    its picture."""
+    value = row.get(column.field, "")
+    if column.kind == "rate":
+        return _number(value, True)
+    if column.kind == "number":
+        return _number(value)
+    if column.kind == "chain":
+        return chain_link(value)
+    return value
+
+
+def _picked(row: dict[str, str], artifact: str, of_artifact: dict[str, str]) -> dict[str, str]:
+    """An entrant's row over all damage chains, or (an artifact picked) over that artifact's
+    chains: its detection rates from artifacts.csv, no false alarms (those are measured on the
+    nuisance chains), and the artifact itself where its profile depends on the score."""
+    if artifact == ALL:
+        return row
+    rates = {name: of_artifact.get(name, "") for rate in RATES[:2]
+             for name in (rate, f"{rate}_low", f"{rate}_high")}
+    alarms = {name: "" for name in ("false_alarm_rate", "false_alarm_rate_low",
+                                    "false_alarm_rate_high")}
+    return {**row, **rates, **alarms,
+            "design_dependent_on": artifact if of_artifact["design_dependence"] else ""}
+
+
 def rows(family: str, artifact: str, show_unavailable: bool) -> list[list[object]]:
     """The board's rows for the filters: over all damage chains, or one artifact's chains
     (then "false alarms" is blank: it is measured on the nuisance chains). A score the
@@ -73,18 +108,13 @@ def rows(family: str, artifact: str, show_unavailable: bool) -> list[list[object
             continue
         if row["unavailable"] and not show_unavailable:
             continue
-        names: tuple[str, ...] = ("detect_rate", "detect_rate_robust", "false_alarm_rate")
-        picked, dependent = row, row["design_dependent_on"]
-        if artifact != ALL:
-            if row["metric"] not in by_artifact:
-                continue
-            picked, names = by_artifact[row["metric"]], names[:2]
-            dependent = artifact if picked["design_dependence"] else ""
-        rates = [picked[name] for name in names] + [""] * (3 - len(names))
-        shown.append([row["metric"], row["family"], *(_number(r, True) for r in rates),
-                      _number(row["rho_mean"]), _number(row["seconds_per_frame"]),
-                      chain_link(row["fooled_on"]), chain_link(row["detects_on"]),
-                      intervals(picked, names), dependent, row["unavailable"]])
+        if artifact != ALL and row["metric"] not in by_artifact:
+            continue
+        picked = _picked(row, artifact, by_artifact.get(row["metric"], {}))
+        rates = RATES if artifact == ALL else RATES[:2]
+        cells = {column.page.header: _cell(column, picked) for column in SHOWN if column.page}
+        cells[INTERVALS.header] = intervals(picked, rates)
+        shown.append([cells[header] for header in HEADERS])
     return shown
 
 
@@ -161,9 +191,7 @@ def build() -> None:
             artifact = gr.Dropdown([ALL, *artifacts], value=ALL, label="Artifact")
             unavailable = gr.Checkbox(False, label="Show scores that cannot run here")
         table = gr.Dataframe(rows("all", ALL, False), headers=HEADERS, interactive=False,
-                             datatype=["str", "str", "number", "number", "number", "number",
-                                       "number", "markdown", "markdown", "str", "str", "str"],
-                             wrap=True, elem_id="leaderboard")
+                             datatype=DATATYPES, wrap=True, elem_id="leaderboard")
         for control in (family, artifact, unavailable):
             control.change(rows, [family, artifact, unavailable], table,
                            api_visibility="private")

@@ -15,8 +15,8 @@ from collections.abc import Callable
 
 import gradio as gr
 
+from banana_space.chain.sides import Side
 from banana_space.compare.lessons import LESSONS, STEPS, Lesson
-from banana_space.compare.sides import Side
 from banana_space.prompts import DEFAULT_PROMPT
 from banana_space.verdict.analysis import PAPER_TEST
 

@@ -115,6 +115,15 @@ PHONE_HIDDEN = ", ".join(f"#verdict th:nth-child({n}), #verdict td:nth-child({n}
                          f"#verdict [role=row] > [role=gridcell]:nth-child({n})"
                          for n in phone_hidden())
 # ---- Page-wide CSS and JS: the summary's type, alt text, grids that fit a phone ----
+# The Vote tab: big buttons for a phone, and a class link's voting view alone (`vote-only`).
+VOTE_CSS = """#vote-panel .vote-button {font-size: 1.35em; min-height: 64px}
+#vote-reveal p {font-size: 1.15em}
+body.vote-only #vote-panel {position: fixed; inset: 0; z-index: 1000; overflow: auto;
+  background: var(--body-background-fill); padding: 8px}
+body.vote-only * {visibility: hidden}
+body.vote-only #vote-panel, body.vote-only #vote-panel *,
+body.vote-only .toast-wrap, body.vote-only .toast-wrap * {visibility: visible}
+#class-qr svg {width: min(100%, 360px); height: auto}"""
 PAGE_CSS = """#claim h1 {margin: 0 0 4px; font-size: 1.6em}
 #claim p {margin: 0; font-size: 1.1em}
 #run-note p {margin: 2px 0 0; font-size: 14px; color: var(--body-text-color-subdued)}

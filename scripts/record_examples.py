@@ -32,7 +32,7 @@ os.environ.setdefault("BANANA_WEIGHTS_DIR", str(REPO.parent / "shared" / "weight
 from PIL import Image  # noqa: E402
 
 from banana_space.backends import create_backend  # noqa: E402
-from banana_space.chain.loop import make_step  # noqa: E402
+from banana_space.chain.producers import make_step  # noqa: E402
 from banana_space.chain.remake import pixel_hash, write_manifest  # noqa: E402
 from banana_space.chain.runs import RunSpec, start_run  # noqa: E402
 from banana_space.scores.catalog import CPU_DEFAULTS  # noqa: E402

@@ -126,13 +126,13 @@ def _run(job: Job, runs: Path) -> tuple[str, float]:
     from dataclasses import asdict
 
     from banana_space.backends.simulate import SimulateBackend
+    from banana_space.chain.runs import scorer_for
     from banana_space.scores.catalog import expand_metric_names
-    from banana_space.scores.scoring import Scorer
     from banana_space.verdict.history import History
 
     began = time.monotonic()
     image = start_image(job)
-    scorer = Scorer(expand_metric_names(",".join(job.metrics)), pool=_pool())
+    scorer = scorer_for(expand_metric_names(",".join(job.metrics)), pool=_pool())
     for _ in scorer.load():
         pass
     if scorer.unavailable:  # a run missing a score would quietly shrink the table

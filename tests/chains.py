@@ -11,7 +11,7 @@ import numpy as np
 from PIL import Image
 
 from banana_space.chain.runs import RunSpec, start_run
-from banana_space.common import png_bytes
+from banana_space.files import png_bytes
 
 METRICS = ["brisque", "entropy"]
 FRAMES = 7  # steps 0-6: checkpoint 5 decides

@@ -32,7 +32,7 @@ from typing import Any
 
 from PIL import Image
 
-from banana_space.common import png_bytes
+from banana_space.files import png_bytes
 
 PATH = re.compile(r"^/(v1beta|v1|v1alpha)/models/([^/:]+):generateContent$")
 REPLICA_TEXT = "Here is the exact replica."

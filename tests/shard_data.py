@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from PIL import Image
 
-from banana_space.common import png_bytes
+from banana_space.files import png_bytes
 
 IMAGE = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
 

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from banana_space.common import ScoreInfo
+from banana_space.events import ScoreInfo
 from banana_space.verdict.analysis import (
     CHECKPOINT_FIELDS,
     CHECKPOINT_HEADERS,
@@ -20,7 +20,6 @@ from banana_space.verdict.analysis import (
     normalised,
     oriented_deltas,
     paper_test,
-    plain_verdict,
     provisional,
     spearman,
     undecided_because,
@@ -124,7 +123,7 @@ def test_a_chain_without_a_step_1_says_why_it_has_no_verdict() -> None:
     assert row.detects is None and row.detects_robust is None
     assert row.undecided_because.startswith("no score at step 1")
     assert row.worse_than_input is True  # the change since the input can still be read
-    assert plain_verdict(row.detects) == "undecided"
+    assert Verdict(row.detects).words.plain == "undecided"
 
 
 def test_metric_that_improves_while_psnr_falls_is_fooled() -> None:
@@ -208,7 +207,7 @@ def test_a_score_better_at_step_1_than_the_input_then_worse_detects_and_says_so(
 
 
 def test_a_verdict_owns_every_word_each_surface_writes() -> None:
-    assert [plain_verdict(v) for v in (True, False, None)] == ["yes", "no", "undecided"]
+    assert [Verdict(v).words.plain for v in (True, False, None)] == ["yes", "no", "undecided"]
     assert [Verdict(v).words.terse for v in (True, False, None)] == ["yes", "no", "?"]
     assert [Verdict(v).on_page() for v in (True, False, None)] == [
         "✅ detects", "❌ fooled", "… undecided"]

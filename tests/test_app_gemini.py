@@ -26,7 +26,7 @@ from fake_gemini import FakeGemini, answer, error, image_part, text_part
 from gradio_client import Client, handle_file
 from PIL import Image
 
-from banana_space.common import png_bytes
+from banana_space.files import png_bytes
 from banana_space.prompts import DEFAULT_PROMPT
 from banana_space.store.run import Run
 

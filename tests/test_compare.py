@@ -1,5 +1,5 @@
-"""Two chains from one upload (banana_space/compare/pair.py), on real parts: the offline simulation,
-real pyiqa metrics, real run directories. Identical sides are refused before anything is
+"""Two chains from one upload (banana_space/chain/lifecycle.py), on real parts: the offline
+simulation, real pyiqa metrics, real run directories. Identical sides are refused before anything is
 written; the input is scored once; a side that cannot start leaves the other running and says
 why; Stop stops both; the comparison's zip holds both runs and the A/B table; the lessons'
 sentences come from the verdicts."""
@@ -19,13 +19,13 @@ from dataclasses import replace
 
 import pytest
 
+from banana_space.chain import lifecycle as compare
+from banana_space.chain import sides
+from banana_space.chain.comparison import Comparison, PairRow, PairSpec
+from banana_space.chain.lifecycle import start_chain
 from banana_space.chain.runs import Resumption
-from banana_space.compare import pair as compare
-from banana_space.compare import sides
+from banana_space.chain.sides import IDENTICAL, Side
 from banana_space.compare.lessons import LESSONS, lesson_sentence
-from banana_space.compare.pair import start_pair
-from banana_space.compare.record import Comparison, PairRow
-from banana_space.compare.sides import IDENTICAL, Side
 from banana_space.events import Finished, FrameScored, Started
 from banana_space.scores.pool import POOL
 from banana_space.sources.images import LoadedImage
@@ -51,18 +51,18 @@ def test_identical_sides_are_refused_before_anything_is_written(start, tmp_path)
     spelled_out = Side(options={"profile": "nano-banana-pro", "strength": 1.0})
     for a, b in [(STATIC, STATIC), (Side(), spelled_out), (Side(options={"profile": ""}), Side())]:
         with pytest.raises(ValueError, match="A and B are the same settings"):
-            start_pair(start, 2, a, b, METRICS, tmp_path)
+            start_chain(PairSpec(start, 2, a, b, METRICS), tmp_path)
     assert IDENTICAL.startswith("A and B are the same settings")
     assert list(tmp_path.iterdir()) == []
 
 
 def test_every_refusal_applies_to_each_side(start, tmp_path) -> None:
     with pytest.raises(ValueError, match="side B: the seed must be"):
-        start_pair(start, 2, STATIC, Side(seed=-1), METRICS, tmp_path)
+        start_chain(PairSpec(start, 2, STATIC, Side(seed=-1), METRICS), tmp_path)
     with pytest.raises(ValueError, match="side A: .*takes no option"):
-        start_pair(start, 2, Side(options={"colour": 1}), NOISE, METRICS, tmp_path)
+        start_chain(PairSpec(start, 2, Side(options={"colour": 1}), NOISE, METRICS), tmp_path)
     with pytest.raises(ValueError, match="steps must be"):
-        start_pair(start, 0, STATIC, NOISE, METRICS, tmp_path)
+        start_chain(PairSpec(start, 0, STATIC, NOISE, METRICS), tmp_path)
     assert list(tmp_path.iterdir()) == []
 
 
@@ -77,7 +77,7 @@ def test_a_pair_runs_both_chains_and_scores_the_input_once(start, tmp_path, weig
 
     monkeypatch.setattr(POOL, "score", counted)
     steps = 3
-    events = list(start_pair(start, steps, STATIC, NOISE, METRICS, tmp_path))
+    events = list(start_chain(PairSpec(start, steps, STATIC, NOISE, METRICS), tmp_path))
     assert {side: e.status for side, e in ended(events).items()} == {"A": "completed",
                                                                       "B": "completed"}
     # frames 0..3 on each side, frame 0 (the same input) once: 2 x 4 - 1
@@ -108,7 +108,7 @@ def test_a_pair_runs_both_chains_and_scores_the_input_once(start, tmp_path, weig
 
 def test_a_side_that_cannot_start_leaves_the_other_running(start, tmp_path) -> None:
     keyed = Side(backend="nano-banana")  # no key here: it cannot start
-    events = list(start_pair(start, 2, STATIC, keyed, ["entropy"], tmp_path))
+    events = list(start_chain(PairSpec(start, 2, STATIC, keyed, ["entropy"]), tmp_path))
     failed = [e for e in events if isinstance(e, compare.SideFailed)]
     assert [(f.side, "needs a key" in f.reason) for f in failed] == [("B", True)]
     assert ended(events)["A"].status == "completed" and "B" not in ended(events)
@@ -123,7 +123,7 @@ def test_a_side_that_cannot_start_leaves_the_other_running(start, tmp_path) -> N
 def test_stop_stops_both(start, tmp_path) -> None:
     stop = threading.Event()
     events = []
-    for event in start_pair(start, 50, STATIC, NOISE, ["entropy"], tmp_path, stop=stop):
+    for event in start_chain(PairSpec(start, 50, STATIC, NOISE, ["entropy"]), tmp_path, stop=stop):
         events.append(event)
         scored = {e.side for e in events if isinstance(e, compare.SideEvent)
                   and isinstance(e.event, FrameScored) and e.event.step >= 1}
@@ -139,7 +139,7 @@ def test_a_pair_whose_reader_left_mid_run_goes_on_as_a_pair(start, tmp_path) -> 
     the pair has no zip; resumed as a pair, both go on from their last
     frame and the comparison's zip is made, its A/B table from every step."""
     steps = 12
-    pair = start_pair(start, steps, STATIC, NOISE, ["entropy"], tmp_path)
+    pair = start_chain(PairSpec(start, steps, STATIC, NOISE, ["entropy"]), tmp_path)
     seen = []
     for event in pair:
         seen.append(event)
@@ -160,7 +160,7 @@ def test_a_pair_whose_reader_left_mid_run_goes_on_as_a_pair(start, tmp_path) -> 
     recorded = Comparison.read(runs["A"])
     opened = {side: Resumption.open(run.path) for side, run in runs.items()}
     made = {side: r.saved.last_step for side, r in opened.items()}
-    events = list(compare.resume_pair(recorded, opened, tmp_path))
+    events = list(compare.Opened(opened, recorded).events())
     assert {side: e.status for side, e in ended(events).items()} == {"A": "completed",
                                                                      "B": "completed"}
     again = {e.side: e.event.step for e in events if isinstance(e, compare.SideEvent)
@@ -237,8 +237,8 @@ def test_every_lesson_is_a_pair_that_differs() -> None:
 
 
 def test_the_record_is_json_in_both_runs(start, tmp_path) -> None:
-    events = list(start_pair(start, 1, Side(), Side(smoothed=True), ["entropy"], tmp_path,
-                             lesson="as-is-vs-smoothed"))
+    events = list(start_chain(PairSpec(start, 1, Side(), Side(smoothed=True), ["entropy"],
+                                      lesson="as-is-vs-smoothed"), tmp_path))
     runs = runs_in(tmp_path)
     records = [json.loads(r.compare_file.read_text()) for r in runs]
     assert records[0] == records[1] and records[0]["lesson"] == "as-is-vs-smoothed"
@@ -258,7 +258,7 @@ def test_a_side_that_fails_on_the_way_keeps_the_other_and_says_why(start, tmp_pa
             zipped.writestr(f"{i}.png", data.getvalue()[:200] if i == 2 else data.getvalue())
     replayed = Side(backend="replay", options={"source": str(archive)})
     root = tmp_path / "runs"
-    events = list(start_pair(start, 4, STATIC, replayed, ["entropy"], root))
+    events = list(start_chain(PairSpec(start, 4, STATIC, replayed, ["entropy"]), root))
     finishes = ended(events)
     assert finishes["A"].status == "completed" and finishes["A"].last_step == 4
     assert finishes["B"].status == "failed" and finishes["B"].last_step == 1
@@ -270,8 +270,9 @@ def test_a_side_that_fails_on_the_way_keeps_the_other_and_says_why(start, tmp_pa
 
 
 def test_the_pair_figure_draws_both_runs_on_each_scores_chart() -> None:
-    from banana_space.compare.plots import mscn_figure, pair_figure
-    from banana_space.compare.why import NssReading
+    from banana_space.compare.plots import pair_figure
+    from banana_space.explain.plots import mscn_figure
+    from banana_space.explain.why import NssReading
     from banana_space.scores.catalog import metric_info
     from banana_space.verdict.history import History
 

@@ -147,7 +147,7 @@ def test_without_cuda_nothing_loads_and_the_user_is_told_why() -> None:
 def test_each_edit_books_the_zerogpu_size_its_weights_need(monkeypatch) -> None:
     """klein + the judge fit `large`'s 48 GB; Kontext and Qwen-Image-Edit + the judge need
     `xlarge`, which costs twice the quota; the runner sends each job to that size's trampoline."""
-    import zerogpu
+    from page import zerogpu
 
     jobs = {name: EditJob(model.name, "key", picture(64, 64), PROMPT, 0, 1, 1.0, "cuda")
             for name, model in de.MODELS.items()}
@@ -168,7 +168,7 @@ def test_each_edit_books_the_zerogpu_size_its_weights_need(monkeypatch) -> None:
 
 
 def test_zerogpu_places_the_cards_pair_on_cuda_at_start_up_unless_told_otherwise() -> None:
-    import zerogpu
+    from page import zerogpu
 
     def names(**env: str) -> list[str]:
         return zerogpu.preload_names(EngineSettings.from_env(env))
@@ -185,7 +185,7 @@ def test_the_zerogpu_seam_is_an_in_process_call_off_zerogpu(
         pipelines: dict[str, Any], plain_runner: None) -> None:
     import importlib
 
-    import zerogpu
+    from page import zerogpu
 
     # What importing it installs, whichever test imported it first and reset the runner since.
     zerogpu = importlib.reload(zerogpu)

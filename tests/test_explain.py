@@ -1,4 +1,4 @@
-"""The decomposition of a score's change (banana_space/scores/explain.py): the model re-evaluated
+"""The decomposition of a score's change (banana_space/explain/shapley.py): the model re-evaluated
 on a frame's own features is pyiqa's score of that frame (pyiqa's BRISQUE and NIQE, created
 here without our equivalents), the Shapley values of known games are the textbook ones, the
 groups cover the 36 features once, and NIQE's blocks are paired only between frames of one
@@ -17,7 +17,7 @@ from PIL import Image
 from tolerance import FLOAT64_RELATIVE
 
 from banana_space.backends.simulate import SimulateBackend
-from banana_space.scores import explain
+from banana_space.explain import shapley as explain
 from banana_space.scores.catalog import to_tensor
 from banana_space.scores.scoring import as_scored
 

@@ -30,9 +30,10 @@ from fake_gemini import (
 from PIL import Image
 
 from banana_space.backends import REGISTRY, BackendUnavailable, backend_names, create_backend
+from banana_space.backends.base import GenerationFailed
 from banana_space.backends.gemini import closest_aspect_ratio
 from banana_space.backends.gemini_client import MISSING_KEY
-from banana_space.common import GenerationFailed, png_bytes
+from banana_space.files import png_bytes
 from banana_space.judges import REGISTRY as JUDGES
 from banana_space.judges import create_judge
 from banana_space.judges.answer import PROMPT, read_rating

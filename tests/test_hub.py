@@ -19,7 +19,7 @@ from fake_hub import FakeHub
 from PIL import Image
 from shard_data import parquet_shards, row_group_spans
 
-from banana_space.common import png_bytes
+from banana_space.files import png_bytes
 from banana_space.sources.dispatch import open_frames
 from banana_space.sources.images import BadImage
 

@@ -11,18 +11,17 @@ from pathlib import Path
 import pytest
 
 from banana_space.backends.simulate import PROFILES, profiles_of_kind, varying_nuisances
-from banana_space.common import csv_bytes
+from banana_space.files import csv_bytes
 from banana_space.leaderboard import chain_kinds
+from banana_space.leaderboard.columns import Entrant, wilson_interval
 from banana_space.leaderboard.rank import (
     ARTIFACT_HEADER,
     LEADERBOARD_HEADER,
     NUISANCE_HEADER,
-    Entry,
     artifact_rows,
     colour_floor_rows,
     leaderboard_rows,
     nuisance_rows,
-    wilson_interval,
 )
 from banana_space.leaderboard.suite import Suite
 from banana_space.verdict.history import VerdictRow
@@ -50,8 +49,8 @@ def verdicts() -> dict[str, list[VerdictRow]]:
 def test_rates_count_damage_and_real_chains_and_false_alarms_on_nuisance(verdicts) -> None:
     chains = chain_kinds(CHAINS, "suite", KINDS)
     assert chains["mine/real-1"].kind == "real" and chains["suite/shift/a"].kind == "nuisance"
-    entries = [Entry("dull", "pyiqa", "dull"), Entry("sharp", "ours", "sharp"),
-               Entry("deep", "pyiqa", "deep", "weights not reachable")]
+    entries = [Entrant("dull", "pyiqa", "dull"), Entrant("sharp", "ours", "sharp"),
+               Entrant("deep", "pyiqa", "deep", "weights not reachable")]
     board = leaderboard_rows(entries, verdicts, chains, {"sharp": 0.1})
     rows = [dict(zip(LEADERBOARD_HEADER, row, strict=True)) for row in board]
     assert [row["metric"] for row in rows] == ["sharp", "dull", "deep"]
@@ -95,8 +94,8 @@ def test_the_tab_filters_by_family_and_artifact(verdicts, tmp_path: Path, monkey
     from page import leaderboard_tab
 
     chains = chain_kinds(CHAINS, "suite", KINDS)
-    entries = [Entry("dull", "pyiqa", "dull"), Entry("sharp", "ours", "sharp"),
-               Entry("deep", "pyiqa", "deep", "weights not reachable")]
+    entries = [Entrant("dull", "pyiqa", "dull"), Entrant("sharp", "ours", "sharp"),
+               Entrant("deep", "pyiqa", "deep", "weights not reachable")]
     (tmp_path / "leaderboard.csv").write_bytes(csv_bytes(
         LEADERBOARD_HEADER, leaderboard_rows(entries, verdicts, chains, {})))
     (tmp_path / "artifacts.csv").write_bytes(csv_bytes(
@@ -131,7 +130,7 @@ def test_wilsons_interval_matches_its_textbook_values() -> None:
 
 def test_every_rate_has_its_interval_on_the_board(verdicts) -> None:
     chains = chain_kinds(CHAINS, "suite", KINDS)
-    board = leaderboard_rows([Entry("dull", "pyiqa", "dull")], verdicts, chains, {})
+    board = leaderboard_rows([Entrant("dull", "pyiqa", "dull")], verdicts, chains, {})
     dull = dict(zip(LEADERBOARD_HEADER, board[0], strict=True))
     assert (dull["detect_rate_low"], dull["detect_rate_high"]) == wilson_interval(1, 4)
     assert (dull["false_alarm_rate_low"], dull["false_alarm_rate_high"]) == wilson_interval(0, 1)
@@ -156,7 +155,7 @@ def test_a_score_a_profile_depends_on_by_design_is_marked_on_its_rows(verdicts) 
                                           "lattice-ripple": "damage", "random-shift": "nuisance"})
     metrics = ("scale_index", "lattice_probe", "noise_level", "sharp")
     rows = {name: [verdict(metric, True, True, 0.5) for metric in metrics] for name in names}
-    entries = [Entry(metric, "ours", metric) for metric in metrics]
+    entries = [Entrant(metric, "ours", metric) for metric in metrics]
     board = {row[0]: dict(zip(LEADERBOARD_HEADER, row, strict=True))
              for row in leaderboard_rows(entries, rows, chains, {})}
     assert board["scale_index"]["design_dependent_on"] == "granular"
@@ -192,7 +191,7 @@ def test_the_report_shows_intervals_marks_and_the_suites_checks(verdicts) -> Non
     from banana_space.leaderboard.report import report_html
 
     chains = chain_kinds(CHAINS, "suite", KINDS)
-    entries = [Entry("sharp", "ours", "sharp")]
+    entries = [Entrant("sharp", "ours", "sharp")]
     about = {"suite": {"version": "3", "starts": ["a", "b"], "size": 1024, "steps": 20,
                        "seed": 0}, "machine": "here", "minutes": 1.0}
     page = report_html(leaderboard_rows(entries, verdicts, chains, {}),
@@ -207,7 +206,7 @@ def test_the_report_shows_intervals_marks_and_the_suites_checks(verdicts) -> Non
 def test_a_rerun_of_the_same_suite_adds_its_minutes_to_the_earlier_ones(tmp_path) -> None:
     import json
 
-    from banana_space.leaderboard import earlier_minutes
+    from banana_space.leaderboard.make import earlier_minutes
 
     suite = Suite(starts=("photo-moss",), size=64, steps=5)
     assert earlier_minutes(tmp_path, suite) == 0.0
@@ -225,7 +224,7 @@ def test_the_tab_says_what_ran(verdicts, tmp_path: Path, monkeypatch) -> None:
     (tmp_path / "suite.json").write_text(json.dumps({
         "suite": suite.as_record(), "chains": 52, "machine": "a test", "minutes": 3.0}))
     chains = chain_kinds(CHAINS, "suite", KINDS)
-    entries = [Entry("sharp", "ours", "sharp"), Entry("deep", "pyiqa", "deep", "no weights")]
+    entries = [Entrant("sharp", "ours", "sharp"), Entrant("deep", "pyiqa", "deep", "no weights")]
     (tmp_path / "leaderboard.csv").write_bytes(csv_bytes(
         LEADERBOARD_HEADER, leaderboard_rows(entries, verdicts, chains, {"sharp": 0.1})))
     (tmp_path / "nuisances.csv").write_bytes(csv_bytes(NUISANCE_HEADER, [

@@ -8,7 +8,7 @@ import math
 import plotly.graph_objects as go
 import pytest
 
-from banana_space.common import ScoreInfo
+from banana_space.events import ScoreInfo
 from banana_space.scores.catalog import parse_score_range
 from banana_space.verdict.analysis import range_scaled, since_input
 from banana_space.verdict.history import History
@@ -68,7 +68,7 @@ def test_curves_are_scaled_by_the_score_range_so_noise_stays_small() -> None:
 
 
 def test_a_chain_with_no_input_is_drawn_from_step_1_and_says_so() -> None:
-    """A real chain numbered from 1 with no start has no step 0 (`real_chains.score_sampled`:
+    """A real chain numbered from 1 with no start has no step 0 (`runs.play_existing`:
     no scores there, and fidelity at step 1, against itself, unscored): its curves are drawn
     from step 1, every column alike, rather than left empty."""
     history = History([ScoreInfo("psnr", "fidelity", False, score_range=(0.0, 40.0)),

@@ -19,10 +19,11 @@ import torch
 from PIL import Image
 from tiny_models import tiny_qwen3_5_vl
 
+from banana_space.backends.base import report_nothing
 from banana_space.backends.simulate import SimulateBackend
 from banana_space.chain.loop import Chain, replicate
+from banana_space.chain.producers import Editing
 from banana_space.chain.runs import RunSpec, start_run
-from banana_space.common import report_nothing
 from banana_space.events import Finished, FrameJudged, FrameScored, Notice, Started
 from banana_space.judges import REGISTRY, create_judge
 from banana_space.judges import qrealign as qr
@@ -171,7 +172,7 @@ def test_frames_stream_while_the_judge_is_still_busy(operator_checkpoint, photo,
     judge = HeldJudge()
     scorer = Scorer(["entropy"], [judge], pool)
     list(scorer.load())
-    chain = Chain(photo.resize((96, 64)), SimulateBackend(), scorer, 6, "copy", 0)
+    chain = Chain(photo.resize((96, 64)), Editing(SimulateBackend(), "copy", 0), scorer, 6)
     events: Iterator = replicate(chain)
     seen = []
     try:
@@ -199,8 +200,8 @@ def test_a_stop_does_not_wait_for_the_judge(operator_checkpoint, photo, pool,
     scorer = Scorer(["entropy"], [judge], pool)
     list(scorer.load())
     stop = threading.Event()
-    events = replicate(Chain(photo.resize((96, 64)), SimulateBackend(), scorer, 3, "copy", 0),
-                       stop)
+    chain = Chain(photo.resize((96, 64)), Editing(SimulateBackend(), "copy", 0), scorer, 3)
+    events = replicate(chain, stop)
     try:
         for event in events:
             if isinstance(event, FrameScored) and event.step == 1:
@@ -216,7 +217,7 @@ def test_a_stop_does_not_wait_for_the_judge(operator_checkpoint, photo, pool,
 
 def test_on_the_leaderboard_it_is_an_entry_scored_at_its_checkpoints(operator_checkpoint,
                                                                      tmp_path) -> None:
-    from banana_space.leaderboard import probe_entries
+    from banana_space.leaderboard.make import probe_entries
     from banana_space.table import find_chains
     from banana_space.table.work import score_chain_ref
 

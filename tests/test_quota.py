@@ -1,4 +1,4 @@
-"""ZeroGPU seconds, visible and bounded (banana_space/chain/quota.py, gpu.GpuRefused, zerogpu.py):
+"""ZeroGPU seconds, visible and bounded (chain/quota.py, gpu.GpuRefused, page/zerogpu.py):
 the estimate is the booking's own, judges rate the checkpoints only when asked, the plot draws
 those ratings as points, and a refusal from `spaces` mid-chain stops the run cleanly, frames
 kept and resumable. The refusals are the very errors spaces 0.51.3 raises (built with its own
@@ -19,10 +19,11 @@ from banana_space.backends.simulate import SimulateBackend
 from banana_space.budget import GB, MemoryBudget, Reservation, judged_bytes
 from banana_space.chain import quota
 from banana_space.chain.loop import JUDGE_BACKLOG, Chain, replicate
+from banana_space.chain.producers import Editing
 from banana_space.chain.runs import RunSpec, resume_run, start_run
-from banana_space.common import ScoreInfo
-from banana_space.events import Finished, FrameJudged, FrameScored, Notice, Started
+from banana_space.events import Finished, FrameJudged, FrameScored, Notice, ScoreInfo, Started
 from banana_space.judges.base import JudgeInfo, Rating
+from banana_space.judges.schedule import judged_steps
 from banana_space.judges.visualquality_r1 import RateJob, VisualQualityR1Judge, answer
 from banana_space.scores.pool import MetricPool
 from banana_space.scores.scoring import Scorer
@@ -39,11 +40,11 @@ def pool() -> MetricPool:
 
 
 def test_judges_rate_the_checkpoints_and_the_last_step() -> None:
-    assert quota.judged_steps(100, "checkpoints") == {0, 1, 5, 10, 20, 50, 100}
-    assert quota.judged_steps(17, "checkpoints") == {0, 1, 5, 10, 17}
-    assert quota.judged_steps(17, "every") is None
+    assert judged_steps(100, "checkpoints") == {0, 1, 5, 10, 20, 50, 100}
+    assert judged_steps(17, "checkpoints") == {0, 1, 5, 10, 17}
+    assert judged_steps(17, "every") is None
     with pytest.raises(ValueError, match="checkpoints, every"):
-        quota.judged_steps(5, "sometimes")
+        judged_steps(5, "sometimes")
 
 
 def test_the_estimate_is_what_zerogpu_books(monkeypatch) -> None:
@@ -135,8 +136,8 @@ def test_checkpoint_judging_leaves_gaps_drawn_as_points(photo, weights_dir, pool
     judge = CountingJudge()
     scorer = Scorer(["entropy"], [judge], pool)
     list(scorer.load())
-    chain = Chain(photo.resize((48, 32)), SimulateBackend(), scorer, 6, "copy", 0,
-                  judged=quota.judged_steps(6, "checkpoints"))
+    chain = Chain(photo.resize((48, 32)), Editing(SimulateBackend(), "copy", 0), scorer, 6,
+                  judge_at="checkpoints")
     events = list(replicate(chain))
     scored = [e for e in events if isinstance(e, FrameScored)]
     assert all(math.isnan(e.scores["judge_counting"]) for e in scored)  # rated beside the chain
@@ -196,7 +197,7 @@ def refusing_at(call: int, error: Exception):
 ])
 def test_a_zerogpu_refusal_at_step_k_keeps_frames_before_it_and_resumes(
         title, message, said, gpu_simulate, tmp_path, photo, weights_dir, pool) -> None:
-    import zerogpu
+    from page import zerogpu
 
     gpu.use_gpu_runner(zerogpu.refusals_named(refusing_at(3, _spaces_error(title, message))))
     spec = RunSpec(photo.resize((48, 32)), 5, "simulate", metrics=["entropy"])
@@ -218,7 +219,7 @@ def test_a_zerogpu_refusal_at_step_k_keeps_frames_before_it_and_resumes(
 
 def test_a_workers_own_error_is_a_failure_not_a_refusal(gpu_simulate, tmp_path, photo,
                                                         weights_dir, pool) -> None:
-    import zerogpu
+    from page import zerogpu
 
     crash = _spaces_error("ZeroGPU worker error", "RuntimeError")
     assert zerogpu.refusal(crash) is None
@@ -280,7 +281,7 @@ def test_frames_waiting_for_a_slow_judge_are_few_and_held_in_the_budget(photo, p
     helper = threading.Thread(target=let_in_once_full, daemon=True)
     helper.start()
     try:
-        for event in replicate(Chain(image, SimulateBackend(), scorer, 20, "copy", 0)):
+        for event in replicate(Chain(image, Editing(SimulateBackend(), "copy", 0), scorer, 20)):
             seen.append(event)
     finally:
         judge.let_in.set()
@@ -299,7 +300,8 @@ def test_a_stopped_run_lets_go_of_the_frames_waiting_for_its_judge(photo, pool) 
     scorer = Scorer(["entropy"], [judge], pool, budget)
     list(scorer.load())
     try:
-        for event in replicate(Chain(image, SimulateBackend(), scorer, 20, "copy", 0), stop):
+        chain = Chain(image, Editing(SimulateBackend(), "copy", 0), scorer, 20)
+        for event in replicate(chain, stop):
             if isinstance(event, FrameScored) and event.step == 3:  # steps 0-2 are held
                 wait_for(lambda: budget.frames_held() >= 3, what="the frames being held")
                 stop.set()

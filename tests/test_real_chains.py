@@ -22,7 +22,7 @@ from shard_data import parquet_shards
 
 from banana_space.chain.offered import dataset_starts, examples
 from banana_space.chain.real_chains import FOLDER, LABEL, Plan, prepare, start_preparing
-from banana_space.common import png_bytes
+from banana_space.files import png_bytes
 from banana_space.markup import escape_markdown
 from banana_space.store.run import Run
 from banana_space.view import RunView

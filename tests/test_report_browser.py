@@ -15,7 +15,7 @@ from dataclasses import asdict
 import pytest
 from playwright.sync_api import Browser
 
-from banana_space.common import ScoreInfo
+from banana_space.events import ScoreInfo
 from banana_space.table import write_report
 from banana_space.table.store import TableStore
 from banana_space.table.work import ChainResult

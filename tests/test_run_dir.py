@@ -30,8 +30,8 @@ from raw_api import call, dependencies
 from visitors import chain_args, client, noise, run_args, run_dirs, run_ids, small, wait_for
 
 from banana_space.chain.runs import RunSpec, resume_run, start_run
-from banana_space.common import png_bytes, write_atomic
 from banana_space.events import FrameScored, Started
+from banana_space.files import png_bytes, write_atomic
 from banana_space.store.retention import prune_runs
 from banana_space.store.run import Run, RunBusy
 

@@ -15,7 +15,7 @@ from banana_space.store.runids import BadRunId, open_run
 
 REPO = Path(__file__).resolve().parent.parent
 SOURCES = [*(REPO / "banana_space").rglob("*.py"), *(REPO / "page").rglob("*.py"),
-           REPO / "app.py", REPO / "zerogpu.py"]
+           REPO / "app.py"]
 THE_RUN = REPO / "banana_space" / "store" / "run.py"
 # Pieces of a run's file names: run.json, frames' and thumbnails' names, the dot-files, the
 # recording's manifest. "step_seed" (a backend's fact) is a word, not a file.

@@ -15,7 +15,7 @@ from banana_space.settings import EngineSettings
 
 REPO = Path(__file__).resolve().parent.parent
 SOURCES = sorted([*(REPO / "banana_space").rglob("*.py"), *(REPO / "page").rglob("*.py"),
-                  REPO / "app.py", REPO / "zerogpu.py"])
+                  REPO / "app.py"])
 SETTINGS_MODULES = {"banana_space/settings.py", "page/settings.py"}
 ENVIRONMENT = {"environ", "getenv", "putenv", "unsetenv"}
 # Who may read the environment after import, outside the settings modules, and why.

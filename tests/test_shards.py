@@ -18,10 +18,10 @@ from shard_data import IMAGE, parquet_shards
 
 import banana_space.sources.shards
 from banana_space.cli import main as cli
-from banana_space.common import png_bytes
+from banana_space.files import png_bytes
+from banana_space.sources.discover import find_chains_in
 from banana_space.sources.dispatch import open_frames
 from banana_space.sources.images import BadImage
-from banana_space.table.discover import find_chains_in
 
 REPO = Path(__file__).resolve().parent.parent
 

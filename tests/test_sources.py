@@ -22,7 +22,7 @@ import pytest
 from chains import noisy_chain
 from PIL import Image
 
-from banana_space.common import png_bytes
+from banana_space.files import png_bytes
 from banana_space.sources.chain_layout import EXPECTED
 from banana_space.sources.dispatch import open_frames
 from banana_space.sources.frames import (

@@ -10,8 +10,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from banana_space.common import ScoreInfo
-from banana_space.events import Finished, Notice
+from banana_space.events import Finished, Notice, ScoreInfo
 from banana_space.finding import HEADLINE_WORDS, headline, summarise
 from banana_space.verdict import history as verdict_history
 from banana_space.verdict.columns import VERDICT_COLUMN, VERDICT_HEADERS

@@ -212,7 +212,7 @@ def test_a_lecture_hall_never_meets_the_caps_but_a_cookie_minting_script_does() 
 def test_a_voter_sees_step_1_against_each_checkpoint_first_on_a_random_side() -> None:
     import random
 
-    from page.vote_tab.pairs import Shown, nth_pair
+    from page.vote_tab.pairs import PairOnScreen, nth_pair
 
     made = list(range(21))
     rng = random.Random(0)
@@ -222,10 +222,10 @@ def test_a_voter_sees_step_1_against_each_checkpoint_first_on_a_random_side() ->
     assert sides == {True, False}
     later = nth_pair(made, 3, rng)
     assert later.earlier < later.later and later.index == 3
-    assert Shown.read(later.text) == later and Shown.read("1,5,X,0") is None
+    assert PairOnScreen.read(later.text) == later and PairOnScreen.read("1,5,X,0") is None
     assert (nth_pair([0, 1, 2, 3], 0, rng).earlier, nth_pair([0, 1, 2, 3], 0, rng).later) == (1, 3)
     assert nth_pair([0], 0, rng) is None
-    shown = Shown(1, 5, earlier_left=False, index=0)
+    shown = PairOnScreen(1, 5, earlier_left=False, index=0)
     assert shown.steps() == (5, 1) and shown.choice(left=True) == "later"
 
 
@@ -260,10 +260,10 @@ def test_a_damaged_ledger_is_never_appended_to_and_never_stops_a_run(run: Run) -
 def test_a_pair_is_shown_at_one_size(run: Run) -> None:
     from PIL import Image
 
-    from page.vote_tab.pairs import Shown
+    from page.vote_tab.pairs import PairOnScreen
     from page.vote_tab.tab import _pictures
 
     with Image.open(run.frame_path(5)) as frame:
         frame.resize((48, 32)).save(run.frame_path(5))  # as a thumbnail kept alone would be
-    left, right = _pictures(run, Shown(1, 5, earlier_left=True, index=0))
+    left, right = _pictures(run, PairOnScreen(1, 5, earlier_left=True, index=0))
     assert left.size == right.size == (48, 32)

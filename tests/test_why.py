@@ -1,4 +1,4 @@
-"""The "Why is it fooled?" panel and the `why` command (banana_space/compare/why.py).
+"""The "Why is it fooled?" panel and the `why` command (banana_space/explain/why.py).
 
 Its MSCN numbers are pyiqa's: α and σ² of each frame's MSCN coefficients equal BRISQUE's first
 two features from pyiqa's own `natural_scene_statistics`. Its explanation adds up: on held-out
@@ -25,11 +25,12 @@ from tolerance import FLOAT64_RELATIVE
 
 from banana_space.backends.simulate import SimulateBackend
 from banana_space.chain.runs import start_run
+from banana_space.chain.sides import smooth_start
 from banana_space.chain.spec import RunSpec
 from banana_space.cli import main as cli
-from banana_space.compare.plots import SUM_LABEL, contribution_figure
-from banana_space.compare.sides import smooth_start
-from banana_space.compare.why import (
+from banana_space.explain.plots import SUM_LABEL, contribution_figure
+from banana_space.explain.shapley import EXPLAINED, FEATURE_GROUPS, Decomposition
+from banana_space.explain.why import (
     Explanation,
     bin_centres,
     explain_sides,
@@ -39,7 +40,6 @@ from banana_space.compare.why import (
     why_text,
 )
 from banana_space.scores.catalog import metric_info, to_tensor
-from banana_space.scores.explain import EXPLAINED, FEATURE_GROUPS, Decomposition
 
 
 def chain(profile: str, steps: int) -> list[Image.Image]:

@@ -16,10 +16,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..common import BackendUnavailable
 from ..registry import unique_table
 from . import diffusers_edit, gemini, replay, simulate
-from .base import Backend, BackendInfo, Entry, Option, options_of
+from .base import Backend, BackendInfo, BackendUnavailable, Entry, Option, options_of
 
 # Order is the UI's order: offline first, so the default works on any laptop.
 _MODULES = [simulate, replay, gemini, diffusers_edit]

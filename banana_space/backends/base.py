@@ -1,8 +1,11 @@
 """The one tiny interface every generator backend implements.
 
 A backend declares what it is (`BackendInfo`) and does one thing: image + prompt + seed -> image
-(`edit`). The chain in `banana_space.chain.loop` feeds each output back in, so a backend never sees
-the loop. Heavy SDKs are imported lazily inside the backend that needs them.
+(`edit`); while it waits it may say so (`Report`), and it says it cannot run here
+(`BackendUnavailable`) or gave no image (`GenerationFailed`) in words a person reads (judges
+say the same, in the same words). The chain in `banana_space.chain.loop` feeds each output back
+in, so a backend never sees the loop. Heavy SDKs are imported lazily inside the backend that
+needs them.
 """
 
 from __future__ import annotations
@@ -13,7 +16,28 @@ from typing import Any, Protocol
 
 from PIL import Image
 
-from ..common import Report, report_nothing
+# A backend or judge may call this while it waits (e.g. "429 from the API, retrying in 2.1 s…").
+# The chain turns each call into a `Notice` event that the UI and CLI show at once.
+Report = Callable[[str], None]
+
+
+def report_nothing(message: str) -> None:
+    """The default `Report`: used where nobody listens (tests, one-off calls)."""
+
+
+class BackendUnavailable(RuntimeError):
+    """Raised when a backend (or judge) cannot run here (no key, no GPU, missing package).
+
+    The message is shown to the user as is, so it must say what to do, and must never contain
+    a secret.
+    """
+
+
+class GenerationFailed(RuntimeError):
+    """Raised by `edit` when the generator answered but gave no usable image (a safety block,
+    an empty candidate, text only). The chain ends the run as *failed at step k* with this
+    message and keeps every frame made before.
+    """
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from ..common import BackendUnavailable, Report, report_nothing
+from ..backends.base import BackendUnavailable, Report, report_nothing
 from ..gpu import (
     QUOTA_PER_SECOND,
     ModelCache,

@@ -21,7 +21,7 @@ from typing import Any
 
 from PIL import Image
 
-from ..common import BackendUnavailable, GenerationFailed, Report, report_nothing
+from ..backends.base import BackendUnavailable, GenerationFailed, Report, report_nothing
 from ..sources.images import BadImage, load_image
 from .base import BackendInfo, Edit, Entry, Option
 from .gemini_client import GeminiConnection, key_missing

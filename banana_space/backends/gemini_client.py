@@ -21,7 +21,8 @@ from typing import Any, TypeVar
 
 from PIL import Image
 
-from ..common import GenerationFailed, Report, png_bytes
+from ..backends.base import GenerationFailed, Report
+from ..files import png_bytes
 from ..settings import engine_settings
 
 KEY_VARS = ("GEMINI_API_KEY", "GOOGLE_API_KEY")  # first one set wins, after an explicit key

@@ -14,7 +14,7 @@ from typing import Any
 
 from PIL import Image
 
-from ..common import GenerationFailed, Report, report_nothing
+from ..backends.base import GenerationFailed, Report, report_nothing
 from ..sources.dispatch import HUB_PREFIX, open_frames
 from ..sources.images import BadImage, LoadedImage
 from .base import BackendInfo, Edit, Entry, Option

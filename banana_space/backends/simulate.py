@@ -23,7 +23,7 @@ from typing import Any, Literal
 import numpy as np
 from PIL import Image
 
-from ..common import Report, report_nothing
+from ..backends.base import Report, report_nothing
 from . import artifacts, controls, mi_ripple
 from .base import BackendInfo, Edit, Entry, Option
 

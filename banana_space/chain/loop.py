@@ -1,8 +1,9 @@
-"""The replication chain of Banana100 (arXiv 2604.03400, Sec. 3): ask the generator for a copy,
-feed the copy back in, and score every frame on the way.
+"""The one loop every chain runs through (Banana100, arXiv 2604.03400, Sec. 3: ask for a copy,
+feed it back in, score every frame), whatever makes its frames (`producers`), and the only
+maker of a run's events; its readers fold them with `verdict.history.History.apply`.
 
-Three kinds of work overlap, each in its own thread: a producer asks the backend for the next
-frame (a network call or a GPU step), a scorer scores the frame before it, and the caller of
+Three kinds of work overlap, each in its own thread: a producer asks for the next frame (a
+network call, a GPU step, a decode), a scorer scores the frame before it, and the caller of
 `replicate` (the run directory, the UI) writes and shows each frame as soon as it exists
 (`FrameMade`: the input at once, each copy as the producer makes it, even while the frame before
 is still being scored), then its scores once they are ready (`FrameScored`). So a run goes at
@@ -29,21 +30,26 @@ import math
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from PIL import Image
 
-from ..backends import Backend, BackendUnavailable
+from ..backends import BackendUnavailable
+from ..backends.base import GenerationFailed
 from ..budget import Reservation, judged_bytes
-from ..common import GenerationFailed, error_line
-from ..events import Finished, FrameJudged, FrameMade, FrameScored, Notice
+from ..events import Event, Finished, FrameJudged, FrameMade, FrameScored, Notice, Started
 from ..gpu import GpuRefused
-from ..judges import Judge, rating_at
-from ..prompts import repeats_for
-from ..scores.scoring import FrameScores, Scorer
-from ..sources.images import BadImage, load_image
+from ..judges import Judge
+from ..judges.schedule import rating_at
+from ..markup import error_line
+from ..scores.catalog import FIDELITY
+from ..scores.scoring import FrameScores, Scorer, unavailable_notices
+from ..sources.images import BadImage
+from ..verdict.analysis import INPUT
+from .producers import Made, Producer
 
 POLL_SECONDS = 0.1  # how often a waiting side looks at the stop flag
 # Frames waiting for the judges, at most: a generator outpaces a slow judge (a free-tier key
@@ -53,26 +59,30 @@ JUDGE_BACKLOG = 4
 
 @dataclass(frozen=True)
 class Chain:
-    image: Image.Image  # the frame the chain continues from (frame 0 unless resuming)
-    backend: Backend
+    """What the loop runs: where its frames come from, how they are scored, and what its
+    `Started` says (the run's folder and settings)."""
+
+    first: Image.Image  # the frame the chain starts from (or, resumed, goes on from)
+    frames: Producer  # what makes every frame after it
     scorer: Scorer
     steps: int  # the last step to make
-    prompt: str
-    seed: int
-    start: int = 0  # the step `image` is; > 0 when resuming from a run directory
-    reference: Image.Image | None = None  # frame 0, when resuming
-    judged: frozenset[int] | None = None  # steps the judges rate (None: every one; quota.py)
-    recorded: frozenset[int] | None = None  # a recording's steps (None: every step is made)
+    start: int = 0  # the step `first` is: 0, the input (a chain with no input: its first copy)
+    resumed: bool = False  # `first` was made and scored before: neither again
+    reference: Image.Image | None = None  # fidelity's reference: frame 0 (default: `first`)
+    judge_at: str = "every"  # which steps the judges rate: every one, or the checkpoints
+    run_dir: Path | None = None  # where the run's files are written (None: nowhere)
+    settings: dict[str, Any] = field(default_factory=dict)  # what run.json records
+    notes: tuple[str, ...] = ()  # facts of the run, said once it has started
 
+    @property
+    def first_step(self) -> int:
+        """The first step this chain makes (`Started.first_step`)."""
+        return self.start + 1 if self.resumed else self.start
 
-@dataclass(frozen=True)
-class _Made:
-    step: int
-    image: Image.Image
-    text: str
-    seconds: float
-    calls: int
-    cost_usd: float | None
+    def without_fidelity(self, step: int) -> bool:
+        """Whether `step` is the chain's own first copy, scored against itself: a chain with no
+        input (numbered from 1) has no fidelity there, only pyiqa's cap for "identical"."""
+        return step == self.start != INPUT and not self.resumed
 
 
 @dataclass(frozen=True)
@@ -98,21 +108,31 @@ class _JudgesDone:
     pass
 
 
-def replicate(chain: Chain, stop: threading.Event | None = None
-              ) -> Iterator[FrameMade | FrameScored | FrameJudged | Notice | Finished]:
-    """The replication loop (Sec. 3): each frame is fed back in to make the next, and every
-    frame is scored, generating and scoring overlapping in threads.
+def replicate(chain: Chain, stop: threading.Event | None = None) -> Iterator[Event]:
+    """The replication loop (Sec. 3): each frame is fed back in to make the next (or played,
+    where it exists already), and every frame is scored, making and scoring overlapping in
+    threads.
 
     Args:
-        chain: the start frame, backend, scorer, steps, prompt and seed.
+        chain: where its frames come from, how they are scored, its steps and its run.
         stop: set it to end the run after the frame being made (which is dropped).
     Returns:
-        Each frame as soon as it exists (`FrameMade`), then its scores (`FrameScored`), its
-        judges' scores whenever they are ready (`FrameJudged`), notices as they happen, then
-        the end (`Finished`: completed, stopped or failed at step k, with every frame before
-        k kept).
+        A line per metric awaited while they load, `Started` (the columns that loaded), the
+        chain's notes and one line per reason a metric is out; each frame as soon as it exists
+        (`FrameMade`), then its scores (`FrameScored`), its judges' scores whenever they are
+        ready (`FrameJudged`), notices as they happen, then the end (`Finished`: completed,
+        stopped or failed at step k, with every frame before k kept).
     """
-    stop = stop or threading.Event()
+    scorer = chain.scorer
+    yield from scorer.load()
+    yield Started(chain.run_dir, chain.steps, scorer.infos, scorer.unavailable,
+                  chain.settings, chain.first_step)
+    yield from (Notice(note, chain.start, "info") for note in chain.notes)
+    yield from unavailable_notices(scorer.unavailable)
+    yield from _frames(chain, stop or threading.Event())
+
+
+def _frames(chain: Chain, stop: threading.Event) -> Iterator[Event]:
     abandoned = threading.Event()  # set when our consumer goes away (closed generator)
     made: queue.Queue = queue.Queue(maxsize=1)  # producer -> scorer
     scored: queue.Queue = queue.Queue(maxsize=1)  # scorer and judges -> us
@@ -138,8 +158,8 @@ def replicate(chain: Chain, stop: threading.Event | None = None
     last = chain.start  # the newest scored step
     ending: Finished | None = None  # the scorer's end, held while the judges finish
     try:
-        if chain.start == 0:  # the input, shown at once: it is scored meanwhile
-            yield FrameMade(0, chain.image)
+        if not chain.resumed:  # the first frame, shown at once: it is scored meanwhile
+            yield FrameMade(chain.start, chain.first)
         while True:
             try:
                 item = scored.get(timeout=POLL_SECONDS)
@@ -193,12 +213,11 @@ def _score_frames(chain: Chain, stop: threading.Event, abandoned: threading.Even
     def put_all(events: Iterator[object] | list[object]) -> bool:
         return all(_put(outbox, event, abandoned) for event in events)
 
-    reference = chain.reference or chain.image
+    reference = chain.reference or chain.first
     last = chain.start
     try:
-        if chain.start == 0 and not put_all(_scored(
-                chain, _Made(0, chain.image, "", 0.0, 0, None), reference, abandoned,
-                judging)):
+        if not chain.resumed and not put_all(_scored(
+                chain, Made(chain.start, chain.first), reference, abandoned, judging)):
             return
         while not abandoned.is_set():
             try:
@@ -208,7 +227,7 @@ def _score_frames(chain: Chain, stop: threading.Event, abandoned: threading.Even
                     put_all([Finished("stopped", last, "stopped by the user", totals)])
                     return
                 continue
-            if isinstance(item, _Made):
+            if isinstance(item, Made):
                 totals["calls"] += item.calls
                 totals["cost_usd"] += item.cost_usd or 0.0
                 if stop.is_set():  # made after the click: dropped, never shown
@@ -302,15 +321,7 @@ def _last_ratings(judges: tuple[Judge, ...] | list[Judge], waiting: int,
             "now, keeping every frame and score made")
 
 
-def judges_for(chain: Chain, step: int) -> tuple[Judge, ...]:
-    """The judges that rate `step`: the run's choice of steps (`judged`), then each judge's
-    own schedule (a slow judge rates the checkpoints only)."""
-    if chain.judged is not None and step not in chain.judged:
-        return ()
-    return rating_at(chain.scorer.judges, step, chain.steps)
-
-
-def _scored(chain: Chain, made: _Made, reference: Image.Image, abandoned: threading.Event,
+def _scored(chain: Chain, made: Made, reference: Image.Image, abandoned: threading.Event,
             judging: queue.Queue) -> Iterator[FrameScored | Notice]:
     scorer = chain.scorer  # the frame is shown already (`FrameMade`): its scores follow
     # The metrics wait their turn in the process's memory budget: the frame is kept, never
@@ -332,9 +343,12 @@ def _scored(chain: Chain, made: _Made, reference: Image.Image, abandoned: thread
     # Until `FrameJudged` comes (or for good: a step no judge rates is a gap in their curves,
     # no GPU booked), the judges' cells are NaN.
     result.scores.update({judge.info.name: math.nan for judge in scorer.judges})
+    if chain.without_fidelity(made.step):
+        result.scores.update({name: math.nan for name in FIDELITY if name in result.scores})
     yield FrameScored(made.step, made.image, result.scores, made.text, "",
                       made.seconds, time.perf_counter() - started, made.calls, made.cost_usd)
-    if judges := judges_for(chain, made.step):  # after FrameScored went out: it comes first
+    # After FrameScored went out: it comes first.
+    if judges := rating_at(scorer.judges, made.step, chain.steps, chain.judge_at):
         # Held in the budget while it waits; past JUDGE_BACKLOG frames, the scorer waits too.
         held = scorer.budget.request(judged_bytes(made.image.size))
         if not held.wait(abandoned.is_set):
@@ -348,20 +362,18 @@ def _scored(chain: Chain, made: _Made, reference: Image.Image, abandoned: thread
 
 def _produce(chain: Chain, stop: threading.Event, abandoned: threading.Event,
              outbox: queue.Queue, shown: queue.Queue) -> None:
-    """Make each step from the one before, hand each frame to our caller to show at once
-    (`shown`: a frame made after a stop is dropped, never shown) and to the scorer (`outbox`)."""
+    """Make each step (`chain.frames`: from the one before, or played), hand each frame to our
+    caller to show at once (`shown`: a frame made after a stop is dropped, never shown) and to
+    the scorer (`outbox`)."""
     def put(item: object) -> bool:
         return _put(outbox, item, abandoned)
 
-    image = chain.image
-    for step in range(chain.start + 1, chain.steps + 1):
+    image = chain.first
+    for step in chain.frames.steps_after(chain.start, chain.steps):
         if stop.is_set() or abandoned.is_set():
             break
-        if chain.recorded is not None and step not in chain.recorded:
-            continue  # a gap in a recording: no frame and no score, as in its source
         try:
-            made = make_step(chain.backend, image, chain.prompt, chain.seed, step,
-                             lambda m, s=step: put(Notice(m, s, "info")))
+            made = chain.frames.make(image, step, lambda m, s=step: put(Notice(m, s, "info")))
         except GpuRefused as refused:  # the visitor's GPU quota, not the run, gave out
             put(_Failed(step, refused.at_step(step), "stopped"))
             return
@@ -373,22 +385,6 @@ def _produce(chain: Chain, stop: threading.Event, abandoned: threading.Event,
             return
         image = made.image
     put(_Done())
-
-
-def make_step(backend: Backend, image: Image.Image, prompt: str, seed: int, step: int,
-              report: Callable[[str], object] = lambda message: None) -> _Made:
-    """One chain step: `repeats` calls with the prompt (e.g. "mirror it" twice). A recording's
-    frames are re-made with it too (remake.py)."""
-    started = time.perf_counter()
-    texts, calls, cost = [], 0, None
-    for _ in range(repeats_for(prompt)):
-        edit = backend.edit(image, prompt, seed=seed, step=step, report=report)
-        loaded = load_image(edit.image)
-        image, calls = loaded.image, calls + edit.calls
-        texts += [t for t in (edit.text, *loaded.notes) if t]
-        if edit.cost_usd is not None:
-            cost = (cost or 0.0) + edit.cost_usd
-    return _Made(step, image, "\n".join(texts), time.perf_counter() - started, calls, cost)
 
 
 def _describe(error: Exception) -> str:

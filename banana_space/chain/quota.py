@@ -1,4 +1,4 @@
-"""What a run will cost in ZeroGPU seconds, said before it runs, and which steps the judges rate.
+"""What a run will cost in ZeroGPU seconds, said before it runs.
 
 ZeroGPU gives each visitor a daily GPU quota (hub-docs `docs/hub/spaces-zerogpu.md`, "Usage
 Tiers", commit 242f4a1 of 2026-08-22): 2 minutes unauthenticated, 5 with a free account, 40 with
@@ -13,10 +13,10 @@ uses (`DiffusersEditBackend.quota_seconds`: its booking, twice over for an edito
 ZeroGPU's `xlarge` size; `VisualQualityR1Judge.booking_seconds`). A
 100-step chain with VisualQuality-R1 rating every frame books far more than a day's quota, so
 on ZeroGPU the judges rate only the checkpoints by default: 0, 1, the paper's 5, 10 and 20, 50,
-100 and the last step (`judged_steps`), which is all the verdict reads; a visitor may ask for
-every frame. The page states a run's cost in each tier's own unit (a share of that tier's day),
-and on ZeroGPU a GPU generator's default run is cut to what fits the smallest day
-(`steps_for_the_smallest_day`).
+100 and the last step (`judges.schedule.judged_steps`), which is all the verdict reads; a
+visitor may ask for every frame. The page states a run's cost in each tier's own unit (a share
+of that tier's day), and on ZeroGPU a GPU generator's default run is cut to what fits the
+smallest day (`steps_for_the_smallest_day`).
 """
 
 from __future__ import annotations
@@ -30,12 +30,10 @@ from ..backends import REGISTRY as BACKENDS
 from ..backends import create_backend
 from ..judges import REGISTRY as JUDGES
 from ..judges import create_judge
+from ..judges.schedule import judged_steps
 from ..prompts import repeats_for
 from ..settings import engine_settings
 
-JUDGED_STEPS = (0, 1, 5, 10, 20, 50, 100)  # judge_at="checkpoints": these and the last step
-JUDGE_AT = {"checkpoints": "at the checkpoints (0, 1, 5, 10, 20, 50, 100, the last step)",
-            "every": "every frame"}
 # Included daily GPU quota by account tier, in seconds (hub-docs, above). "extensible": PRO, Team
 # and Enterprise go on past it on pre-paid credits.
 DAILY_QUOTA_S = {"without signing in": 120, "free account": 300, "PRO": 2400,
@@ -52,15 +50,6 @@ def on_zerogpu() -> bool:
 def default_judge_at() -> str:
     """Checkpoints on ZeroGPU, where each judged frame costs quota; every frame elsewhere."""
     return "checkpoints" if on_zerogpu() else "every"
-
-
-def judged_steps(steps: int, judge_at: str) -> frozenset[int] | None:
-    """The steps the judges rate in a run of `steps` steps; None for every step."""
-    if judge_at not in JUDGE_AT:
-        raise ValueError(f"judge_at must be one of {', '.join(JUDGE_AT)}, got {judge_at!r}")
-    if judge_at == "every":
-        return None
-    return frozenset(step for step in JUDGED_STEPS if step <= steps) | {steps}
 
 
 @dataclass(frozen=True)

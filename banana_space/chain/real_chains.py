@@ -31,21 +31,17 @@ import csv
 import io
 import json
 import logging
-import math
 import re
 import shutil
 import threading
-import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path, PurePosixPath
 
 from PIL import Image
 
-from ..common import write_atomic
-from ..events import Finished, FrameMade, FrameScored, Notice, Started
+from ..files import write_atomic
 from ..scores.catalog import CPU_DEFAULTS
-from ..scores.scoring import Scorer, unavailable_notices
 from ..settings import engine_settings
 from ..sources.chain_layout import not_copies
 from ..sources.dataset_layout import (
@@ -56,10 +52,10 @@ from ..sources.dataset_layout import (
     numbered,
     starts_folders,
 )
-from ..store.animation import write_animation
+from ..sources.frames import frames_in_memory
+from ..sources.listing import ChainRef
 from ..store.run import Run
-from ..store.rundir import RunDir, write_zip
-from ..table.discover import ChainRef
+from .runs import play_existing
 
 LOG = logging.getLogger(__name__)
 FOLDER = ".real-chains"  # under the runs folder
@@ -178,47 +174,6 @@ def sampled_frames(ref: ChainRef, steps: Sequence[int],
                                            "by name")
 
 
-def score_sampled(frames: Sequence[tuple[int, Image.Image]], root: Path, name: str,
-                  metrics: Sequence[str], settings: dict) -> Path:
-    """Score sampled frames against the first (step 0, the input; or step 1 where a chain has
-    no input) and write them as one finished run `root/name`; the steps between have no frame
-    and no score. Fidelity at a first copy scored against itself is no measurement (pyiqa's
-    cap for "identical"): it is left without a score."""
-    scorer = Scorer(metrics)
-    first, reference = frames[0]
-    scorer.check_fits(max((image.size for _, image in frames), key=lambda s: s[0] * s[1]))
-    for metric in scorer.wanted:  # no visitor waits here: a cold start's load is waited for
-        scorer.pool.begin(metric).wait(METRIC_PATIENCE_S)
-    run = RunDir.create(root, name)
-    try:
-        for notice in scorer.load():
-            run.record(notice)
-        last = frames[-1][0]
-        itself = {i.name for i in scorer.infos if i.role == "fidelity"} if first else set()
-        run.record(Started(run.path, last, scorer.infos, scorer.unavailable, settings))
-        for note in settings["input_notes"]:
-            run.record(Notice(note, 0, "info"))
-        for notice in unavailable_notices(scorer.unavailable):
-            run.record(notice)
-        for step, image in frames:
-            run.record(FrameMade(step, image))
-            with scorer.budget.request(scorer.memory_needed(image.size, reference.size)):
-                started = time.perf_counter()
-                result = scorer.measure(image, reference)
-            scores = {k: math.nan if step == first and k in itself else v
-                      for k, v in result.scores.items()}
-            run.record(FrameScored(step, image, scores,
-                                   seconds_score=time.perf_counter() - started))
-            for warning in result.warnings:
-                run.record(Notice(warning, step))
-        run.record(Finished("completed", last))
-    finally:
-        run.close()
-    write_animation(Run(run.path).load())  # opened by a copy with both (page/run_tab)
-    write_zip(run.path)
-    return run.path
-
-
 def _finished(path: Path) -> bool:
     try:
         return Run(path).load().meta.get("status") == "completed"
@@ -287,7 +242,8 @@ def prepare_chain(ref: ChainRef, plan: Plan, folder: Path, refs: Sequence[ChainR
                 "steps": frames[-1][0], "seed": 0, "metrics": list(plan.metrics), "judges": [],
                 "judge_options": {}, "input_size": list(frames[0][1].size),
                 "input_notes": notes, "real_chain": label}
-    return score_sampled(frames, folder, path.name, plan.metrics, settings)
+    return play_existing(frames_in_memory(label, frames), folder, path.name, plan.metrics,
+                         settings, patience_s=METRIC_PATIENCE_S)
 
 
 def _made_by(model: str, prompt: str) -> str:
@@ -315,9 +271,9 @@ def prepare(root: Path, plan: Plan | None = None) -> list[Path]:
 
 
 def _prepare(root: Path, plan: Plan) -> list[Path]:
+    from ..sources.discover import find_chains_in
     from ..sources.hub import revision
     from ..sources.hub_client import pinned
-    from ..table.discover import find_chains_in
 
     if plan.count <= 0 and not plan.chains:
         return []

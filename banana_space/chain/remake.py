@@ -27,9 +27,9 @@ from pathlib import Path
 from PIL import Image
 
 from ..backends import create_backend
-from ..common import png_bytes, write_atomic
+from ..files import png_bytes, write_atomic
 from ..store.run import Run
-from .loop import make_step
+from .producers import make_step
 
 _LOCKS: dict[Path, threading.Lock] = {}  # one re-maker per run directory at a time
 _LOCKS_GUARD = threading.Lock()

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -20,19 +20,20 @@ from typing import Any
 from ..backends import REGISTRY as BACKENDS
 from ..backends import Backend, BackendUnavailable, create_backend
 from ..budget import BUDGET, MemoryBudget
-from ..events import Event, Finished, FrameMade, Notice, Started
+from ..events import Event, Finished, FrameMade, Notice
 from ..judges import create_judges
 from ..markup import one_line, without_paths
 from ..scores.pool import POOL, MetricPool
-from ..scores.scoring import InputScores, Scorer, unavailable_notices
+from ..scores.scoring import InputScores, Scorer
 from ..sources.dispatch import HUB_PREFIX
+from ..sources.frames import Frames
 from ..store.animation import write_animation
 from ..store.diskspace import DiskFull, check_room, is_disk_full
 from ..store.run import META_NAME, Run, RunBusy, SavedRun
 from ..store.rundir import RunDir, write_zip
 from .loop import Chain, replicate
 from .persist import push_run
-from .quota import judged_steps
+from .producers import Editing, Existing
 from .spec import RunSpec, check_spec, from_settings, to_settings
 
 INTERRUPTED = "interrupted: the visitor disconnected"
@@ -47,10 +48,20 @@ def _ready_backend(name: str, options: dict[str, Any]) -> Backend:
     return backend
 
 
+def scorer_for(metrics: Sequence[str], judges: Sequence[str] = (),
+               judge_options: dict[str, Any] | None = None, *, pool: MetricPool = POOL,
+               budget: MemoryBudget = BUDGET, input_scores: InputScores | None = None
+               ) -> Scorer:
+    """The scorer of a chain: its metrics (with fidelity) and its judges, each judge taking
+    the options its info names. The one place a `Scorer` is made."""
+    made = create_judges(list(judges), judge_options or {})
+    return Scorer(metrics, made, pool, budget, input_scores)
+
+
 def start_run(spec: RunSpec, root: Path, *, stop: threading.Event | None = None,
               pool: MetricPool = POOL, run_id: str | None = None,
-              budget: MemoryBudget = BUDGET, input_scores: InputScores | None = None
-              ) -> Iterator[Event]:
+              budget: MemoryBudget = BUDGET, input_scores: InputScores | None = None,
+              owners: Sequence[str] = ()) -> Iterator[Event]:
     """Check, build and start a run (the paper's loop, Sec. 3: each output fed back in, every
     frame scored). Raises before anything is written if the spec is bad, the backend cannot
     run here or a frame could never be scored within the memory budget; afterwards every
@@ -65,6 +76,7 @@ def start_run(spec: RunSpec, root: Path, *, stop: threading.Event | None = None,
         budget: the memory budget scoring shares.
         input_scores: the input's scores shared with other chains from the same input
             (a comparison's sides), measured once.
+        owners: who made it (opaque keys, `Run.mark_owner`), recorded as its folder is made.
     Returns:
         The run's events (`banana_space.events`), each written to the directory as it is
         yielded: `Started`, then per step `FrameMade` and `FrameScored`, notices, `Finished`.
@@ -72,6 +84,16 @@ def start_run(spec: RunSpec, root: Path, *, stop: threading.Event | None = None,
         ValueError, BackendUnavailable, BadImage: before anything is written.
     """
     check_spec(spec)
+    return begin_run(spec, root, stop=stop, pool=pool, run_id=run_id, budget=budget,
+                     input_scores=input_scores, owners=owners)
+
+
+def begin_run(spec: RunSpec, root: Path, *, stop: threading.Event | None = None,
+              pool: MetricPool = POOL, run_id: str | None = None,
+              budget: MemoryBudget = BUDGET, input_scores: InputScores | None = None,
+              owners: Sequence[str] = ()) -> Iterator[Event]:
+    """`start_run` of a spec already checked (`check_spec`): a chain's sides are checked,
+    then admitted, then begun (`lifecycle.start_chain`)."""
     backend = _ready_backend(spec.backend, spec.backend_options)
     image, notes, steps = spec.image, list(spec.image_notes), spec.steps
     if backend.info.plays_recording:  # the recording brings its own frame 0
@@ -80,18 +102,44 @@ def start_run(spec: RunSpec, root: Path, *, stop: threading.Event | None = None,
         steps = max(step for step in backend.steps if step <= steps)
     if image is None:
         raise ValueError("no input image")
-    judges = create_judges(list(spec.judges), spec.judge_options)
-    scorer = Scorer(spec.metrics, judges, pool, budget, input_scores)
+    scorer = scorer_for(spec.metrics, spec.judges, spec.judge_options, pool=pool,
+                        budget=budget, input_scores=input_scores)
     scorer.check_fits(image.size)
     check_room(Path(root), image.size)  # frame 0 and the first copy's room, before any folder
-    run = RunDir.create(root, run_id)
+    run = RunDir.create(root, run_id, owners)
     settings = to_settings(spec, steps=steps, backend_settings=backend.settings(),
                            input_size=image.size, input_notes=notes)
-    opening = _opening(scorer, run.path, steps, settings, 0,
-                       [Notice(note, 0, "info") for note in notes])
-    chain = Chain(image, backend, scorer, steps, spec.prompt, spec.seed,
-                  judged=judged_steps(steps, spec.judge_at), recorded=_recorded_steps(backend))
-    return _recorded(run, opening, replicate(chain, stop))
+    chain = Chain(image, Editing(backend, spec.prompt, spec.seed, _recorded_steps(backend)),
+                  scorer, steps, judge_at=spec.judge_at, run_dir=run.path,
+                  settings=settings, notes=tuple(notes))
+    return _recorded(run, replicate(chain, stop))
+
+
+def play_existing(frames: Frames, root: Path, name: str, metrics: Sequence[str],
+                  settings: dict[str, Any], *, patience_s: float = 0.0) -> Path:
+    """Frames that exist already (a dataset's chain sampled at some steps), scored through the
+    loop against the first (step 0, the input; or step 1 where a chain has no input) and
+    written as one finished run `root/name`, its zip and animation made; the steps between have
+    no frame and no score. No visitor waits for it: each metric's creation is waited for up
+    to `patience_s` first, past the pool's own limit.
+
+    Raises:
+        ValueError: a frame could never be scored within the memory budget, or the chain
+            failed on the way (its reason).
+    """
+    produced = Existing(frames)
+    scorer = scorer_for(metrics)
+    for metric in scorer.wanted:
+        scorer.pool.begin(metric).wait(patience_s)
+    first = produced.first()
+    scorer.check_fits(first.size)
+    run = RunDir.create(root, name)
+    chain = Chain(first, produced, scorer, frames.steps[-1], produced.first_step,
+                  run_dir=run.path, settings=settings, notes=tuple(settings["input_notes"]))
+    for event in _recorded(run, replicate(chain), push=False):
+        if isinstance(event, Finished) and event.status != "completed":
+            raise ValueError(event.reason)
+    return run.path
 
 
 def _recorded_steps(backend: Backend) -> frozenset[int] | None:
@@ -123,7 +171,10 @@ def resume_run(path: Path, *, stop: threading.Event | None = None, pool: MetricP
 class Resumption:
     """A run opened to go on: its writer's lock held and the run read once (`saved`), so a
     caller can look at it (is it complete? whose? what does the rest cost?) before `events`
-    starts it, or `close` lets it go."""
+    starts it, or `close` lets it go. Seen as a chain of one side ("A"), it answers as a
+    chain's `lifecycle.Opened` does (`runs`, `going_on`)."""
+
+    comparison = None  # a lone run: no comparison's record
 
     def __init__(self, saved: SavedRun, lock: int) -> None:
         self.saved = saved
@@ -154,6 +205,16 @@ class Resumption:
         return (saved.meta.get("status") == "completed"
                 and saved.last_step >= saved.meta.get("steps", 0))
 
+    @property
+    def runs(self) -> dict[str, SavedRun]:
+        """The run as read, as side "A"."""
+        return {"A": self.saved}
+
+    @property
+    def going_on(self) -> list[str]:
+        """["A"], or none where the run is complete."""
+        return [] if self.complete else ["A"]
+
     def close(self) -> None:
         """Let the run go without resuming it."""
         if self._lock is not None:
@@ -180,36 +241,24 @@ class Resumption:
                 raise ValueError("a replayed file is recorded by its name only (never a path "
                                  "on this server): replay it again to score more of it")
             backend = _ready_backend(spec.backend, spec.backend_options)
-            judges = create_judges(list(spec.judges), spec.judge_options)
-            scorer = Scorer(spec.metrics, judges, pool)
+            scorer = scorer_for(spec.metrics, spec.judges, spec.judge_options, pool=pool)
             check_room(saved.path, tuple(settings.get("input_size") or (0, 0)))
         except BaseException:
             self.close()
             raise
         self._lock = None
         writer = RunDir.reopen(saved, lock)
-        opening = _opening(scorer, writer.path, spec.steps, settings, saved.last_step + 1,
-                           [Notice(f"resumed after step {saved.last_step}", saved.last_step,
-                                   "info")])
-        chain = Chain(saved.frame(saved.last_step), backend, scorer, spec.steps, spec.prompt,
-                      spec.seed, start=saved.last_step, reference=saved.frame(0),
-                      judged=judged_steps(spec.steps, spec.judge_at),
-                      recorded=_recorded_steps(backend))
-        return _recorded(writer, opening, replicate(chain, stop))
+        chain = Chain(saved.frame(saved.last_step),
+                      Editing(backend, spec.prompt, spec.seed, _recorded_steps(backend)),
+                      scorer, spec.steps, saved.last_step, resumed=True,
+                      reference=saved.frame(0), judge_at=spec.judge_at,
+                      run_dir=writer.path, settings=settings,
+                      notes=(f"resumed after step {saved.last_step}",))
+        return _recorded(writer, replicate(chain, stop))
 
 
-def _opening(scorer: Scorer, path: Path, steps: int, settings: dict[str, Any],
-             first_step: int, notices: list[Notice]) -> Iterator[Event]:
-    """The metrics load (with a line saying which one is awaited), then `Started` with the
-    columns that loaded, then the run's own notices and one line per reason a metric is out."""
-    yield from scorer.load()
-    yield Started(path, steps, scorer.infos, scorer.unavailable, settings, first_step)
-    yield from notices
-    yield from unavailable_notices(scorer.unavailable)
-
-
-def _zip_and_keep(run: RunDir) -> None:
-    if _zip_if_room(run.path):
+def _zip_and_keep(run: RunDir, push: bool) -> None:
+    if _zip_if_room(run.path) and push:
         push_run(run.path)  # pushed to BANANA_RUNS_REPO, where one is set (persist.py)
 
 
@@ -228,7 +277,7 @@ def _zip_if_room(path: Path) -> bool:
     return True
 
 
-def _recorded(run: RunDir, opening: Iterable[Event], events: Iterator[Event]
+def _recorded(run: RunDir, events: Iterator[Event], *, push: bool = True
               ) -> Iterator[Event]:
     """Write every event to the run directory before the caller sees it; the zip is made at
     the end, once the caller has seen the end (a stopped run says so at once; the zip of a 2K
@@ -238,10 +287,6 @@ def _recorded(run: RunDir, opening: Iterable[Event], events: Iterator[Event]
     after its writer has gone; one whose reader left right after its end is still zipped."""
     finished = False
     try:
-        for event in opening:
-            event = _public(event)
-            run.record(event)
-            yield event
         for event in events:
             event = _public(event)
             if isinstance(event, FrameMade):
@@ -251,7 +296,7 @@ def _recorded(run: RunDir, opening: Iterable[Event], events: Iterator[Event]
             yield event
             if finished:
                 finished = False
-                _zip_and_keep(run)
+                _zip_and_keep(run, push)
     except (DiskFull, OSError) as error:
         if not isinstance(error, DiskFull) and not is_disk_full(error):
             raise
@@ -260,7 +305,7 @@ def _recorded(run: RunDir, opening: Iterable[Event], events: Iterator[Event]
         if run.meta.get("status") == "running":
             run.record(Finished("stopped", run.meta.get("last_step", -1), INTERRUPTED))
         if finished:  # the reader left between the end and its zip
-            _zip_and_keep(run)
+            _zip_and_keep(run, push)
         raise
     finally:
         events.close()

@@ -61,6 +61,15 @@ class RunSpec:
         """
         return cls(loaded.image, steps, backend, image_notes=list(loaded.notes), **settings)
 
+    def checked_sides(self) -> dict[str, RunSpec]:
+        """A chain of one side: this spec as side "A", checked (`check_spec`)."""
+        check_spec(self)
+        return {"A": self}
+
+    def record(self) -> None:
+        """A lone run is no comparison: it has no pair's record."""
+        return None
+
     @classmethod
     def replay(cls, source: str, steps: int = MAX_STEPS, **settings: Any) -> RunSpec:
         """A recorded chain played back and scored (`backends/replay.py`): `source` is a

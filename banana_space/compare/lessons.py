@@ -2,7 +2,7 @@
 sentence of what to look for is written afterwards from the two runs' own verdicts.
 
 Each lesson is a pair of sides (`sides.Side`) and the names of what each side shows; none
-carries a conclusion. `lesson_sentence` reads the A/B verdict rows (`record.pair_rows`) and
+carries a conclusion. `lesson_sentence` reads the A/B verdict rows (`comparison.pair_rows`) and
 says which metrics detect one side's damage and are fooled by the other's, whatever they turn
 out to be: the page never says in advance what a run will show. It says at which checkpoints
 the verdicts were read where that is fewer than the paper's (a lesson's short runs reach step 5
@@ -14,11 +14,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..chain.comparison import PairRow
+from ..chain.sides import Side
 from ..scores.catalog import metric_info
 from ..verdict.analysis import fewer_checkpoints, steps_text
 from ..verdict.history import VerdictRow
-from .record import PairRow
-from .sides import Side
 
 STEPS = 6  # enough for the paper's first checkpoint (step 5)
 

@@ -2,13 +2,13 @@
 backends' registry, refusing a name registered twice. Importing it loads no model.
 
 `base` is a judge's interface (`Judge`, `Rating`); `answer` reads a score out of a model's
-answer; one file per judge: `visualquality_r1` (VisualQuality-R1), `qrealign` (Q-ReAlign),
+answer; `schedule` says which steps are rated (a run's choice, then each judge's own); one file
+per judge: `visualquality_r1` (VisualQuality-R1), `qrealign` (Q-ReAlign),
 `gemini_judge` (Gemini as a judge).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from ..registry import unique_table
@@ -28,17 +28,10 @@ def create_judge(name: str, **options: Any) -> Judge:
     return REGISTRY[name].create(**options)
 
 
-def rating_at(judges: Sequence[Judge], step: int, steps: int) -> tuple[Judge, ...]:
-    """Of `judges`, those that rate `step` of a `steps`-step chain, each by its own schedule."""
-    return tuple(judge for judge in judges
-                 if (own := judge.schedule(steps)) is None or step in own)
-
-
 def create_judges(names: list[str], options: dict[str, Any]) -> list[Judge]:
     """Judges for a run: each takes, of the run's judge options, those its info names."""
     return [create_judge(name, **{k: v for k, v in options.items()
                                   if k in REGISTRY[name].info.option_names}) for name in names]
 
 
-__all__ = ["REGISTRY", "Entry", "Judge", "JudgeInfo", "Rating", "create_judge", "create_judges",
-           "rating_at"]
+__all__ = ["REGISTRY", "Entry", "Judge", "JudgeInfo", "Rating", "create_judge", "create_judges"]

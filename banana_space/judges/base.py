@@ -56,7 +56,7 @@ class Judge(Protocol):
 
     def schedule(self, steps: int) -> frozenset[int] | None:
         """The steps of a `steps`-step run this judge rates; None for every step the run has
-        judged (the run's own choice, `quota.judged_steps`, still applies)."""
+        judged (the run's own choice, `schedule.judged_steps`, still applies)."""
         ...
 
     def rate(self, image: Image.Image) -> Rating:

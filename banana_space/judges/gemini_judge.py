@@ -20,10 +20,9 @@ from typing import Any
 
 from PIL import Image
 
-from ..backends.base import Option
+from ..backends.base import BackendUnavailable, GenerationFailed, Option, Report, report_nothing
 from ..backends.gemini import API_KEY
 from ..backends.gemini_client import GeminiConnection, key_missing
-from ..common import BackendUnavailable, GenerationFailed, Report, report_nothing
 from .answer import PROMPT, read_rating
 from .base import Entry, JudgeInfo, Rating
 

@@ -50,7 +50,7 @@ from typing import Any
 
 from PIL import Image
 
-from ..common import BackendUnavailable, Report, report_nothing
+from ..backends.base import BackendUnavailable, Report, report_nothing
 from ..gpu import ModelCache, cuda_available
 from ..settings import engine_settings
 from .base import Entry, JudgeInfo, Rating

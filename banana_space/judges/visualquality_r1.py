@@ -25,7 +25,7 @@ from typing import Any
 
 from PIL import Image
 
-from ..common import BackendUnavailable, Report, report_nothing
+from ..backends.base import BackendUnavailable, Report, report_nothing
 from ..gpu import ModelCache, booked_seconds, cuda_missing, device_refusal, gpu_task, run_on_gpu
 from .answer import PROMPT, parse_answer
 from .base import Entry, JudgeInfo, Rating

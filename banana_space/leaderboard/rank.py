@@ -1,17 +1,18 @@
-"""Ranking the entries from the table's verdicts: pure functions of (chain -> its kind and
-artifact) and (chain -> verdict rows).
+"""Ranking the entrants from the table's verdicts: pure functions of (chain -> its kind and
+artifact) and (chain -> verdict rows). What each column of the board holds is
+`columns.COLUMNS`'; this module gathers each entrant's standing and orders the board.
 
-Per entry: the detection rate on damage chains by the paper's verdict (Banana100, arXiv 2604.03400:
-the oriented Δ from step 1, the first copy, negative at steps 5, 10 and 20) and by the robust one
-(ours: worse than the score's noise floor, `floors.py`); the false-alarm rate on nuisance chains by
-the paper's verdict (the robust one cannot be asked there: the floors are measured on those very
-chains); the mean Spearman ρ against PSNR on damage chains. An undecided verdict counts as not
-detected. Every rate carries its 95 % Wilson score interval (Wilson, JASA 1927), over chains,
-which it treats as independent draws: chains that share a start are not quite, so read the
-interval as a lower bound on the uncertainty. A ruler a profile depends on by design
-(`Profile.designed_with`: fitted with it, built from the measurements it reads, or built to add
-what it measures) is marked on that profile's rows, with how: its rate there is not independent
-evidence. Per artifact: which entries catch it.
+Per entrant: the detection rate on damage chains by the paper's verdict (Banana100, arXiv
+2604.03400: the oriented Δ from step 1, the first copy, negative at steps 5, 10 and 20) and by
+the robust one (ours: worse than the score's noise floor, `floors.py`); the false-alarm rate on
+nuisance chains by the paper's verdict (the robust one cannot be asked there: the floors are
+measured on those very chains); the mean Spearman ρ against PSNR on damage chains. An undecided
+verdict counts as not detected. Every rate carries its 95 % Wilson score interval (Wilson, JASA
+1927), over chains, which it treats as independent draws: chains that share a start are not
+quite, so read the interval as a lower bound on the uncertainty. A ruler a profile depends on by
+design (`Profile.designed_with`: fitted with it, built from the measurements it reads, or built
+to add what it measures) is marked on that profile's rows, with how: its rate there is not
+independent evidence. Per artifact: which entries catch it.
 """
 
 from __future__ import annotations
@@ -20,16 +21,19 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ..verdict import analysis
 from ..verdict.history import VerdictRow
+from .columns import (
+    FIELDS,
+    Entrant,
+    Standing,
+    board_record,
+    interval,
+    rate,
+    rounded,
+)
 from .suite import DAMAGE_KINDS
 
-RATES = ("detect_rate", "detect_rate_robust", "false_alarm_rate")
-LEADERBOARD_HEADER = ["metric", "family", "detect_rate", "detect_rate_robust",
-                      "false_alarm_rate", "rho_mean", "seconds_per_frame", "label",
-                      "fooled_on", "detects_on",
-                      *(f"{rate}_{end}" for rate in RATES for end in ("low", "high")),
-                      "damage_chains", "nuisance_chains", "design_dependent_on", "unavailable"]
+LEADERBOARD_HEADER = FIELDS
 ARTIFACT_HEADER = ["artifact", "kind", "metric", "family", "chains", "detect_rate",
                    "detect_rate_robust", "detect_rate_low", "detect_rate_high",
                    "detect_rate_robust_low", "detect_rate_robust_high", "design_dependence"]
@@ -50,77 +54,30 @@ class ChainKind:
         return dict(self.designed_with).get(metric, "")
 
 
-@dataclass(frozen=True)
-class Entry:
-    """One score on the board: what `catalog.metric_info` says of it."""
-
-    metric: str
-    family: str
-    label: str
-    unavailable: str = ""  # why it could not be scored here
-
-
-def _rate(values: Sequence[bool | None]) -> float | None:
-    return round(sum(v is True for v in values) / len(values), 4) if values else None
-
-
-def wilson_interval(successes: int, trials: int) -> tuple[float, float]:
-    """The 95 % Wilson score interval of a rate of `successes` in `trials` (at least 1;
-    `analysis.wilson_interval`), rounded to 4 places as the tables show it."""
-    low, high = analysis.wilson_interval(successes, trials)
-    return round(low, 4), round(high, 4)
-
-
-def _interval(values: Sequence[bool | None]) -> tuple[float | None, float | None]:
-    if not values:
-        return None, None
-    return wilson_interval(sum(v is True for v in values), len(values))
-
-
-def _mean(values: Sequence[float]) -> float | None:
-    finite = [v for v in values if math.isfinite(v)]
-    return round(sum(finite) / len(finite), 4) if finite else None
-
-
-def _rounded(value: float | None) -> float | None:
-    return None if value is None else round(value, 4)
-
-
 def _rows_of(metric: str, verdicts: Mapping[str, Sequence[VerdictRow]],
              chains: Mapping[str, ChainKind], kinds: Sequence[str]) -> list[tuple[str, VerdictRow]]:
     return [(name, row) for name, rows in verdicts.items() if chains[name].kind in kinds
             for row in rows if row.metric == metric]
 
 
-def leaderboard_rows(entries: Sequence[Entry], verdicts: Mapping[str, Sequence[VerdictRow]],
+def standing(entrant: Entrant, verdicts: Mapping[str, Sequence[VerdictRow]],
+             chains: Mapping[str, ChainKind], seconds: Mapping[str, float]) -> Standing:
+    """An entrant's verdict rows on the damage and nuisance chains, and its cost."""
+    damage = _rows_of(entrant.metric, verdicts, chains, DAMAGE_KINDS)
+    return Standing(entrant, damage, _rows_of(entrant.metric, verdicts, chains, ("nuisance",)),
+                    {name: how for name, _ in damage
+                     if (how := chains[name].design_dependence(entrant.metric))},
+                    {name: kind.artifact for name, kind in chains.items()},
+                    seconds.get(entrant.metric))
+
+
+def leaderboard_rows(entrants: Sequence[Entrant], verdicts: Mapping[str, Sequence[VerdictRow]],
                      chains: Mapping[str, ChainKind],
                      seconds: Mapping[str, float]) -> list[list[object]]:
-    """One row per entry (LEADERBOARD_HEADER), best first: robust detection rate, then the
-    paper's, then fewest false alarms; unavailable entries last, their numbers blank."""
-    rows = []
-    for entry in entries:
-        damage = _rows_of(entry.metric, verdicts, chains, DAMAGE_KINDS)
-        nuisance = _rows_of(entry.metric, verdicts, chains, ("nuisance",))
-        paper = [row.detects for _, row in damage]
-        robust = [row.detects_robust for _, row in damage]
-        alarms = [row.detects for _, row in nuisance]
-        no_floor = all(r is None for r in robust)
-        dependent = sorted({chains[name].artifact for name, _ in damage
-                            if chains[name].design_dependence(entry.metric)})
-        cells = {
-            "metric": entry.metric, "family": entry.family, "detect_rate": _rate(paper),
-            "detect_rate_robust": None if no_floor else _rate(robust),
-            "false_alarm_rate": _rate(alarms),
-            "rho_mean": _mean([r.spearman_vs_psnr for _, r in damage]),
-            "seconds_per_frame": _rounded(seconds.get(entry.metric)), "label": entry.label,
-            "fooled_on": next((name for name, row in damage if row.detects is False), ""),
-            "detects_on": next((name for name, row in damage if row.detects is True), ""),
-            "damage_chains": len(damage), "nuisance_chains": len(nuisance),
-            "design_dependent_on": ", ".join(dependent), "unavailable": entry.unavailable}
-        for rate, values in (("detect_rate", paper), ("false_alarm_rate", alarms),
-                             ("detect_rate_robust", [] if no_floor else robust)):
-            cells[f"{rate}_low"], cells[f"{rate}_high"] = _interval(values)
-        rows.append(cells)
+    """One row per entrant (LEADERBOARD_HEADER, the columns' table), best first: robust
+    detection rate, then the paper's, then fewest false alarms; unavailable entrants last,
+    their numbers blank."""
+    rows = [board_record(standing(entrant, verdicts, chains, seconds)) for entrant in entrants]
 
     def order(row: dict[str, object]) -> tuple:
         alarms = row["false_alarm_rate"]
@@ -131,7 +88,7 @@ def leaderboard_rows(entries: Sequence[Entry], verdicts: Mapping[str, Sequence[V
     return [[row[name] for name in LEADERBOARD_HEADER] for row in sorted(rows, key=order)]
 
 
-def artifact_rows(entries: Sequence[Entry], verdicts: Mapping[str, Sequence[VerdictRow]],
+def artifact_rows(entries: Sequence[Entrant], verdicts: Mapping[str, Sequence[VerdictRow]],
                   chains: Mapping[str, ChainKind]) -> list[list[object]]:
     """Per artifact and entry (ARTIFACT_HEADER): on how many of its chains, at what rate, the
     entry says "worse" (for a nuisance artifact, that is a false alarm)."""
@@ -148,9 +105,9 @@ def artifact_rows(entries: Sequence[Entry], verdicts: Mapping[str, Sequence[Verd
             robust = [row.detects_robust for row in found]
             robust = [] if all(r is None for r in robust) else robust
             how = chains[names[0]].design_dependence(entry.metric)  # one artifact, one profile
-            rows.append([artifact, kind, entry.metric, entry.family, len(found), _rate(paper),
-                         _rate(robust) if robust else None, *_interval(paper),
-                         *_interval(robust),
+            rows.append([artifact, kind, entry.metric, entry.family, len(found), rate(paper),
+                         rate(robust) if robust else None, *interval(paper),
+                         *interval(robust),
                          DESIGN_NOTE.format(metric=entry.metric, artifact=artifact, how=how)
                          if how else ""])
     return rows
@@ -166,7 +123,7 @@ def nuisance_rows(verdicts: Mapping[str, Sequence[VerdictRow]],
     """Per nuisance chain (NUISANCE_HEADER): PSNR's Δ from step 1 at the checkpoints. A chain
     whose copies are one frame repeated has 0 at each, and can raise no false alarm; the
     suite's nuisances must show otherwise."""
-    return [[name, chains[name].artifact, *(_rounded(d) for d in row.at_checkpoints)]
+    return [[name, chains[name].artifact, *(rounded(d) for d in row.at_checkpoints)]
             for name, rows in verdicts.items() if chains[name].kind == "nuisance"
             for row in rows if row.metric == "psnr"]
 
@@ -188,5 +145,5 @@ def colour_floor_rows(verdicts: Mapping[str, Sequence[VerdictRow]],
             moves = [abs(d) for row in found for d in row.at_checkpoints if math.isfinite(d)]
             rows.append([artifact, metric, len(found), sum(r.detects is True for r in found),
                          sum(r.detects_robust is True for r in found),
-                         _rounded(max(moves, default=math.nan)), floors.get(metric)])
+                         rounded(max(moves, default=math.nan)), floors.get(metric)])
     return rows

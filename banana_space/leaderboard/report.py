@@ -13,14 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from ..sources.dispatch import HUB_PREFIX, open_chain
-from ..table.discover import ChainRef
+from ..sources.listing import ChainRef
 from ..verdict.magnifier import largest_difference_box, side_by_side
+from .columns import COLUMNS, FIELDS
 from .rank import (
     ARTIFACT_HEADER,
     COLOUR_FLOOR_HEADER,
-    LEADERBOARD_HEADER,
     NUISANCE_HEADER,
-    RATES,
     ChainKind,
 )
 
@@ -70,15 +69,16 @@ def with_interval(rate: Any, low: Any, high: Any) -> str:
 
 
 def board_table(board: Sequence[Sequence[Any]], cards: Mapping[str, str]) -> str:
-    shown = ["metric", "family", *RATES, "rho_mean", "seconds_per_frame",
-             "design_dependent_on", "fooled_on", "detects_on", "unavailable"]
-    head = "".join(f"<th>{h.replace('_', ' ')}</th>" for h in shown)
+    """The board's columns that the report shows (`columns.COLUMNS`), a rate with its
+    interval, a chain linked to its picture."""
+    shown = [column for column in COLUMNS if column.report]
+    head = "".join(f"<th>{c.field.replace('_', ' ')}</th>" for c in shown)
     body = ""
     for values in board:
-        row = dict(zip(LEADERBOARD_HEADER, values, strict=True))
-        cells = [_chain_link(str(row[h]), cards) if h in ("fooled_on", "detects_on")
-                 else with_interval(row[h], row[f"{h}_low"], row[f"{h}_high"]) if h in RATES
-                 else _cell(row[h]) for h in shown]
+        row = dict(zip(FIELDS, values, strict=True))
+        cells = [_chain_link(str(row[c.field]), cards) if c.kind == "chain"
+                 else with_interval(*(row[name] for name in c.fields)) if c.kind == "rate"
+                 else _cell(row[c.field]) for c in shown]
         body += "<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>"
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
@@ -111,9 +111,10 @@ def artifact_matrix(per_artifact: Sequence[Sequence[Any]]) -> str:
 
 def unavailable_notes(board: Sequence[Sequence[Any]]) -> str:
     by_reason: dict[str, list[str]] = defaultdict(list)
-    for row in board:
-        if row[-1]:
-            by_reason[str(row[-1])].append(str(row[0]))
+    for values in board:
+        row = dict(zip(FIELDS, values, strict=True))
+        if row["unavailable"]:
+            by_reason[str(row["unavailable"])].append(str(row["metric"]))
     return "".join(f"<li>{html.escape(', '.join(names))}: {html.escape(reason)}</li>"
                    for reason, names in by_reason.items())
 

@@ -5,10 +5,7 @@ orientation, range and builder; `pool` makes each metric once per process; `scor
 frame with them; `rulers` are our own measures of one frame; `plugins` reads other people's
 metrics from entry points; `equivalents` and `nss` are exact equivalents of pyiqa's code where
 pyiqa's way is pathological at 2K (each tested equal to pyiqa), and `planes` what several of
-them share: a frame's luma, made once, and the MSCN filter band by band; `explain` splits
-BRISQUE's and NIQE's change between two frames over their models' feature groups (ours:
-Shapley values).
+them share: a frame's luma, made once, and the MSCN filter band by band.
 """
 
-__all__ = ["catalog", "equivalents", "explain", "nss", "planes", "plugins", "pool", "rulers",
-           "scoring"]
+__all__ = ["catalog", "equivalents", "nss", "planes", "plugins", "pool", "rulers", "scoring"]

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from ..common import Role, ScoreInfo
+from ..events import Role, ScoreInfo
 from ..settings import engine_settings
 from .rulers import RULERS
 

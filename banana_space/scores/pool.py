@@ -21,7 +21,7 @@ import time
 from typing import Any
 
 from ..budget import BUDGET, MemoryBudget, size_text
-from ..common import error_line
+from ..markup import error_line
 from ..settings import engine_settings
 from .catalog import build_metric
 

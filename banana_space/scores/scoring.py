@@ -25,9 +25,9 @@ from typing import Any
 from PIL import Image
 
 from ..budget import BUDGET, MemoryBudget, scoring_bytes, size_text
-from ..common import ScoreInfo, error_line
-from ..events import Notice
+from ..events import Notice, ScoreInfo
 from ..judges import Judge
+from ..markup import error_line
 from ..settings import engine_settings
 from .catalog import FIDELITY, metric_info, to_tensor
 from .pool import POOL, MetricPool, MetricUnavailable
@@ -53,7 +53,7 @@ class FrameScores:
 
 class InputScores:
     """An input's metric scores, measured once for every chain that starts from it (the two
-    sides of a comparison, `banana_space.compare.pair`): the first chain to score the input
+    sides of a comparison, `banana_space.chain.lifecycle`): the first chain to score the input
     measures it while the others wait, then each gets its own copy. Kept by the frame's pixels
     and the metrics that scored them, so a side with another start or other metrics measures
     its own."""

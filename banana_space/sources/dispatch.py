@@ -65,7 +65,7 @@ def open_frames(source: str | Path) -> Frames:
 
 
 def open_chain(ref: ChainRef) -> Frames:
-    """The frames of a chain the table found (`table.discover`), read as a chain
+    """The frames of a chain the table found (`sources.discover`), read as a chain
     (`chain_layout.as_chain`).
 
     Args:

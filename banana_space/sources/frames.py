@@ -24,10 +24,12 @@ import re
 import threading
 import weakref
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from PIL import Image
 
 from ..store.run import FRAME_STEP_JS, Run, frame_files
 from .images import BadImage, LoadedImage, load_frame, load_image, open_image
@@ -89,6 +91,14 @@ def is_image_name(name: str) -> bool:
 def hidden_path(relative: Path) -> bool:
     """A dot-file, a dot-folder or macOS's __MACOSX: never a frame."""
     return any(part.startswith(".") or part == "__MACOSX" for part in relative.parts)
+
+
+def frames_in_memory(label: str, frames: Sequence[tuple[int, Image.Image]]) -> Frames:
+    """Frames already decoded, (step, frame) in step order: a chain fetched and checked whole
+    (a dataset's chain sampled at some steps)."""
+    by_name = {str(step): image for step, image in frames}
+    return Frames(label, list(by_name), lambda name: LoadedImage(by_name[name], []),
+                  steps=tuple(step for step, _ in frames))
 
 
 def frames_in_run(run: Path) -> Frames:

@@ -6,7 +6,7 @@ one archive (a zip), a lone animated GIF/WebP in its folder, or one of our run d
 `frames/`); which step each frame is, its name says (`chain_layout.py`). Because the rule reads
 a listing, not a disk, a local folder, the rows of parquet/arrow shards (each image row is a
 file at its `path`, `shards.py`) and a dataset on the hub (listed by the hub's tree call) are
-read the same way, and only the files a chain needs are ever fetched. `table.discover` finds
+read the same way, and only the files a chain needs are ever fetched. `discover` finds
 the chains of a source with it; `sources.open_chain` opens one.
 """
 

@@ -31,7 +31,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Protocol
 
 from ..budget import BUDGET, size_text
-from ..common import write_atomic
+from ..files import write_atomic
 from .frames import MAX_MEMBER_BYTES, SHARD_SUFFIXES, Frames, is_image_name
 from .images import BadImage, load_image
 from .listing import ChainFormat, chains_in

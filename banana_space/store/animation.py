@@ -17,7 +17,7 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw, ImageFont
 
-from ..common import temporary_name
+from ..files import temporary_name
 from .run import SavedRun
 
 SIDE = 960  # px, the longer side: a slide's or a chat's width, a tenth of a 2K frame's pixels

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from PIL import Image
 
-from ..common import temporary_name
+from ..files import temporary_name
 from ..verdict.analysis import FLOOR_RULE, PAPER_TEST, checkpoints
 from ..verdict.columns import VERDICT_FIELDS
 from .run import FRAMES, ZIP_README, DamagedRun, SavedRun, frame_name

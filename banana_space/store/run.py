@@ -49,8 +49,10 @@ from typing import Any
 
 from PIL import Image
 
-from ..common import ScoreInfo, csv_text, error_line, write_atomic
-from ..verdict.history import History
+from ..events import ScoreInfo
+from ..files import csv_text, write_atomic
+from ..markup import error_line
+from ..verdict.history import History, StepRow
 from ..votes.ledger import Ledger
 
 META_NAME = "run.json"
@@ -68,8 +70,6 @@ THUMB_SIDE = 256  # the strip shows 88 px (176 on a dense screen), not 1.6 MB fr
 # The files of a run directory, relative to it, that are kept on the hub and may be restored.
 KEPT_FILE = re.compile(r"(run\.json|compare\.json|scores\.csv|verdict\.csv|steps\.csv|"
                        r"votes\.csv|frames/step_\d{3}\.png|\.thumbs/\.step_\d{3}\.png)")
-KEPT_PATTERNS = [META_NAME, COMPARE_NAME, "*.csv", f"{FRAMES}/{FRAME_GLOB}",
-                 f"{THUMBS}/.{FRAME_GLOB}"]
 
 
 def frame_name(step: int) -> str:
@@ -270,7 +270,7 @@ class Run:
             reading = self.scores_file.name
             history = read_history(self.scores_file, meta)
             reading = self.steps_file.name
-            steps = self._steps()
+            history.steps = self._steps()
         except DAMAGE as error:
             raise DamagedRun(f"run {self.id} is damaged: its {reading} cannot be read "
                              f"({error_line(error, 120)})") from None
@@ -281,15 +281,18 @@ class Run:
         # Only complete steps (frame and scores) are the run; a kill may leave one half-written.
         for series in history.scores.values():
             del series[last + 1:]
-        return SavedRun(self.path, meta, history,
-                        {s: r for s, r in steps.items() if s <= last}, last)
+        history.steps = {s: r for s, r in history.steps.items() if s <= last}
+        return SavedRun(self.path, meta, history, last)
 
-    def _steps(self) -> dict[int, list[str]]:
+    def _steps(self) -> dict[int, StepRow]:
+        """steps.csv's rows by step (`history.StepRow`); none where it is not written yet."""
         if not self.steps_file.is_file():
             return {}
         with self.steps_file.open(newline="") as handle:
-            return {int(row[0]): [csv_text(cell) for cell in row]
-                    for row in list(csv.reader(handle))[1:]}
+            rows = [[csv_text(cell) for cell in row] for row in list(csv.reader(handle))[1:]]
+        return {int(row[0]): StepRow(int(row[0]), float(row[1] or 0), float(row[2] or 0),
+                                     int(row[3] or 0), float(row[4]) if row[4] else None,
+                                     *row[5:7]) for row in rows}
 
 
 def _checked_meta(meta: Any) -> dict[str, Any]:
@@ -379,17 +382,18 @@ class SavedRun:
 
     path: Path
     meta: dict[str, Any]
-    history: History  # complete steps only
-    steps: dict[int, list[str]]  # steps.csv rows by step, complete steps only
+    history: History  # complete steps only, their steps.csv rows in `history.steps`
     last_step: int  # the last step with both a complete frame and its scores
 
     @property
     def run(self) -> Run:
         return Run(self.path)
 
+    @property
+    def steps(self) -> dict[int, StepRow]:
+        """steps.csv's rows by step, complete steps only."""
+        return self.history.steps
+
     def frame(self, step: int) -> Image.Image:
         with Image.open(self.run.frame_path(step)) as image:
             return image.convert("RGB")
-
-    def frame_paths(self) -> list[Path]:
-        return [self.run.frame_path(s) for s in range(self.last_step + 1)]

@@ -13,16 +13,17 @@ import platform
 import secrets
 import time
 import weakref
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from PIL import Image
 
-from ..common import csv_bytes, png_bytes, write_atomic
-from ..events import Event, Finished, FrameJudged, FrameMade, FrameScored, Notice, Started
+from ..events import Event, Finished, FrameMade, Notice, Started
+from ..files import csv_bytes, png_bytes, write_atomic
 from ..verdict.columns import VERDICT_FIELDS, file_cells
-from ..verdict.history import History
+from ..verdict.history import STEP_FIELDS, History
 from ..verdict.plots import plot_page
 from ..votes.plot import people_traces
 from ..votes.tally import people_row
@@ -55,13 +56,6 @@ def versions() -> dict[str, str]:
     return found
 
 
-def add_judged(history: History, event: FrameJudged) -> None:
-    """A frame's judge scores into `history`, its other scores kept."""
-    kept = {name: series[event.step] for name, series in history.scores.items()
-            if event.step < len(series)}
-    history.add(event.step, {**kept, **event.scores})
-
-
 class RunDir:
     """Writes a run's events to its directory as they happen, holding its writer's lock until
     `close()` (or until it is garbage-collected: a run nobody iterates must not stay locked)."""
@@ -69,20 +63,26 @@ class RunDir:
     def __init__(self, path: Path, lock: int) -> None:
         self.path = Path(path)
         self.run = Run(path)
-        self.history = History([])
-        self.steps: dict[int, list[Any]] = {}
+        self.history = History([])  # the run's scores and steps' records so far (its fold)
         self.meta: dict[str, Any] = {}
         self._started = time.time()
         self._unlock = weakref.finalize(self, os.close, lock)
 
     @classmethod
-    def create(cls, root: Path, run_id: str | None = None) -> RunDir:
+    def create(cls, root: Path, run_id: str | None = None,
+               owners: Sequence[str] = ()) -> RunDir:
+        """A new run's folder, its writer lock held and its `owners` recorded (opaque keys,
+        the first whose share it counts against: `Run.mark_owner`) before anything else is
+        written; none: nobody's to resume."""
         run = Run(Path(root) / (run_id or new_run_id()))
         if run.frames_dir.exists():
             raise FileExistsError(f"{run.path} already holds a run: choose another directory, "
                                   "or resume that one")
         run.frames_dir.mkdir(parents=True)
-        return cls(run.path, run.lock())
+        made = cls(run.path, run.lock())
+        if owners:
+            run.mark_owner(*owners)
+        return made
 
     @classmethod
     def reopen(cls, saved: SavedRun, lock: int) -> RunDir:
@@ -90,7 +90,7 @@ class RunDir:
         lock, taken before `saved` was read."""
         run = cls(saved.path, lock)
         run.meta = dict(saved.meta)
-        run.history, run.steps = saved.history, dict(saved.steps)
+        run.history = saved.history
         return run
 
     def close(self) -> None:
@@ -98,14 +98,17 @@ class RunDir:
         self._unlock()
 
     def record(self, event: Event) -> None:
+        """Fold `event` into the run's history and write what it changed: run.json on the start
+        and the end, a frame as soon as it is made, the CSVs (and the last complete step) once
+        its scores change."""
+        if self.history.apply(event):
+            self.meta["last_step"] = max(self.history.steps)  # the newest scored step
+            self._write_tables()
+            self._write_meta()
         if isinstance(event, Started):
             self._start(event)
         elif isinstance(event, FrameMade):
             self._frame(event.step, event.image)
-        elif isinstance(event, FrameScored):
-            self._scores(event)
-        elif isinstance(event, FrameJudged):
-            self._judged(event)
         elif isinstance(event, Notice):
             notices = self.meta.setdefault("notices", [])
             notices.append(asdict(event))
@@ -116,8 +119,6 @@ class RunDir:
             self._write_meta()
 
     def _start(self, event: Started) -> None:
-        if not self.history.infos:  # a resumed run keeps the history it loaded
-            self.history = History(event.infos)
         self.meta.update(
             format=FORMAT_VERSION, status="running", reason="", last_step=event.first_step - 1,
             steps=event.steps, settings=event.settings, unavailable=event.unavailable,
@@ -132,20 +133,6 @@ class RunDir:
         thumb.parent.mkdir(exist_ok=True)
         write_atomic(thumb, png_bytes(_thumbnail(image), fast=True))
         write_atomic(self.run.frame_path(step), png_bytes(image, fast=True))
-
-    def _scores(self, event: FrameScored) -> None:
-        self.history.add(event.step, event.scores)
-        self.steps[event.step] = [event.step, event.seconds_generate, event.seconds_score,
-                                  event.calls, event.cost_usd, event.text, event.judge_text]
-        self._write_tables()
-        self.meta["last_step"] = event.step
-        self._write_meta()
-
-    def _judged(self, event: FrameJudged) -> None:
-        add_judged(self.history, event)
-        if event.step in self.steps:  # its FrameScored came first
-            self.steps[event.step][6] = event.judge_text
-        self._write_tables()
 
     def write_scores(self) -> None:
         """scores.csv and verdict.csv from the scores so far (the verdict's arithmetic is
@@ -166,9 +153,9 @@ class RunDir:
 
     def _write_tables(self) -> None:
         self.write_scores()
+        steps = self.history.steps
         write_atomic(self.run.steps_file, csv_bytes(
-            ["step", "seconds_generate", "seconds_score", "calls", "cost_usd", "model_text",
-             "judge_text"], [self.steps[s] for s in sorted(self.steps)]))
+            STEP_FIELDS, [list(steps[s]) for s in sorted(steps)]))
 
     def _write_meta(self) -> None:
         self.meta["updated_at"] = _now()

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
-from .discover import ChainRef
+from ..sources.listing import ChainRef
 from .work import ChainResult, score_chain_ref
 
 POLL_SECONDS = 0.2

@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .discover import ChainRef
+from ..sources.listing import ChainRef
 from .work import ChainResult, score_chain_ref
 
 POLL_SECONDS = 0.2

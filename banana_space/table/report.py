@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..common import ScoreInfo
+from ..events import ScoreInfo
 from ..verdict.analysis import Verdict, normalised
 from ..verdict.history import History, VerdictRow
 

@@ -13,7 +13,7 @@
     DIR/report.html            see report.py
 
 Every file is written whole under a temporary name and renamed into place
-(`common.write_atomic`), so a table killed at any instant leaves complete files, and a rerun
+(`files.write_atomic`), so a table killed at any instant leaves complete files, and a rerun
 with the same metrics scores only the chains that have no resume file yet. The verdict math is
 `history.History`'s, the same as a single run's.
 """
@@ -26,7 +26,8 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from ..common import ScoreInfo, csv_bytes, write_atomic
+from ..events import ScoreInfo
+from ..files import csv_bytes, write_atomic
 from ..sources.frames import natural_key
 from ..verdict.analysis import Verdict
 from ..verdict.columns import VERDICT_FIELDS, file_cells

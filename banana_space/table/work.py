@@ -12,20 +12,23 @@ chain's) comes back with its `error` set: reported and skipped, never fatal.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..chain.loop import Chain, replicate
+from ..chain.producers import Existing
+from ..chain.runs import scorer_for
+from ..events import Finished, Notice
 from ..judges import REGISTRY as JUDGES
-from ..judges import create_judges, rating_at
 from ..scores.scoring import Scorer
 from ..sources.dispatch import open_chain
-from ..sources.frames import HUB_PREFIX, Frames
+from ..sources.frames import HUB_PREFIX
 from ..sources.images import BadImage
 from ..sources.listing import ChainFormat, ChainRef
 from ..store.run import Run
+from ..verdict.history import History
 
 MAX_WARNINGS = 20  # per chain; the rest are counted
 
@@ -55,21 +58,21 @@ class ChainResult:
 _SCORERS: dict[tuple[str, ...], Scorer] = {}
 
 
-def scorer_for(metrics: tuple[str, ...]) -> Scorer:
+def kept_scorer(metrics: tuple[str, ...]) -> Scorer:
+    """The worker's scorer for `metrics` (judges by their registry names among them), made
+    once: a worker that scores many chains creates its metrics once."""
     if metrics not in _SCORERS:
-        judges = create_judges([name for name in metrics if name in JUDGES], {})
-        scorer = Scorer([name for name in metrics if name not in JUDGES], judges)
-        for _ in scorer.load():  # a table has no status line: the progress bar is enough
-            pass
-        _SCORERS[metrics] = scorer
+        _SCORERS[metrics] = scorer_for([name for name in metrics if name not in JUDGES],
+                                       [name for name in metrics if name in JUDGES])
     return _SCORERS[metrics]
 
 
 def score_chain_ref(ref: ChainRef, metrics: tuple[str, ...],
                     on_frame: Callable[[], None] = lambda: None,
                     steps: tuple[int, ...] | None = None) -> ChainResult:
-    """Score every frame of one chain at its step (or only `steps` and the last: the others
-    are NaN, as a run's unscored steps) with `metrics` and fidelity to step 0."""
+    """Score one chain through the loop (`chain.loop`: its frames played where they lie, each
+    decoded in turn) at every step it has (or only `steps`, the first and the last: the others
+    are NaN, as a run's unscored steps) with `metrics` and fidelity to its first frame."""
     result = ChainResult(ref.name, list(metrics), None if steps is None else list(steps))
     try:
         frames = open_chain(ref)
@@ -77,23 +80,23 @@ def score_chain_ref(ref: ChainRef, metrics: tuple[str, ...],
         if len(frames) < 2:
             result.error = f"{len(frames)} frame only: a chain needs at least 2"
             return result
-        scorer = scorer_for(metrics)
-        result.columns = [asdict(info) for info in scorer.infos]
-        result.unavailable = dict(scorer.unavailable)
-        last = frames.steps[-1]
-        result.scores = {info["name"]: [math.nan] * (last + 1) for info in result.columns}
-        warnings: list[str] = []
-        reference = frames.frame(0).image
-        for index, step in enumerate(frames.steps):
-            if steps is not None and step not in steps and step != last:
-                continue
-            image = reference if index == 0 else _frame(frames, index)
-            scored = scorer.measure(image, reference)
-            scorer.ask_judges(image, scored, rating_at(scorer.judges, step, last))
-            for name, series in result.scores.items():
-                series[step] = scored.scores.get(name, math.nan)
-            warnings += [f"step {step}: {w}" for w in scored.warnings]
-            on_frame()
+        produced = Existing(frames, None if steps is None else frozenset(steps))
+        chain = Chain(produced.first(), produced, kept_scorer(metrics), frames.steps[-1],
+                      produced.first_step)
+        history, warnings = History([]), []
+        for event in replicate(chain):
+            scored = len(history.steps)
+            history.apply(event)
+            if len(history.steps) > scored:
+                on_frame()
+            if isinstance(event, Notice) and event.level == "warning" \
+                    and event.step is not None:  # a frame's (a metric out is `unavailable`)
+                warnings.append(f"step {event.step}: {event.message}")
+            elif isinstance(event, Finished) and event.status != "completed":
+                result.error = event.reason
+        result.columns = [asdict(info) for info in history.infos.values()]
+        result.unavailable = dict(chain.scorer.unavailable)
+        result.scores = history.scores
         result.frames = len(frames)
         result.votes = votes_of(ref)
         result.notes += warnings[:MAX_WARNINGS]
@@ -122,10 +125,3 @@ def votes_of(ref: ChainRef) -> list[list[int]]:
     if not run.exists() or run.frames_dir != frames:
         return []
     return [[pair.a, pair.b, pair.n, pair.prefer_a] for pair in run.ledger().pairs()]
-
-
-def _frame(frames: Frames, index: int) -> Any:
-    try:
-        return frames.frame(index).image
-    except BadImage as error:
-        raise BadImage(f"step {frames.steps[index]} ({frames.names[index]}): {error}") from None

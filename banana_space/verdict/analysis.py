@@ -35,7 +35,7 @@ from enum import Enum
 
 import numpy as np
 
-from ..common import ScoreInfo
+from ..events import ScoreInfo
 
 CHECKPOINTS = (5, 10, 20)
 FIRST_COPY = 1  # the base of the paper's Δ: step 1, the first copy
@@ -153,18 +153,6 @@ _VERDICT_WORDS = {
     Verdict.FOOLED: _Words("no", "no", "fooled", "❌ fooled", "❌ no", -1),
     Verdict.UNDECIDED: _Words("undecided", "?", "undecided", "… undecided", "…", 0),
 }
-
-
-def plain_verdict(value: bool | None) -> str:
-    """The word the files and the API write for a verdict.
-
-    Args:
-        value: True (detects), False (fooled) or None (undecided).
-
-    Returns:
-        "yes", "no" or "undecided".
-    """
-    return Verdict(value).words.plain
 
 
 def oriented_deltas(scores: Sequence[float], lower_better: bool,

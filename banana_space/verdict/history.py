@@ -2,6 +2,11 @@
 reads the verdict of each (`VerdictRow`) by the paper's arithmetic (`analysis`): the paper's Δ
 from step 1 at its checkpoints and its test, ours beyond the score's noise floor (`floors`),
 the change since the input, and the rank correlation with fidelity.
+
+`History.apply` is the one fold: the only place a run's events become its scores and its
+steps' records (what steps.csv holds). The run's files (`store.rundir`), the page's view
+(`view.RunView`), a comparison (`chain.comparison`) and the table (`table.work`) each keep a
+`History` and read it; none reads a scored frame's event itself.
 """
 
 from __future__ import annotations
@@ -9,8 +14,9 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
-from ..common import ScoreInfo
+from ..events import Event, FrameJudged, FrameScored, ScoreInfo, Started
 from .analysis import (
     CHECKPOINTS,
     FIRST_COPY,
@@ -61,12 +67,75 @@ def _against_input(info: ScoreInfo, since: Sequence[float]) -> tuple[float, bool
     return since[-1], detects_degradation(since)
 
 
-class History:
-    """All scores of one run so far: column name -> list indexed by step (NaN = missing)."""
+class StepRow(NamedTuple):
+    """One scored step's record, as steps.csv holds it (`STEP_FIELDS`)."""
 
-    def __init__(self, infos: Sequence[ScoreInfo]) -> None:
+    step: int
+    seconds_generate: float = 0.0
+    seconds_score: float = 0.0
+    calls: int = 0
+    cost_usd: float | None = None
+    model_text: str = ""  # what the generator said at this step
+    judge_text: str = ""  # what the judges said about its frame
+
+    @property
+    def said(self) -> str:
+        """What was said at this step: the generator's words, then the judges'."""
+        return "\n".join(text for text in (self.model_text, self.judge_text) if text)
+
+
+STEP_FIELDS = list(StepRow._fields)
+
+
+class History:
+    """All scores of one run so far: column name -> list indexed by step (NaN = missing), and
+    each scored step's record (`steps`)."""
+
+    def __init__(self, infos: Sequence[ScoreInfo],
+                 steps: Mapping[int, StepRow] | None = None) -> None:
         self.infos = {info.name: info for info in infos}
         self.scores: dict[str, list[float]] = {info.name: [] for info in infos}
+        self.steps: dict[int, StepRow] = dict(steps or {})
+
+    def apply(self, event: Event) -> bool:
+        """Fold one event of a run (`banana_space.events`) in: `Started` names the columns (a
+        resumed run keeps the ones it had), `FrameScored` adds a frame's scores and its step's
+        record, `FrameJudged` its judges' scores (its other scores kept) and what they said.
+        Every other event leaves the scores as they are.
+
+        Returns:
+            Whether the scores changed.
+        """
+        if isinstance(event, Started):
+            if not self.infos:
+                self.infos = {info.name: info for info in event.infos}
+                self.scores = {info.name: [] for info in event.infos}
+            return False
+        if isinstance(event, FrameScored):
+            self.add(event.step, event.scores)
+            self.steps[event.step] = StepRow(
+                event.step, event.seconds_generate, event.seconds_score, event.calls,
+                event.cost_usd, event.text, event.judge_text)
+            return True
+        if isinstance(event, FrameJudged):
+            kept = {name: series[event.step] for name, series in self.scores.items()
+                    if event.step < len(series)}
+            self.add(event.step, {**kept, **event.scores})
+            if event.step in self.steps:  # its FrameScored came first
+                self.steps[event.step] = self.steps[event.step]._replace(
+                    judge_text=event.judge_text)
+            return True
+        return False
+
+    @property
+    def calls(self) -> int:
+        """The generator's calls over the scored steps."""
+        return sum(row.calls for row in self.steps.values())
+
+    @property
+    def cost_usd(self) -> float:
+        """What the generator's calls cost over the scored steps (USD; 0 where free)."""
+        return sum(row.cost_usd or 0.0 for row in self.steps.values())
 
     @property
     def last_step(self) -> int:
@@ -90,7 +159,7 @@ class History:
     @property
     def has_input(self) -> bool:
         """Whether step 0, the input, has a score (a real chain numbered from 1 with no start
-        has no step 0: `real_chains.score_sampled`)."""
+        has no step 0: `runs.play_existing`)."""
         return any(series and math.isfinite(series[INPUT]) for series in self.scores.values())
 
     @property

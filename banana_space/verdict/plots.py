@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
-from ..common import ScoreInfo
+from ..events import ScoreInfo
 from .analysis import Verdict, detects_degradation, normalised, range_scaled
 from .history import History
 

@@ -1,7 +1,7 @@
 """A run's votes on disk: votes.csv, one line per vote, only ever appended to.
 
 Each vote is written by reading the file, adding one line and writing the whole file to a
-temporary name that is renamed into place (`common.write_atomic`), under a lock on the run's
+temporary name that is renamed into place (`files.write_atomic`), under a lock on the run's
 votes lock file, so a server killed at any instant leaves the ledger as it was before or after
 that vote, never a torn line, and two votes at once both land. A voter is recorded only as the
 key the page gives it (a keyed hash under the operator's owner key, never an address or a
@@ -23,7 +23,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..common import csv_bytes, write_atomic
+from ..files import csv_bytes, write_atomic
 from ..verdict.columns import VERDICT_FIELDS, file_cells
 from ..verdict.history import VerdictRow
 from .tally import PEOPLE, PairTally, Vote, people_row, tally

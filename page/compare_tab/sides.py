@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from banana_space.compare.sides import Side
+from banana_space.chain.sides import Side
 from banana_space.prompts import DEFAULT_PROMPT
 from page.door.access import (
     Refusal,

@@ -1,8 +1,7 @@
-"""The Compare tab: one upload, two settings, two chains side by side
-(`banana_space.compare.pair`, run as `page.compare_tab.pair` runs a pair), the lessons that set up a
-pair in one click (`banana_space.compare.lessons`) and the "Why is it fooled?" panel
-(`banana_space.compare.why`); the `compare_chains` tool (`page.compare_tab.pair`) is registered
-here.
+"""The Compare tab: one upload, two settings, two chains side by side (a `PairSpec`, run by
+`page.runner` as any chain is: `banana_space.chain.lifecycle`), the lessons that set up a pair in
+one click (`banana_space.compare.lessons`) and the "Why is it fooled?" panel
+(`banana_space.explain`). The API's `compare_chains` tool (`page.api`) runs the same pair.
 
 Both chains run under the tab's one stop flag (Stop stops both); a comparison stopped or
 killed mid-run goes on as a pair (Resume both, its maker only). A comparison's link is
@@ -20,13 +19,14 @@ import gradio as gr
 
 from banana_space.backends import REGISTRY as BACKENDS
 from banana_space.backends.simulate import PROFILES
+from banana_space.chain.comparison import Comparison, PairSpec, pair_rows
 from banana_space.chain.runs import open_saved
+from banana_space.chain.sides import SMOOTH_SIGMA
 from banana_space.chain.spec import MAX_STEPS
 from banana_space.compare.lessons import LESSONS, STEPS, lesson_sentence
-from banana_space.compare.plots import contribution_figure, mscn_figure, pair_figure
-from banana_space.compare.record import Comparison, pair_rows
-from banana_space.compare.sides import SMOOTH_SIGMA
-from banana_space.compare.why import explain_sides, read_saved_frame, why_text
+from banana_space.compare.plots import pair_figure
+from banana_space.explain.plots import contribution_figure, mscn_figure
+from banana_space.explain.why import explain_sides, read_saved_frame, why_text
 from banana_space.markup import escape_markdown
 from banana_space.prompts import DEFAULT_PROMPT
 from banana_space.scores.catalog import CPU_DEFAULTS, visitor_metrics
@@ -173,9 +173,10 @@ def run_compare(upload: str | None, steps: float, metrics: list[str], lesson: st
         loaded = load_image(received(upload))
     except REFUSALS as error:
         raise refusal(error) from None
-    with runner.start_pair(request, loaded, steps, side_a, side_b, chosen,
-                           lesson=lesson or None) as chain:
-        yield from runner.stream(chain, PairView(chain.comparison),
+    spec = PairSpec(loaded, steps, side_a, side_b, chosen, lesson or None)
+    with runner.start(request, spec) as flight:
+        assert flight.comparison is not None
+        yield from runner.stream(flight, PairView(flight.comparison),
                                  lambda pair, stopping, last: screen(pair, None, stopping,
                                                                      with_why=last))
 
@@ -186,13 +187,13 @@ def resume_compare(run_id: str | None, request: gr.Request) -> Iterator[CompareO
     if not run_id:
         raise Refusal("Open or start a comparison first.")
     try:
-        with runner.resume_pair(request, run_id) as chain:
-            assert chain.comparison is not None and chain.pair_saved is not None
-            pair = PairView.from_saved(chain.comparison, chain.pair_saved)
+        with runner.resume(request, run_id, pair=True) as flight:
+            assert flight.comparison is not None
+            pair = PairView.from_saved(flight.comparison, flight.saved)
             for side, view in pair.views.items():  # going on: no old ending, metrics first
-                if chain.pair_saved[side].meta.get("status") != "completed":
+                if flight.saved[side].meta.get("status") != "completed":
                     view.ended, view.started = None, False
-            yield from runner.stream(chain, pair,
+            yield from runner.stream(flight, pair,
                                      lambda pair, stopping, last: screen(pair, None, stopping,
                                                                          with_why=last))
     except runner.Complete as complete:

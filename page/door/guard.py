@@ -36,7 +36,7 @@ from banana_space.sources.images import MAX_SIDE
 from banana_space.store.diskspace import frame_bytes
 from banana_space.store.retention import clear_orphans, prune_runs
 from banana_space.store.run import Run, SavedRun, runs_in
-from page.door.identity import Visitor, owner_key
+from page.door.identity import Visitor
 from page.settings import SETTINGS
 
 # A folder in the runs folder without run.json this old never became a run (its start failed):
@@ -90,18 +90,11 @@ def restored(run_dir: Path) -> None:
     prune_runs(SETTINGS.runs_root, SETTINGS.keep_runs, active=[run_dir], **_shares())
 
 
-def started(run_dir: Path, visitor: Visitor) -> None:
-    """Once a new run's first event is on disk: its owners are recorded (every credential the
-    visitor holds: a token given explicitly owns the run beside the browser that sent it, so an
-    agent resumes with its token from anywhere) and old runs are pruned, the owner's own beyond
-    its share first (the new run counts toward both). A caller with no credential (no
-    browser, account or token) owns nothing: its run is anyone's to open by its link, and no
-    one's to resume."""
-    owner = visitor.owner
-    run = Run(run_dir)
-    if owner is not None and run.made_by is None:  # a resumed run keeps its owners
-        run.mark_owner(*(owner_key(credential) for credential in visitor.credentials()))
-    prune_runs(SETTINGS.runs_root, SETTINGS.keep_runs, owner=owner, **_shares())
+def started(run_dir: Path) -> None:
+    """Once a run's first event is on disk (its owners recorded as it was made, `runner`):
+    old runs are pruned, its maker's own beyond their share first (the new run counts toward
+    both)."""
+    prune_runs(SETTINGS.runs_root, SETTINGS.keep_runs, owner=Run(run_dir).made_by, **_shares())
     clear_orphans(SETTINGS.runs_root, ORPHAN_GRACE_S)
 
 

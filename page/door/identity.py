@@ -85,6 +85,14 @@ class Visitor:
                                                       ("browser", self.browser),
                                                       ("token", self.token)) if value]
 
+    def owner_keys(self) -> list[str]:
+        """What a new run records as its owners (`Run.mark_owner`): every credential's key,
+        strongest first (a token given explicitly owns the run beside the browser that sent
+        it, so an agent resumes with its token from anywhere). None for a caller without a
+        credential (no browser, account or token): its run is anyone's to open by its link,
+        and no one's to resume."""
+        return [owner_key(credential) for credential in self.credentials()]
+
     def keys(self) -> set[str]:
         """Every owner key this visitor holds: a run recorded under any of them is theirs."""
         return {owner_key(credential) for credential in self.credentials()}

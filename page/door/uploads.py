@@ -29,9 +29,9 @@ from page.settings import SETTINGS
 
 _upload_lock = threading.Lock()
 # who -> [time, bytes] of each file it sent (a fetch's grows as its bytes arrive)
-Ledger = dict[str, deque[list[float]]]
-_uploads: Ledger = defaultdict(deque)
-_hub_bytes: Ledger = defaultdict(deque)  # the same, for replays
+ByteLog = dict[str, deque[list[float]]]
+_uploads: ByteLog = defaultdict(deque)
+_hub_bytes: ByteLog = defaultdict(deque)  # the same, for replays
 
 
 def received_file(path: Any) -> str:
@@ -119,7 +119,7 @@ def count_hub_bytes(visitor: Visitor, size: int) -> None:
            "replays from the hub")
 
 
-def _count(ledger: Ledger, shares: list[tuple[str, int, str]], size: int, what: str,
+def _count(sent_by: ByteLog, shares: list[tuple[str, int, str]], size: int, what: str,
            entries: list[list[float]] | None = None) -> list[list[float]]:
     """Add `size` to each (who, cap, per what) of `shares` within the window, as a new entry
     or grown onto `entries` (one per share, as this returned them), or `Refused` (adding to
@@ -127,7 +127,7 @@ def _count(ledger: Ledger, shares: list[tuple[str, int, str]], size: int, what: 
     now = time.monotonic()
     with _upload_lock:
         for who, cap, per in shares:
-            recent = ledger[who]
+            recent = sent_by[who]
             while recent and now - recent[0][0] > SETTINGS.uploads_keep_s:
                 recent.popleft()
             sent = sum(nbytes for _, nbytes in recent)
@@ -139,7 +139,7 @@ def _count(ledger: Ledger, shares: list[tuple[str, int, str]], size: int, what: 
         if entries is None:
             entries = [[now, 0] for _ in shares]
             for (who, _, _), entry in zip(shares, entries, strict=True):
-                ledger[who].append(entry)
+                sent_by[who].append(entry)
         for entry in entries:
             entry[1] += size
     return entries

@@ -62,11 +62,11 @@ VIEW_TAKEN = ("Your run is streaming into this view, so nothing else opens here 
 FRAME_QUERY = re.compile(r"[0-9]{1,4}")  # `?frame=`: a step, 0-100 (a few digits to spare)
 
 
-def stream(view: RunView, chain: runner.Chain) -> Iterator[PageOutputs]:
+def stream(view: RunView, flight: runner.Flight) -> Iterator[PageOutputs]:
     """A chain on the Run tab, screen by screen (`runner.stream`); the screen after the end
     offers the zip and the magnifier (which a stopped run's first screen leaves out, to say
     "Stopped" at once)."""
-    return runner.stream(chain, view, lambda screen, stopping, last: shown(
+    return runner.stream(flight, view, lambda screen, stopping, last: shown(
         screen, stopping, magnified=last))
 
 
@@ -87,8 +87,8 @@ def _chain(form: RunForm, source: str, request: gr.Request) -> Iterator[PageOutp
         spec = spec_of(form, source)
     except REFUSALS as error:
         raise refusal(error) from None
-    with runner.start(request, spec) as chain:
-        yield from stream(RunView(raw=form.raw), chain)
+    with runner.start(request, spec) as flight:
+        yield from stream(RunView(raw=form.raw), flight)
 
 
 def _options_so_far(form: RunForm) -> dict[str, Any]:
@@ -160,11 +160,11 @@ def resume(run_id: str | None, api_key: str, raw: bool, request: gr.Request
     if not run_id:
         raise Refusal("Open or start a run first.")
     try:
-        with runner.resume(request, run_id, key=api_key) as chain:
-            view = RunView.from_saved(chain.saved)
+        with runner.resume(request, run_id, key=api_key) as flight:
+            view = RunView.from_saved(flight.saved["A"])
             # Running again: no old ending, no old zip offered; its metrics load first.
             view.raw, view.ended, view.started = raw, None, False
-            yield from stream(view, chain)
+            yield from stream(view, flight)
     except runner.Complete as complete:
         gr.Info(str(complete))
         yield PageOutputs.unchanged()  # the run stays on screen as it is

@@ -18,7 +18,7 @@ from PIL import Image
 
 from banana_space.chain.offered import dataset_starts, examples
 from banana_space.chain.real_chains import PLAN, plan_from_env, preparing
-from banana_space.common import png_bytes, write_atomic
+from banana_space.files import png_bytes, write_atomic
 from banana_space.markup import escape_markdown
 from banana_space.scores.catalog import to_tensor
 from banana_space.sources.images import BadImage, load_image

@@ -20,7 +20,7 @@ import threading
 from pathlib import Path
 
 from banana_space.chain.runs import open_saved
-from banana_space.common import temporary_name
+from banana_space.files import temporary_name
 from banana_space.store.run import Run
 from banana_space.store.runids import copy_in
 from page.settings import RECORDED, SETTINGS

@@ -15,9 +15,10 @@ import gradio as gr
 
 from banana_space.backends import OPTIONS
 from banana_space.backends import REGISTRY as BACKENDS
-from banana_space.chain.quota import JUDGE_AT, default_judge_at
+from banana_space.chain.quota import default_judge_at
 from banana_space.chain.spec import MAX_STEPS
 from banana_space.judges import REGISTRY as JUDGES
+from banana_space.judges.schedule import JUDGE_AT
 from banana_space.prompts import DEFAULT_PROMPT
 from banana_space.prompts import PRESETS as PROMPTS
 from banana_space.scores.catalog import CPU_DEFAULTS, FIDELITY, PRESETS, visitor_metrics

@@ -21,7 +21,7 @@ _RANDOM = random.SystemRandom()
 
 
 @dataclass(frozen=True)
-class Shown:
+class PairOnScreen:
     """A pair on the voter's screen: its steps, where the earlier one is, and how many pairs
     came before it."""
 
@@ -35,7 +35,7 @@ class Shown:
         return f"{self.earlier},{self.later},{'L' if self.earlier_left else 'R'},{self.index}"
 
     @classmethod
-    def read(cls, text: str) -> Shown | None:
+    def read(cls, text: str) -> PairOnScreen | None:
         found = SHOWN.fullmatch(text or "")
         if not found:
             return None
@@ -50,7 +50,7 @@ class Shown:
         return "earlier" if left == self.earlier_left else "later"
 
 
-def nth_pair(made: list[int], index: int, rng: random.Random = _RANDOM) -> Shown | None:
+def nth_pair(made: list[int], index: int, rng: random.Random = _RANDOM) -> PairOnScreen | None:
     """The `index`-th pair for a voter of a run whose frames are `made` (steps, ascending);
     None where the run has fewer than two frames after the input."""
     last = made[-1] if made else -1
@@ -61,4 +61,4 @@ def nth_pair(made: list[int], index: int, rng: random.Random = _RANDOM) -> Shown
         earlier, later = sorted(rng.sample(made, 2))
     else:
         return None
-    return Shown(earlier, later, rng.random() < 0.5, index)
+    return PairOnScreen(earlier, later, rng.random() < 0.5, index)

@@ -33,7 +33,7 @@ from page.run_tab.handlers import marked_plot, reopen
 from page.run_tab.outputs import page_link
 from page.settings import RECORDED, SETTINGS
 from page.vote_tab import casting
-from page.vote_tab.pairs import Shown, nth_pair
+from page.vote_tab.pairs import PairOnScreen, nth_pair
 
 REFRESH_S = 3.0  # the teacher's count: new votes show within this
 # The lesson's chain: a bundled recording of simulated Nano Banana Pro-like static, 30 steps
@@ -43,15 +43,7 @@ LESSON = ("**Lesson: vote first, then look at the metrics.** The class votes on 
           "chain, each on their own phone, without seeing a number: which copy looks better? "
           "Then **Reveal the metrics** opens the chain with its curves and verdict table, the "
           "room's own line and row beside every metric's.")
-VOTE_CSS = """#vote-panel .vote-button {font-size: 1.35em; min-height: 64px}
-#vote-reveal p {font-size: 1.15em}
-body.vote-only #vote-panel {position: fixed; inset: 0; z-index: 1000; overflow: auto;
-  background: var(--body-background-fill); padding: 8px}
-body.vote-only * {visibility: hidden}
-body.vote-only #vote-panel, body.vote-only #vote-panel *,
-body.vote-only .toast-wrap, body.vote-only .toast-wrap * {visibility: visible}
-#class-qr svg {width: min(100%, 360px); height: auto}"""
-# A class link shows the voting view alone (`vote-only`, VOTE_CSS: everything else stays under
+# A class link shows the voting view alone (`vote-only`, style.VOTE_CSS: everything else stays under
 # it, hidden from Tab and screen readers too, all but the toasts that say why a vote was
 # refused). Each picture is named by its side only (its step stays hidden until the vote), for
 # a reader that cannot see it; gradio draws it inside an unnamed button.
@@ -100,7 +92,7 @@ def _picture(run: Run, step: int) -> Image.Image:
         return image.convert("RGB")
 
 
-def _pictures(run: Run, shown: Shown) -> tuple[Image.Image, Image.Image]:
+def _pictures(run: Run, shown: PairOnScreen) -> tuple[Image.Image, Image.Image]:
     """The pair's two pictures (left, right) at one size: where they differ (a frame kept only
     as a thumbnail, a copy reshaped), the larger is brought down to the smaller, so that no
     picture gives itself away by its sharpness or its shape."""
@@ -137,7 +129,7 @@ def _magnified(left: Image.Image, right: Image.Image, box: tuple[int, int, int, 
 
 def zoom_at(run_id: str, shown_text: str, event: gr.SelectData) -> Any:
     """A click on either picture moves the shared magnifier there, on both."""
-    shown = Shown.read(shown_text)
+    shown = PairOnScreen.read(shown_text)
     if shown is None or not event.index:
         return gr.skip()
     run, _ = casting.openable(run_id)
@@ -147,7 +139,7 @@ def zoom_at(run_id: str, shown_text: str, event: gr.SelectData) -> Any:
 
 
 def _vote(run_id: str, shown_text: str, left: bool, request: gr.Request) -> list[Any]:
-    shown = Shown.read(shown_text)
+    shown = PairOnScreen.read(shown_text)
     if shown is None:
         raise Refusal("Open a pair first.")
     _, pair = casting.cast(visitor_of(request), run_id, shown.earlier, shown.later,
@@ -173,7 +165,7 @@ def vote_right(run_id: str, shown: str, request: gr.Request) -> list[Any]:
 
 
 def next_pair(run_id: str, shown_text: str) -> list[Any]:
-    shown = Shown.read(shown_text)
+    shown = PairOnScreen.read(shown_text)
     return show_pair(run_id, shown.index + 1 if shown else 0)
 
 

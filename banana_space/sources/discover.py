@@ -16,11 +16,11 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from ..sources.dispatch import shards_at
-from ..sources.frames import HUB_PREFIX
-from ..sources.images import BadImage
-from ..sources.listing import ChainFormat, ChainRef, Listing, chains_in
-from ..sources.shards import expand_shards, is_shard_name
+from .dispatch import shards_at
+from .frames import HUB_PREFIX
+from .images import BadImage
+from .listing import ChainFormat, ChainRef, Listing, chains_in
+from .shards import expand_shards, is_shard_name
 
 __all__ = ["ChainRef", "found_text", "find_all", "find_chains_in", "local_listing"]
 
@@ -55,7 +55,7 @@ def find_chains_in(source: str) -> list[ChainRef]:
         BadImage: the source does not exist (or the hub refuses it).
     """
     if source.startswith(HUB_PREFIX):
-        from ..sources.hub_client import list_files, parse_hub
+        from .hub_client import list_files, parse_hub
 
         hub = parse_hub(source)
         root, label, base = hub.root, hub.repo_id, hub.path

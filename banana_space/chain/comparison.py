@@ -1,9 +1,11 @@
-"""A comparison as one typed record: its two sides, their runs, what failed, and the A/B verdict
-table, with its one reader and writer (`compare.json` in each run of the pair) and its zip.
+"""A comparison: a chain of two sides from one upload (`PairSpec`, as `RunSpec` is a chain of
+one), and its one typed record: its two sides, their runs, what failed, and the A/B verdict table,
+with its one reader and writer (`compare.json` in each run of the pair) and its zip.
 
-`start_pair` builds the record once and keeps it up to date as both chains' events pass (the run
-ids as they start, a failure as it happens, each side's scores), so nothing is read back from
-disk while the pair runs; a comparison opened later is `Comparison.read` from either run.
+`PairSpec.record` builds the record once and the chain's lifecycle (`lifecycle`) keeps it up to
+date as both chains' events pass (the run ids as they start, a failure as it happens, each
+side's scores), so nothing is read back from disk while the pair runs; a comparison opened later
+is `Comparison.read` from either run.
 """
 
 from __future__ import annotations
@@ -17,13 +19,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..common import temporary_name, write_atomic
-from ..events import Event, FrameJudged, FrameScored, Started
+from ..events import Event, Started
+from ..files import temporary_name, write_atomic
+from ..sources.images import LoadedImage
 from ..store.run import Run
-from ..store.rundir import add_judged
 from ..verdict.columns import SIDES, pair_fields, pair_record
 from ..verdict.history import History, VerdictRow
-from .sides import Side
+from .sides import Side, check_pair, side_specs
+from .spec import RunSpec
 
 RECORDED = ("a", "b", "steps", "metrics", "lesson", "sides", "failed")  # compare.json's keys
 
@@ -87,17 +90,14 @@ class Comparison:
         return Side(**self.sides[side]).label()
 
     def saw(self, side: str, event: Event) -> None:
-        """One side's event: its run id once it starts, and its scores as they come."""
-        if isinstance(event, Started):
+        """One side's event: its run id once it starts, and its scores as they come (folded
+        into the side's history: a resumed side goes on from the one it had)."""
+        if isinstance(event, Started) and event.run_dir is not None:
             if side == "A":
                 self.a = Path(event.run_dir).name
             else:
                 self.b = Path(event.run_dir).name
-            self.histories.setdefault(side, History(event.infos))
-        elif isinstance(event, FrameScored):
-            self.histories[side].add(event.step, event.scores)
-        elif isinstance(event, FrameJudged):
-            add_judged(self.histories[side], event)
+        self.histories.setdefault(side, History([])).apply(event)
 
     def started(self, sides: Sequence[str]) -> bool:
         """Whether every side of `sides` has its run."""
@@ -145,3 +145,27 @@ class Comparison:
             archive.writestr("compare.json", self.to_json())
         temporary.replace(target)
         return target
+
+
+@dataclass(frozen=True)
+class PairSpec:
+    """Two chains from one upload, side by side: the input, each chain's steps, sides A and B
+    (which must differ), the metrics both score with, and the lesson it is, if one."""
+
+    loaded: LoadedImage
+    steps: int
+    a: Side
+    b: Side
+    metrics: Sequence[str]
+    lesson: str | None = None
+
+    def checked_sides(self) -> dict[str, RunSpec]:
+        """Each side's `RunSpec` by its side, checked: `ValueError` for an identical pair or a
+        side's bad setting (naming the side)."""
+        check_pair(self.a, self.b)
+        specs = side_specs(self.loaded, self.steps, (self.a, self.b), self.metrics)
+        return dict(zip(SIDES, specs, strict=True))
+
+    def record(self) -> Comparison:
+        """The pair's record, before either run exists."""
+        return Comparison.of(self.a, self.b, self.steps, self.metrics, self.lesson)

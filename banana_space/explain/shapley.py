@@ -35,8 +35,8 @@ from typing import Any
 import torch
 from PIL import Image
 
-from .catalog import build_metric, to_tensor
-from .scoring import as_scored
+from ..scores.catalog import build_metric, to_tensor
+from ..scores.scoring import as_scored
 
 FEATURES_PER_SCALE = 18
 SCALES = 2

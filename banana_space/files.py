@@ -1,12 +1,8 @@
-"""The words every layer shares, on the ground floor: it imports nothing of ours.
-
-- `ScoreInfo`: what a score column is (every metric, ruler, plug-in, fidelity score and judge).
-- `Report`, `BackendUnavailable`, `GenerationFailed`: how a generator or a judge says it waits,
-  cannot run here, or answered without an image.
-- `write_atomic`, `csv_bytes`, `png_bytes`: every file we write is written whole and renamed
-  into place, so a process killed at any instant leaves only complete files (and a failed
-  write no temporary one); a text cell a spreadsheet would run as a formula is marked as text.
-- `error_line`: an exception as one line a person can read.
+"""Every file we write is written whole: to a uniquely named temporary file, then renamed into
+place, so a process killed at any instant leaves only complete files (and a failed write no
+temporary one). Its bytes: a CSV whose text cells a spreadsheet would run as formulas are marked
+as text (OWASP, "CSV Injection"), and a lossless PNG made fast for a run's frames. It imports
+nothing of ours: every layer writes through it.
 """
 
 from __future__ import annotations
@@ -18,76 +14,11 @@ import os
 import secrets
 import struct
 import zlib
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 from PIL import Image
-
-Role = Literal["metric", "fidelity", "judge"]
-
-
-@dataclass(frozen=True)
-class ScoreInfo:
-    """What a score column is: its name, how to read it, and its role on the plot.
-
-    `family` says whose measure it is: "pyiqa" (every standard metric), "ours" (the rulers in
-    `rulers.py`), "plug-in", or "judge". `score_range` is the metric's nominal (low, high)
-    where its table gives one (pyiqa's `score_range`), for scaling curves by what the metric
-    can move."""
-
-    name: str
-    role: Role
-    lower_better: bool
-    label: str = ""
-    family: str = "pyiqa"
-    score_range: tuple[float, float] | None = None
-    meaning: str = ""
-
-    @property
-    def direction(self) -> str:
-        return "lower is better" if self.lower_better else "higher is better"
-
-    @classmethod
-    def from_record(cls, record: dict[str, Any]) -> ScoreInfo:
-        """A `dataclasses.asdict` record read back from JSON (JSON has no tuples; older runs
-        lack the newer fields)."""
-        if record.get("score_range") is not None:
-            record = {**record, "score_range": tuple(record["score_range"])}
-        return cls(**record)
-
-
-# A backend or judge may call this while it waits (e.g. "429 from the API, retrying in 2.1 s…").
-# The chain turns each call into a `Notice` event that the UI and CLI show at once.
-Report = Callable[[str], None]
-
-
-def report_nothing(message: str) -> None:
-    """The default `Report`: used where nobody listens (tests, one-off calls)."""
-
-
-class BackendUnavailable(RuntimeError):
-    """Raised when a backend (or judge) cannot run here (no key, no GPU, missing package).
-
-    The message is shown to the user as is, so it must say what to do, and must never contain
-    a secret.
-    """
-
-
-class GenerationFailed(RuntimeError):
-    """Raised by `edit` when the generator answered but gave no usable image (a safety block,
-    an empty candidate, text only). The chain ends the run as *failed at step k* with this
-    message and keeps every frame made before.
-    """
-
-
-def error_line(error: BaseException, limit: int | None = None) -> str:
-    """`error` as one line a person can read: its type and the first line of its message (at
-    most `limit` characters), never a traceback fragment."""
-    lines = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {lines[0][:limit]}" if lines else type(error).__name__
 
 
 def temporary_name(path: Path) -> Path:

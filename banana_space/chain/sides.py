@@ -14,9 +14,9 @@ from PIL import Image
 from scipy import ndimage
 
 from ..backends import REGISTRY as BACKENDS
-from ..chain.spec import RunSpec, check_spec, public_options
 from ..prompts import DEFAULT_PROMPT
 from ..sources.images import LoadedImage
+from .spec import RunSpec, check_spec, public_options
 
 SIDES = ("A", "B")
 # The smoothed start of our start-smoothness study (docs/start_smoothness.md, "σ 1.5"): a
@@ -93,3 +93,4 @@ def side_specs(loaded: LoadedImage, steps: int, sides: Sequence[Side],
             raise ValueError(f"side {name}: {error}") from None
         specs.append(spec)
     return specs
+

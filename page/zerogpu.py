@@ -1,4 +1,5 @@
-"""ZeroGPU glue: `import zerogpu` first thing in app.py, before anything touches CUDA.
+"""ZeroGPU glue: imported first thing in app.py, before anything touches CUDA: the app's side of
+the GPU seam (the engine never imports `spaces`).
 
 It decorates two trampolines with `spaces.GPU` at import time (ZeroGPU schedules only functions
 decorated before the app launches), one per GPU size (`large`, half an RTX Pro 6000 with 48 GB,

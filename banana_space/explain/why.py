@@ -2,7 +2,7 @@
 step i, and what their model sees in a frame.
 
 The answer that adds up: `explain_step` splits a run's change of BRISQUE or NIQE from step 1 to
-step i over the model's own feature groups (`scores/explain.py`: Shapley values, which sum to
+step i over the model's own feature groups (`shapley.py`: Shapley values, which sum to
 the score's change), and `Explanation.sentence` is written from those numbers: it names the
 direction the *score* moved, by the metric's own orientation (pyiqa's `lower_better`), and the
 groups that moved it most. It is ours, not the paper's, and says so (`WHY_LABEL`).
@@ -34,7 +34,9 @@ from pyiqa.archs.func_util import normalize_img_with_gauss
 
 from ..chain.remake import remake_frame
 from ..scores.catalog import metric_info, to_tensor
-from ..scores.explain import (
+from ..scores.nss import ggd_param, luma_255
+from ..store.run import DamagedRun, Run
+from .shapley import (
     EXPLAINED,
     EXPLAINED_TEXT,
     FEATURE_GROUPS,
@@ -46,8 +48,6 @@ from ..scores.explain import (
     decompose,
     frame_features,
 )
-from ..scores.nss import ggd_param, luma_255
-from ..store.run import DamagedRun, Run
 
 KERNEL_SIZE, KERNEL_SIGMA = 7, 7.0 / 6  # BRISQUE's window (pyiqa's defaults)
 HISTOGRAM_EDGES = np.linspace(-3.0, 3.0, 61)  # MSCN coefficients lie within ±3 almost all
