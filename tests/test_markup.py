@@ -20,6 +20,7 @@ from visitors import chain_args, client, noise, public_app, run_args, small
 
 from banana_space.events import Finished
 from banana_space.markup import escape_markdown
+from banana_space.verdict.history import StepRow
 from banana_space.view import RunView
 
 
@@ -35,7 +36,7 @@ def test_markup_a_visitor_controls_is_shown_as_text() -> None:
     view = RunView(run_dir=Path("runs/20260101-000000-abcdef"))
     view.ended = Finished("failed", 2, f"failed at step 3: frame {hostile}.png: damaged")
     view.notices.append(("warning", f"skipped {hostile}.txt"))
-    view.texts[1] = hostile
+    view.history.steps[1] = StepRow(1, model_text=hostile)  # what the generator said
     for text in (view.status(), view.model_text(), escape_markdown(hostile)):
         assert "<a" not in text and "<img" not in text
         assert "](http" not in text and "[click]" not in text  # no link but the run's own
